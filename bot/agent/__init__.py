@@ -1,0 +1,34 @@
+"""The agent loop and what it reports: no Slack, no Redis."""
+
+from bot.agent.events import (
+    AgentEvent,
+    Observer,
+    RoundStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    fan_out,
+)
+from bot.agent.execution import Approver
+from bot.agent.loop import LoopSettings, run_turn
+from bot.agent.messages import repair
+from bot.agent.result import StopReason, ToolExecution, TurnResult
+
+__all__ = [
+    "AgentEvent",
+    "Approver",
+    "LoopSettings",
+    "Observer",
+    "RoundStarted",
+    "StopReason",
+    "TextDelta",
+    "ToolExecution",
+    "ToolFinished",
+    "ToolStarted",
+    "TurnFinished",
+    "TurnResult",
+    "fan_out",
+    "repair",
+    "run_turn",
+]

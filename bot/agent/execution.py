@@ -1,0 +1,215 @@
+"""Run one round of tool calls: concurrently, each with a timeout, every failure a result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.agent.events import Observer, ToolFinished, ToolStarted, notify
+from bot.agent.result import ToolExecution
+from bot.agent.truncation import truncate_middle
+from bot.llm.response import ToolCall
+from tools.definition import Tool
+from tools.errors import ToolError
+from tools.output import error_output, render_output
+from tools.toolset import Toolset
+
+log = logging.getLogger(__name__)
+
+Approver = Callable[[Tool, dict[str, Any]], Awaitable[bool]]
+
+PREVIEW_CHARS = 160
+
+
+@dataclass(frozen=True)
+class ExecutionSettings:
+    default_timeout_s: float = 30.0
+    output_chars: int = 8000
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+async def execute_round(
+    calls: Sequence[ToolCall],
+    toolset: Toolset,
+    settings: ExecutionSettings,
+    *,
+    round_number: int,
+    observer: Observer | None = None,
+    approver: Approver | None = None,
+    cancel: asyncio.Event | None = None,
+) -> tuple[list[ToolExecution], bool]:
+    """Run all ``calls`` at once; executions come back in the model's call order.
+
+    Returns ``(executions, cancelled)``. When ``cancel`` is set while tools run, the running
+    ones are cancelled and recorded as "Cancelled"; the ones that finished keep their result.
+    If this coroutine itself is cancelled, the running tools are cancelled with it.
+    """
+    tasks = [
+        asyncio.ensure_future(
+            execute_call(call, toolset, settings, round_number, observer, approver)
+        )
+        for call in calls
+    ]
+    everything = asyncio.gather(*tasks)
+    waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    try:
+        await asyncio.wait([everything] + ([waiter] if waiter else []),
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+    except asyncio.CancelledError:
+        await _cancel_all([*tasks, everything])
+        raise
+    finally:
+        if waiter is not None:
+            waiter.cancel()
+    if everything.done():
+        return list(everything.result()), False
+    await _cancel_all([*tasks, everything])
+    executions = []
+    for call, task in zip(calls, tasks, strict=True):
+        if task.done() and not task.cancelled() and task.exception() is None:
+            executions.append(task.result())
+            continue
+        execution = _cancelled(call, round_number)
+        await notify(
+            observer,
+            ToolFinished(round_number, call.id, call.name, False, 0.0, "stopped", "Cancelled"),
+        )
+        executions.append(execution)
+    return executions, True
+
+
+async def _cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _cancelled(call: ToolCall, round_number: int) -> ToolExecution:
+    return ToolExecution(
+        call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        ok=False,
+        output=error_output("Cancelled", "The turn was stopped before this tool finished."),
+        duration_ms=0.0,
+        round=round_number,
+        error="Cancelled",
+    )
+
+
+async def execute_call(
+    call: ToolCall,
+    toolset: Toolset,
+    settings: ExecutionSettings,
+    round_number: int,
+    observer: Observer | None = None,
+    approver: Approver | None = None,
+) -> ToolExecution:
+    await notify(observer, ToolStarted(round_number, call.id, call.name, call.arguments))
+    started = time.perf_counter()
+    try:
+        output = await _run(call, toolset, settings, approver)
+        ok, kind = True, None
+    except _Failure as failure:
+        output, ok, kind = error_output(failure.kind, str(failure)), False, failure.kind
+    duration_ms = (time.perf_counter() - started) * 1000
+    output = truncate_middle(output, settings.output_chars)
+    execution = ToolExecution(
+        call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        ok=ok,
+        output=output,
+        duration_ms=duration_ms,
+        round=round_number,
+        error=kind,
+    )
+    await notify(
+        observer,
+        ToolFinished(
+            round_number,
+            call.id,
+            call.name,
+            ok,
+            duration_ms,
+            _preview(output if ok else _error_message(output)),
+            kind,
+        ),
+    )
+    return execution
+
+
+async def _run(
+    call: ToolCall, toolset: Toolset, settings: ExecutionSettings, approver: Approver | None
+) -> str:
+    try:
+        tool = await toolset.get_tool(call.name)
+    except ToolError as exc:
+        raise _Failure(getattr(exc, "kind", "ToolError"), str(exc)) from None
+    except Exception as exc:  # the policy could not be asked: refuse rather than run
+        log.warning("looking up tool %s failed", call.name, exc_info=True)
+        raise _Failure("ToolUnavailable", f"{call.name} cannot be checked right now.") from exc
+
+    arguments = _parse_arguments(call)
+
+    if tool.confirm:
+        if approver is None:
+            raise _Failure("NeedsConfirmation", f"{tool.name} needs a person's confirmation, "
+                           "and nobody can be asked here.")  # fmt: skip
+        if not await approver(tool, arguments):
+            raise _Failure("NotConfirmed", f"The person declined to run {tool.name}.")
+
+    timeout_s = tool.timeout_s or settings.default_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s) as deadline:
+            value = await tool.invoke(arguments)
+    except TimeoutError:
+        if deadline.expired():
+            raise _Failure("TimeoutError", f"{tool.name} took longer than {timeout_s:g} s") from None
+        raise _Failure("TimeoutError", f"{tool.name} timed out inside the tool") from None
+    except ToolError as exc:
+        raise _Failure(getattr(exc, "kind", "ToolError"), str(exc)) from None
+    except Exception as exc:
+        log.warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
+        raise _Failure(type(exc).__name__, str(exc) or f"{tool.name} failed") from None
+    return render_output(value)
+
+
+def _parse_arguments(call: ToolCall) -> dict[str, Any]:
+    text = call.arguments.strip() or "{}"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _Failure(
+            "InvalidJSON",
+            f"The arguments for {call.name} are not valid JSON ({exc.msg} at position "
+            f"{exc.pos}). Send one JSON object.",
+        ) from None
+    if not isinstance(value, dict):
+        raise _Failure(
+            "InvalidJSON",
+            f"The arguments for {call.name} must be a JSON object, not {type(value).__name__}.",
+        )
+    return value
+
+
+def _error_message(output: str) -> str:
+    try:
+        return str(json.loads(output).get("message", output))
+    except (ValueError, AttributeError):
+        return output
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"

@@ -1,0 +1,201 @@
+"""The agentic loop: ask the model, run the tools it asks for, feed results back, repeat.
+
+It knows nothing of Slack or Redis: it takes messages, a toolset, a model and an observer,
+and returns a :class:`TurnResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from bot.agent.events import Observer, RoundStarted, TextDelta, TurnFinished, notify
+from bot.agent.execution import Approver, ExecutionSettings, execute_round
+from bot.agent.messages import Message, assistant_message, repair, system_message, tool_message
+from bot.agent.messages import user_message as make_user_message
+from bot.agent.result import StopReason, ToolExecution, TurnResult
+from bot.llm.client import ChatModel, TextCallback
+from bot.llm.errors import LLMError
+from bot.llm.pricing import Price, cost_of
+from bot.llm.response import ModelResponse
+from bot.llm.usage import Usage
+from tools.toolset import Toolset
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+EMPTY_ANSWER = "The model gave an empty answer. Please try rephrasing your question."
+STOPPED = "Stopped before the answer was finished."
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    system_prompt: str
+    max_rounds: int = 6
+    tool_timeout_s: float = 30.0
+    tool_output_chars: int = 8000
+    price: Price | None = None
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _Turn:
+    """The state of one running turn. Lives only as long as :func:`run_turn`."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        settings: LoopSettings,
+        history: Sequence[Message],
+        toolset: Toolset,
+        observer: Observer | None,
+        cancel: asyncio.Event | None,
+        approver: Approver | None,
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.history = list(history)
+        self.toolset = toolset
+        self.observer = observer
+        self.cancel = cancel
+        self.approver = approver
+        self.new: list[Message] = []
+        self.executions: list[ToolExecution] = []
+        self.usage = Usage()
+        self.rounds = 0
+        self.execution_settings = ExecutionSettings(
+            default_timeout_s=settings.tool_timeout_s, output_chars=settings.tool_output_chars
+        )
+
+    def messages(self) -> list[Message]:
+        return [system_message(self.settings.system_prompt), *repair(self.history + self.new)]
+
+    async def ask(self, tool_choice: str | None = None) -> ModelResponse:
+        self.rounds += 1
+        await notify(self.observer, RoundStarted(self.rounds))
+        tools = [tool.spec() for tool in await self.toolset.list_tools()]
+        response = await self.until_cancelled(
+            self.model.complete(
+                self.messages(), tools, tool_choice=tool_choice, on_text=self._text_sink()
+            )
+        )
+        self.usage += response.usage
+        return response
+
+    def _text_sink(self) -> TextCallback:
+        round_number = self.rounds
+
+        async def sink(text: str) -> None:
+            await notify(self.observer, TextDelta(round_number, text))
+
+        return sink
+
+    async def until_cancelled(self, awaitable: Awaitable[T]) -> T:
+        if self.cancel is None:
+            return await awaitable
+        if self.cancel.is_set():
+            _close(awaitable)
+            raise _Cancelled
+        work = asyncio.ensure_future(awaitable)
+        waiter = asyncio.ensure_future(self.cancel.wait())
+        try:
+            await asyncio.wait([work, waiter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+        if work.cancelled():
+            raise _Cancelled
+        return work.result()
+
+    async def run_tools(self, response: ModelResponse) -> bool:
+        """Run the round's calls; return True when the turn was cancelled meanwhile."""
+        self.new.append(assistant_message(response.text, response.tool_calls))
+        executions, cancelled = await execute_round(
+            response.tool_calls,
+            self.toolset,
+            self.execution_settings,
+            round_number=self.rounds,
+            observer=self.observer,
+            approver=self.approver,
+            cancel=self.cancel,
+        )
+        self.executions.extend(executions)
+        self.new.extend(tool_message(e.call_id, e.output) for e in executions)
+        return cancelled
+
+    def result(self, text: str, reason: StopReason, detail: str | None = None) -> TurnResult:
+        return TurnResult(
+            text=text,
+            stop_reason=reason,
+            rounds=self.rounds,
+            executions=list(self.executions),
+            new_messages=list(self.new),
+            usage=self.usage,
+            cost=cost_of(self.usage, self.settings.price),
+            error_detail=detail,
+        )
+
+    async def run(self) -> TurnResult:
+        try:
+            for _ in range(self.settings.max_rounds):
+                response = await self.ask()
+                if not response.tool_calls:
+                    return self.answered(response, StopReason.ANSWERED)
+                if await self.run_tools(response):
+                    raise _Cancelled
+            # Round limit: one last call that may not use tools, so the turn ends in an answer.
+            final = await self.ask(tool_choice="none")
+            return self.answered(final, StopReason.ROUND_LIMIT)
+        except _Cancelled:
+            return self.result(STOPPED, StopReason.CANCELLED)
+        except LLMError as exc:
+            log.warning("model call failed (%s): %s", exc.kind, exc)
+            return self.result(exc.user_message, StopReason.FAILED, str(exc))
+
+    def answered(self, response: ModelResponse, reason: StopReason) -> TurnResult:
+        text = response.text.strip()
+        if response.finish_reason == "length":
+            log.warning("the model's answer hit max_tokens and may be incomplete")
+        if not text:
+            return self.result(EMPTY_ANSWER, reason)
+        self.new.append(assistant_message(response.text))
+        return self.result(response.text, reason)
+
+
+async def run_turn(
+    model: ChatModel,
+    settings: LoopSettings,
+    history: Sequence[Message],
+    user_message: str | Message,
+    toolset: Toolset,
+    *,
+    observer: Observer | None = None,
+    cancel: asyncio.Event | None = None,
+    approver: Approver | None = None,
+) -> TurnResult:
+    """Run one turn: ``history`` is what came before, ``user_message`` the new message.
+
+    ``result.new_messages`` (the user message, each assistant message with its tool calls and
+    their results, and the answer) is what to append to the stored history. Setting
+    ``cancel`` stops the turn: running tools are cancelled and the result says so.
+    """
+    first = make_user_message(user_message) if isinstance(user_message, str) else user_message
+    turn = _Turn(model, settings, history, toolset, observer, cancel, approver)
+    turn.new.append(first)
+    result = await turn.run()
+    await notify(observer, TurnFinished(result))
+    return result
+
+
+def _close(awaitable: Awaitable[Any]) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()

@@ -1,0 +1,112 @@
+"""The ``slack-agent`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.config import ConfigError
+from bot.console.chat import ChatOptions, console_toolset, run_chat
+from bot.services import Services, build_services
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="slack-agent",
+        description="A Slack agent bot on any OpenAI-compatible LLM, with tools and roles.",
+    )
+    root.add_argument(
+        "--log-level",
+        default=os.environ.get("LOG_LEVEL", "WARNING"),
+        help="DEBUG, INFO, WARNING (default; or LOG_LEVEL) or ERROR",
+    )
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    chat = commands.add_parser(
+        "chat", help="talk to the agent in the terminal (reads stdin lines when piped)"
+    )
+    _config_option(chat)
+    chat.add_argument("--thread", default="default", help="conversation to continue")
+    chat.add_argument("--user", help="Slack user ID to act as (chooses roles)")
+    chat.add_argument("--role", help="act with exactly this role from the config")
+    chat.add_argument(
+        "--yes", action="store_true", help="approve tools that need confirmation without asking"
+    )
+
+    listing = commands.add_parser("tools", help="list every tool with its source and schema")
+    _config_option(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    return root
+
+
+def _config_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--config", type=Path, help="YAML config file (default: $SLACK_AGENT_CONFIG)"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        services = build_services(args.config)
+        if args.command == "chat":
+            options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
+            return asyncio.run(_chat(services, options))
+        if args.command == "tools":
+            return asyncio.run(_list_tools(services, args.json))
+    except ConfigError as exc:
+        print(f"slack-agent: configuration error\n{exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 1
+
+
+async def _chat(services: Services, options: ChatOptions) -> int:
+    try:
+        console_toolset(services, options)  # a bad --role fails before the first prompt
+        return await run_chat(services, options)
+    finally:
+        await services.aclose()
+
+
+async def _list_tools(services: Services, as_json: bool) -> int:
+    try:
+        tools = await services.registry.list_tools()
+        if as_json:
+            rows = [
+                {
+                    "name": t.name,
+                    "source": t.source,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "timeout_s": t.timeout_s,
+                    "confirm": t.confirm,
+                }
+                for t in tools
+            ]
+            print(json.dumps(rows, indent=2))
+            return 0
+        for t in tools:
+            flags = " (needs confirmation)" if t.confirm else ""
+            print(f"{t.name}  [{t.source}]{flags}")
+            print(f"    {t.description.splitlines()[0]}")
+            print(f"    parameters: {json.dumps(t.parameters)}")
+        return 0
+    finally:
+        await services.aclose()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""``slack-agent chat``: prompts from a terminal (or stdin lines), answers streamed back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from bot.agent.execution import Approver
+from bot.agent.loop import run_turn
+from bot.config import ConfigError
+from bot.console.display import ConsoleDisplay
+from bot.history.store import HistoryStore, InMemoryHistory, ThreadKey
+from bot.services import Services
+from permissions.roles import role_allows, roles_from_config
+from tools.definition import Tool
+from tools.toolset import FilteredToolset, Toolset
+
+CONSOLE_TEAM = "console"
+CONSOLE_CHANNEL = "console"
+HELP = "Commands: /tools lists your tools, /exit quits. Ctrl-C stops a running answer."
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    thread: str = "default"
+    user: str | None = None
+    role: str | None = None
+    yes: bool = False  # approve every tool that needs confirmation (for scripts)
+
+
+def console_toolset(services: Services, options: ChatOptions) -> tuple[Toolset, list[str]]:
+    """The tools this console person may use, and the roles that decided it."""
+    roles = services.config.roles
+    if options.role is not None:
+        if options.role not in roles:
+            known = ", ".join(roles) or "none are configured"
+            raise ConfigError(f"--role: unknown role {options.role!r} (roles: {known})")
+        held = [options.role]
+    elif roles:
+        held = roles_from_config(options.user, roles)
+    else:
+        return services.registry, []
+
+    def allowed(tool: Tool) -> bool:
+        return role_allows(held, roles, tool.name)
+
+    reason = f"Your roles ({', '.join(held) or 'none'}) do not include it."
+    return FilteredToolset(services.registry, allowed, reason), held
+
+
+async def run_chat(
+    services: Services,
+    options: ChatOptions,
+    *,
+    history: HistoryStore | None = None,
+    stdin: TextIO = sys.stdin,
+    stdout: TextIO = sys.stdout,
+    stderr: TextIO = sys.stderr,
+) -> int:
+    toolset, roles = console_toolset(services, options)
+    store = history or InMemoryHistory()
+    key = ThreadKey(CONSOLE_TEAM, CONSOLE_CHANNEL, options.thread)
+    display = ConsoleDisplay(stdout, stderr)
+    interactive = stdin.isatty()
+    approver = _approver(interactive, options.yes, stdin, stderr)
+    if interactive:
+        names = ", ".join(t.name for t in await toolset.list_tools()) or "none"
+        who = f" as {', '.join(roles)}" if roles else ""
+        stderr.write(f"slack-agent chat · thread {options.thread}{who} · tools: {names}\n")
+        stderr.write(HELP + "\n")
+
+    async for prompt in _prompts(stdin, stderr, interactive):
+        if prompt in ("/exit", "/quit"):
+            break
+        if prompt == "/tools":
+            for tool in await toolset.list_tools():
+                stderr.write(f"  {tool.name}: {tool.description.splitlines()[0]}\n")
+            continue
+        if prompt == "/help":
+            stderr.write(HELP + "\n")
+            continue
+        cancel = asyncio.Event()
+        with _ctrl_c_sets(cancel, interactive):
+            result = await run_turn(
+                services.model,
+                services.loop_settings,
+                await store.load(key),
+                prompt,
+                toolset,
+                observer=display,
+                cancel=cancel,
+                approver=approver,
+            )
+        if result.new_messages:
+            await store.append(key, result.new_messages)
+    return 0
+
+
+async def _prompts(stdin: TextIO, stderr: TextIO, interactive: bool) -> AsyncIterator[str]:
+    """Non-empty lines: with a prompt on a terminal, plainly from a pipe or a file."""
+    while True:
+        if interactive:
+            stderr.write("you> ")
+            stderr.flush()
+        line = await asyncio.to_thread(stdin.readline)
+        if not line:
+            if interactive:
+                stderr.write("\n")
+            return
+        text = line.strip()
+        if text:
+            yield text
+
+
+def _approver(interactive: bool, yes: bool, stdin: TextIO, stderr: TextIO) -> Approver | None:
+    if yes:
+
+        async def approve_all(tool: Tool, arguments: dict[str, Any]) -> bool:
+            return True
+
+        return approve_all
+    if not interactive:
+        return None  # nobody to ask: tools that need confirmation are refused
+
+    async def ask(tool: Tool, arguments: dict[str, Any]) -> bool:
+        stderr.write(f"  ? run {tool.name} {json.dumps(arguments)} [y/N] ")
+        stderr.flush()
+        answer = await asyncio.to_thread(stdin.readline)
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets(cancel: asyncio.Event, enabled: bool) -> Iterator[None]:
+    """While a turn runs on a terminal, Ctrl-C stops the turn instead of the console."""
+    loop = asyncio.get_running_loop()
+    installed = False
+    if enabled:
+        try:
+            loop.add_signal_handler(signal.SIGINT, cancel.set)
+            installed = True
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        yield
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)

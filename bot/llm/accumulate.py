@@ -1,0 +1,94 @@
+"""Rebuild a whole response from streamed Chat Completions chunks.
+
+Tool calls arrive as deltas keyed by ``index``: the first delta of a call carries its id and
+name, later ones carry pieces of the arguments. Servers differ: some omit ``index``, some
+reuse index 0 for every call but give each a new id, some repeat the name in every delta.
+All of these rebuild to the calls the model meant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.llm.response import ToolCall
+from bot.llm.usage import Usage
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class StreamAccumulator:
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._calls: list[_PartialCall] = []
+        self._slot_by_index: dict[int, int] = {}
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.model = ""
+
+    def add(self, chunk: Any) -> str:
+        """Take one chunk; return the text it added (empty when none)."""
+        if getattr(chunk, "model", None):
+            self.model = chunk.model
+        if getattr(chunk, "usage", None):
+            self.usage = Usage.from_api(chunk.usage)
+        added = []
+        for choice in chunk.choices or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # n > 1 is never requested; ignore stray choices
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    self._text.append(delta.content)
+                    added.append(delta.content)
+                for call_delta in delta.tool_calls or ():
+                    self._add_call_delta(call_delta)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return "".join(added)
+
+    def _add_call_delta(self, delta: Any) -> None:
+        function = getattr(delta, "function", None)
+        name = (getattr(function, "name", None) or "") if function else ""
+        arguments = (getattr(function, "arguments", None) or "") if function else ""
+        call_id = getattr(delta, "id", None) or ""
+        index = getattr(delta, "index", None)
+
+        slot = self._slot_for(index, call_id)
+        call = self._calls[slot]
+        if call_id and not call.id:
+            call.id = call_id
+        if name and name != call.name:
+            call.name = name if not call.name else call.name + name
+        if arguments:
+            call.arguments.append(arguments)
+
+    def _slot_for(self, index: int | None, call_id: str) -> int:
+        if index is None:
+            # No index: a new id starts a new call, anything else continues the last one.
+            if not self._calls or (call_id and call_id != self._calls[-1].id):
+                self._calls.append(_PartialCall())
+            return len(self._calls) - 1
+        slot = self._slot_by_index.get(index)
+        if slot is None or (call_id and self._calls[slot].id and call_id != self._calls[slot].id):
+            self._calls.append(_PartialCall())
+            slot = len(self._calls) - 1
+            self._slot_by_index[index] = slot
+        return slot
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    def tool_calls(self) -> list[ToolCall]:
+        calls = []
+        for call in self._calls:
+            if not call.name and not call.arguments:
+                continue
+            calls.append(ToolCall(id=call.id, name=call.name, arguments="".join(call.arguments)))
+        return calls

@@ -1,0 +1,154 @@
+"""Chat Completions with tools over the openai SDK, streamed or not."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import openai
+
+from bot.llm.accumulate import StreamAccumulator
+from bot.llm.errors import LLMError, classify
+from bot.llm.response import ModelResponse, ToolCall, with_unique_ids
+from bot.llm.usage import Usage
+
+if TYPE_CHECKING:
+    from bot.config.schema import LLMConfig
+
+log = logging.getLogger(__name__)
+
+TextCallback = Callable[[str], Awaitable[None]]
+Message = dict[str, Any]
+
+
+class ChatModel(Protocol):
+    """One model call. Implementations raise :class:`LLMError` and nothing else."""
+
+    model_name: str
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        *,
+        tool_choice: str | None = None,
+        on_text: TextCallback | None = None,
+    ) -> ModelResponse: ...
+
+
+class OpenAIChatModel:
+    """Any OpenAI-compatible server: OpenAI, Azure OpenAI, DashScope, DeepSeek, vLLM, Ollama,
+    LiteLLM. The SDK retries connection errors, 408/409/429 and 5xx (``max_retries``)."""
+
+    def __init__(
+        self, config: LLMConfig, *, api_key: str | None, base_url: str | None = None
+    ) -> None:
+        self.config = config
+        self.model_name = config.model
+        self.client = openai.AsyncOpenAI(
+            # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
+            api_key=api_key or "unused",
+            base_url=base_url or config.base_url,
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+        )
+        self._calls = 0
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        *,
+        tool_choice: str | None = None,
+        on_text: TextCallback | None = None,
+    ) -> ModelResponse:
+        self._calls += 1
+        request = self._request(messages, tools, tool_choice)
+        try:
+            if self.config.stream:
+                response = await self._streamed(request, on_text)
+            else:
+                response = await self._whole(request, on_text)
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise classify(exc) from exc
+        if response.usage.requests == 0:
+            prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
+            completion_chars = len(response.text) + sum(len(c.arguments) for c in response.tool_calls)
+            response = _replace_usage(response, Usage.estimate(prompt_chars, completion_chars))
+        return response
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        tool_choice: str | None,
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
+        if tools:
+            request["tools"] = list(tools)
+            if tool_choice:
+                request["tool_choice"] = tool_choice
+            if self.config.parallel_tool_calls is not None:
+                request["parallel_tool_calls"] = self.config.parallel_tool_calls
+        if self.config.temperature is not None:
+            request["temperature"] = self.config.temperature
+        if self.config.max_tokens is not None:
+            request["max_tokens"] = self.config.max_tokens
+        if self.config.extra_body:
+            request["extra_body"] = dict(self.config.extra_body)
+        return request
+
+    async def _streamed(self, request: dict[str, Any], on_text: TextCallback | None) -> ModelResponse:
+        if self.config.stream_usage:
+            request["stream_options"] = {"include_usage": True}
+        stream = await self.client.chat.completions.create(stream=True, **request)
+        acc = StreamAccumulator()
+        async with stream:
+            async for chunk in stream:
+                text = acc.add(chunk)
+                if text and on_text is not None:
+                    await on_text(text)
+        return ModelResponse(
+            text=acc.text,
+            tool_calls=with_unique_ids(acc.tool_calls(), f"call_{self._calls}"),
+            usage=acc.usage or Usage(),
+            finish_reason=acc.finish_reason,
+            model=acc.model,
+        )
+
+    async def _whole(self, request: dict[str, Any], on_text: TextCallback | None) -> ModelResponse:
+        completion = await self.client.chat.completions.create(**request)
+        if not completion.choices:
+            raise LLMError("invalid_response", "the completion has no choices")
+        choice = completion.choices[0]
+        text = choice.message.content or ""
+        calls = [
+            ToolCall(c.id, c.function.name, c.function.arguments or "")
+            for c in choice.message.tool_calls or ()
+            if getattr(c, "function", None) is not None
+        ]
+        if text and on_text is not None:
+            await on_text(text)
+        return ModelResponse(
+            text=text,
+            tool_calls=with_unique_ids(calls, f"call_{self._calls}"),
+            usage=Usage.from_api(completion.usage) if completion.usage else Usage(),
+            finish_reason=choice.finish_reason,
+            model=completion.model,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _replace_usage(response: ModelResponse, usage: Usage) -> ModelResponse:
+    return ModelResponse(
+        text=response.text,
+        tool_calls=response.tool_calls,
+        usage=usage,
+        finish_reason=response.finish_reason,
+        model=response.model,
+    )

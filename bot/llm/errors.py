@@ -1,0 +1,62 @@
+"""LLM failures, with the plain words a person is shown for each."""
+
+from __future__ import annotations
+
+import openai
+
+_PLAIN = {
+    "unreachable": "The model service is not answering right now. Please try again in a minute.",
+    "timeout": "The model service took too long to answer. Please try again in a minute.",
+    "rate_limited": "The model service is busy right now. Please try again in a minute.",
+    "auth": "The bot could not sign in to the model service. Please tell whoever runs this bot.",
+    "not_found": (
+        "The configured model was not found at the model service. "
+        "Please tell whoever runs this bot."
+    ),
+    "bad_request": (
+        "The model service refused this request. Try rephrasing, or start a new thread "
+        "if this one is very long."
+    ),
+    "server_error": "The model service had an error. Please try again in a minute.",
+    "invalid_response": "The model service sent an answer the bot could not read. Please try again.",
+}
+
+
+class LLMError(Exception):
+    """A model call failed after the SDK's own retries.
+
+    ``kind`` is a short code, ``user_message`` the sentence shown to people, and the
+    exception text (``str(self)``) the detail for the log only.
+    """
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+
+    @property
+    def user_message(self) -> str:
+        return _PLAIN.get(self.kind, _PLAIN["server_error"])
+
+
+def classify(exc: BaseException) -> LLMError:
+    """Map an exception from the openai SDK (or the transport under it) to an LLMError."""
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, openai.APITimeoutError | TimeoutError):
+        return LLMError("timeout", detail)
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMError("unreachable", detail)
+    if isinstance(exc, openai.RateLimitError):
+        return LLMError("rate_limited", detail)
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return LLMError("auth", detail)
+    if isinstance(exc, openai.NotFoundError):
+        return LLMError("not_found", detail)
+    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+        return LLMError("bad_request", detail)
+    if isinstance(exc, openai.APIStatusError):
+        return LLMError("server_error", detail)
+    if isinstance(exc, openai.APIResponseValidationError | ValueError | KeyError):
+        return LLMError("invalid_response", detail)
+    # A transport error in the middle of a stream (the connection dropped after the
+    # response started) is not retried by the SDK and arrives unwrapped.
+    return LLMError("unreachable", detail)

@@ -1,0 +1,49 @@
+"""What one model call returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.llm.usage import Usage
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text, exactly as the model produced it
+
+    def to_message(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str = ""
+
+
+def with_unique_ids(calls: list[ToolCall], prefix: str) -> list[ToolCall]:
+    """Give every call a non-empty id unique within the response.
+
+    Some servers (older vLLM, Ollama, several Qwen deployments) send empty or repeated ids;
+    results are matched to calls by id, so each must be distinct.
+    """
+    seen: set[str] = set()
+    fixed = []
+    for position, call in enumerate(calls):
+        call_id = call.id
+        if not call_id or call_id in seen:
+            call_id = f"{prefix}_{position}"
+            while call_id in seen:
+                call_id += "_"
+        seen.add(call_id)
+        fixed.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
+    return fixed

@@ -1,0 +1,130 @@
+"""fetch_url against a loopback web server: allow-list, size and time limits, redirects."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from tools import ToolError
+from tools.builtin.web_fetch import fetch_text, host_allowed, html_to_text, make_fetch_url
+from tools.config import FetchUrlConfig
+
+PAGE = """<html><head><title> Flour  guide </title><style>p{color:red}</style></head>
+<body><h1>Flour</h1><script>alert('x')</script><p>Type 550 is
+ common.</p><ul><li>one</li><li>two</li></ul></body></html>"""
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[str]:
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text=PAGE, content_type="text/html")
+
+    async def big(request: web.Request) -> web.Response:
+        return web.Response(text="x" * 100_000, content_type="text/plain")
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.Response(text="late")
+
+    async def binary(request: web.Request) -> web.Response:
+        return web.Response(body=b"\x89PNG", content_type="image/png")
+
+    async def missing(request: web.Request) -> web.Response:
+        return web.Response(status=404, text="nope")
+
+    async def hop(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/page")
+
+    async def away(request: web.Request) -> web.Response:
+        raise web.HTTPFound("http://localhost:1/elsewhere")
+
+    async def loop(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/loop")
+
+    app = web.Application()
+    for path, handler in [("/page", page), ("/big", big), ("/slow", slow), ("/png", binary),
+                          ("/missing", missing), ("/hop", hop), ("/away", away), ("/loop", loop)]:
+        app.router.add_get(path, handler)  # fmt: skip
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.2)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def config(**kwargs: object) -> FetchUrlConfig:
+    return FetchUrlConfig(allowed_hosts=["127.0.0.1"], **kwargs)  # type: ignore[arg-type]
+
+
+async def test_reads_the_text_of_a_page(site: str) -> None:
+    result = await fetch_text(f"{site}/page", config())
+    assert result["title"] == "Flour guide"
+    assert result["text"] == "Flour\nType 550 is common.\none\ntwo"
+    assert result["status"] == 200
+    assert result["truncated"] is False
+
+
+async def test_size_limit(site: str) -> None:
+    result = await fetch_text(f"{site}/big", config(max_bytes=1000))
+    assert len(result["text"]) == 1000
+    assert result["truncated"] is True
+
+
+async def test_time_limit(site: str) -> None:
+    with pytest.raises(ToolError, match="took longer than 0.3 s"):
+        await fetch_text(f"{site}/slow", config(timeout_s=0.3))
+
+
+async def test_hosts_off_the_list_are_refused(site: str) -> None:
+    only_example = FetchUrlConfig(allowed_hosts=["example.com"])
+    with pytest.raises(ToolError, match="not on the allow-list"):
+        await fetch_text(f"{site}/page", only_example)
+
+
+async def test_redirects_are_checked_against_the_list(site: str) -> None:
+    assert (await fetch_text(f"{site}/hop", config()))["url"] == f"{site}/page"
+    with pytest.raises(ToolError, match="localhost.*not on the allow-list"):
+        await fetch_text(f"{site}/away", config())
+    with pytest.raises(ToolError, match="Too many redirects"):
+        await fetch_text(f"{site}/loop", config(max_redirects=2))
+
+
+async def test_other_refusals(site: str) -> None:
+    with pytest.raises(ToolError, match="image/png, not text"):
+        await fetch_text(f"{site}/png", config())
+    with pytest.raises(ToolError, match="HTTP 404"):
+        await fetch_text(f"{site}/missing", config())
+    with pytest.raises(ToolError, match="Only http and https"):
+        await fetch_text("file:///etc/passwd", config())
+    with pytest.raises(ToolError, match="Could not fetch"):
+        await fetch_text("http://127.0.0.1:9/", config())
+
+
+def test_host_patterns() -> None:
+    assert host_allowed("https://docs.python.org/3/", ["docs.python.org"])
+    assert host_allowed("https://a.b.example.com/x", ["*.example.com"])
+    assert not host_allowed("https://example.com.evil.io/", ["example.com"])
+    assert not host_allowed("https://evil.io/?example.com", ["example.com"])
+    assert host_allowed("http://127.0.0.1:8080/", ["127.0.0.1:8080"])
+    assert not host_allowed("http://127.0.0.1:8081/", ["127.0.0.1:8080"])
+    assert host_allowed("http://EXAMPLE.com/", ["example.com"])
+
+
+def test_html_to_text_skips_scripts_and_styles() -> None:
+    title, text = html_to_text(PAGE)
+    assert "alert" not in text and "color" not in text
+
+
+async def test_the_tool_describes_its_hosts(site: str) -> None:
+    fetch_url = make_fetch_url(config())
+    assert "127.0.0.1" in fetch_url.description
+    assert fetch_url.parameters["required"] == ["url"]
+    result = await fetch_url.invoke({"url": f"{site}/page"})
+    assert result["title"] == "Flour guide"

@@ -1,0 +1,184 @@
+"""The tool model: what a tool is, and the ``@tool`` decorator that makes one."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, overload
+
+from pydantic import ValidationError
+
+from tools.docstrings import parse_docstring
+from tools.errors import ToolArgumentsError, ToolDefinitionError
+from tools.schema import ToolArguments, arguments_model, json_schema
+
+Invoker = Callable[[dict[str, Any]], Awaitable[Any]]
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+# Sync handlers run here rather than in asyncio's default pool, which has only
+# cpu_count + 4 threads: 16 parallel sync tools on a 2-core box would queue.
+_SYNC_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
+
+
+def check_name(name: str) -> None:
+    """Chat Completions accepts 1-64 letters, digits, '_' and '-' as a function name."""
+    if not _NAME.match(name):
+        raise ToolDefinitionError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
+
+
+class Tool:
+    """A callable the model may ask for.
+
+    ``invoke`` takes the model's arguments (already JSON-decoded), validates them and runs
+    the handler. Python tools get that from ``@tool``; other sources (MCP) pass their own.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        invoke: Invoker,
+        timeout_s: float | None = None,
+        confirm: bool = False,
+        source: str = "python",
+        fn: Callable[..., Any] | None = None,
+    ) -> None:
+        check_name(name)
+        if timeout_s is not None and timeout_s <= 0:
+            raise ToolDefinitionError(f"tool {name!r}: timeout must be positive")
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.invoke = invoke
+        self.timeout_s = timeout_s
+        self.confirm = confirm
+        self.source = source
+        self.fn = fn
+
+    def spec(self) -> dict[str, Any]:
+        """The Chat Completions ``tools`` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def with_source(self, source: str) -> Tool:
+        return Tool(
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            invoke=self.invoke,
+            timeout_s=self.timeout_s,
+            confirm=self.confirm,
+            source=source,
+            fn=self.fn,
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the original function directly (handy in tests)."""
+        if self.fn is None:
+            raise TypeError(f"tool {self.name!r} has no Python function to call")
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r}, source={self.source!r})"
+
+
+def python_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    confirm: bool = False,
+) -> Tool:
+    """Make a :class:`Tool` from a sync or async function."""
+    tool_name = name or fn.__name__
+    check_name(tool_name)
+    doc = parse_docstring(fn.__doc__)
+    model = arguments_model(fn, tool_name, doc.params)
+    text = description if description is not None else doc.description
+    if not text:
+        raise ToolDefinitionError(
+            f"tool {tool_name!r} needs a description: add a docstring or description=..."
+        )
+    module = getattr(fn, "__module__", None) or "python"
+    return Tool(
+        name=tool_name,
+        description=text,
+        parameters=json_schema(model),
+        invoke=_invoker(fn, tool_name, model),
+        timeout_s=timeout,
+        confirm=confirm,
+        source=module,
+        fn=fn,
+    )
+
+
+def _invoker(fn: Callable[..., Any], tool_name: str, model: type[ToolArguments]) -> Invoker:
+    is_async = inspect.iscoroutinefunction(fn)
+
+    async def invoke(arguments: dict[str, Any]) -> Any:
+        try:
+            parsed = model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolArgumentsError.from_pydantic(tool_name, exc.errors()) from None
+        kwargs = {field: getattr(parsed, field) for field in type(parsed).model_fields}
+        if is_async:
+            return await fn(**kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_SYNC_POOL, functools.partial(fn, **kwargs))
+
+    return invoke
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    confirm: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    confirm: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a function into a tool: ``@tool`` or ``@tool(name=..., timeout=..., confirm=...)``.
+
+    The name comes from the function, the description from its docstring, and the JSON
+    schema from its type hints (pydantic). ``Args:`` lines describe each parameter.
+    ``timeout`` is in seconds (default: ``llm.tool_timeout_s``); ``confirm=True`` marks a
+    tool that needs a person's confirmation before it runs.
+    """
+
+    def wrap(func: Callable[..., Any]) -> Tool:
+        return python_tool(
+            func, name=name, description=description, timeout=timeout, confirm=confirm
+        )
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap

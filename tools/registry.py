@@ -1,0 +1,81 @@
+"""The registry: every tool the bot knows, from built-ins and user modules."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+
+from tools.builtin import builtin_tools
+from tools.config import ToolsConfig
+from tools.definition import Tool
+from tools.errors import ToolDefinitionError, ToolUnavailable
+
+
+class ToolRegistry:
+    """Tools by name. Also a :class:`tools.toolset.Toolset` offering every tool."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def add(self, tool: Tool, source: str | None = None) -> Tool:
+        entry = tool.with_source(source) if source else tool
+        existing = self._tools.get(entry.name)
+        if existing is not None:
+            raise ToolDefinitionError(
+                f"two tools are named {entry.name!r}: one from {existing.source}, "
+                f"one from {entry.source}; rename one with @tool(name=...)"
+            )
+        self._tools[entry.name] = entry
+        return entry
+
+    def add_all(self, tools: Iterable[Tool], source: str | None = None) -> None:
+        for tool in tools:
+            self.add(tool, source)
+
+    def load_module(self, module_name: str) -> list[Tool]:
+        """Import ``module_name`` and add every module-level ``@tool`` it defines."""
+        module = importlib.import_module(module_name)
+        found = [value for value in vars(module).values() if isinstance(value, Tool)]
+        if not found:
+            raise ToolDefinitionError(f"module {module_name!r} defines no @tool functions")
+        added = []
+        for tool in found:
+            added.append(self.add(tool, f"module {module_name}"))
+        return added
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return list(self._tools.values())
+
+    async def get_tool(self, name: str) -> Tool:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolUnavailable.unknown(name)
+        return tool
+
+
+def build_registry(config: ToolsConfig) -> ToolRegistry:
+    """Built-ins first, then each configured module in order."""
+    registry = ToolRegistry()
+    registry.add_all(builtin_tools(config), "builtin")
+    for index, module_name in enumerate(config.modules):
+        try:
+            registry.load_module(module_name)
+        except ImportError as exc:
+            raise ToolDefinitionError(
+                f"tools.modules[{index}]: cannot import {module_name!r}: {exc}"
+            ) from exc
+        except ToolDefinitionError as exc:
+            raise ToolDefinitionError(f"tools.modules[{index}]: {exc}") from exc
+    return registry
