@@ -16,4 +16,3 @@ def allows(patterns: Iterable[str], name: str) -> bool:
         elif fnmatchcase(name, pattern):
             allowed = True
     return allowed
-

@@ -64,4 +64,3 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
         elif section == "sphinx" and current and stripped:
             params[current] = f"{params[current]} {stripped}".strip()
     return ParsedDocstring("\n".join(description).strip(), params)
-

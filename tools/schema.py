@@ -63,7 +63,8 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     inlined = _inline(schema, defs, ())
     if _has_ref(inlined):
         inlined["$defs"] = {name: _inline(d, defs, (name,)) for name, d in defs.items()}
-    return _drop_titles(inlined)
+    tidied: dict[str, Any] = _drop_titles(inlined)
+    return tidied
 
 
 def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:

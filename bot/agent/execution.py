@@ -63,8 +63,9 @@ async def execute_round(
     everything = asyncio.gather(*tasks)
     waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     try:
-        await asyncio.wait([everything] + ([waiter] if waiter else []),
-                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        await asyncio.wait(
+            [everything] + ([waiter] if waiter else []), return_when=asyncio.FIRST_COMPLETED
+        )
     except asyncio.CancelledError:
         await _cancel_all([*tasks, everything])
         raise
@@ -164,8 +165,10 @@ async def _run(
 
     if tool.confirm:
         if approver is None:
-            raise _Failure("NeedsConfirmation", f"{tool.name} needs a person's confirmation, "
-                           "and nobody can be asked here.")  # fmt: skip
+            raise _Failure(
+                "NeedsConfirmation",
+                f"{tool.name} needs a person's confirmation, and nobody can be asked here.",
+            )
         if not await approver(tool, arguments):
             raise _Failure("NotConfirmed", f"The person declined to run {tool.name}.")
 
@@ -175,7 +178,9 @@ async def _run(
             value = await tool.invoke(arguments)
     except TimeoutError:
         if deadline.expired():
-            raise _Failure("TimeoutError", f"{tool.name} took longer than {timeout_s:g} s") from None
+            raise _Failure(
+                "TimeoutError", f"{tool.name} took longer than {timeout_s:g} s"
+            ) from None
         raise _Failure("TimeoutError", f"{tool.name} timed out inside the tool") from None
     except ToolError as exc:
         raise _Failure(getattr(exc, "kind", "ToolError"), str(exc)) from None

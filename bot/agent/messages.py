@@ -52,16 +52,17 @@ def repair(messages: Sequence[Message]) -> list[Message]:
         if role == "tool":
             continue  # a result with no call in the assistant message just before it
         repaired.append(message)
-        call_ids = [c.get("id") for c in message.get("tool_calls") or ()] if role == "assistant" else []
+        calls = (message.get("tool_calls") or ()) if role == "assistant" else ()
+        call_ids = [str(call.get("id")) for call in calls]
         if not call_ids:
             continue
         results: dict[str, Message] = {}
         while index < len(messages) and messages[index].get("role") == "tool":
             result = messages[index]
             index += 1
-            call_id = result.get("tool_call_id")
+            call_id = str(result.get("tool_call_id"))
             if call_id in call_ids and call_id not in results:
                 results[call_id] = result
         for call_id in call_ids:
-            repaired.append(results.get(str(call_id)) or tool_message(str(call_id), INTERRUPTED))
+            repaired.append(results.get(call_id) or tool_message(call_id, INTERRUPTED))
     return repaired

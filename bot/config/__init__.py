@@ -2,7 +2,8 @@
 
 from bot.config.environment import Environment
 from bot.config.loading import ConfigError, load_config, parse_config
-from bot.config.schema import AppConfig, LLMConfig, RoleConfig
+from bot.config.schema import AppConfig, LLMConfig
+from permissions.config import RoleConfig
 
 __all__ = [
     "AppConfig",

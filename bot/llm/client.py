@@ -76,7 +76,9 @@ class OpenAIChatModel:
             raise classify(exc) from exc
         if response.usage.requests == 0:
             prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
-            completion_chars = len(response.text) + sum(len(c.arguments) for c in response.tool_calls)
+            completion_chars = len(response.text) + sum(
+                len(c.arguments) for c in response.tool_calls
+            )
             response = _replace_usage(response, Usage.estimate(prompt_chars, completion_chars))
         return response
 
@@ -101,7 +103,9 @@ class OpenAIChatModel:
             request["extra_body"] = dict(self.config.extra_body)
         return request
 
-    async def _streamed(self, request: dict[str, Any], on_text: TextCallback | None) -> ModelResponse:
+    async def _streamed(
+        self, request: dict[str, Any], on_text: TextCallback | None
+    ) -> ModelResponse:
         if self.config.stream_usage:
             request["stream_options"] = {"include_usage": True}
         stream = await self.client.chat.completions.create(stream=True, **request)

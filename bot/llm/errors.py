@@ -18,7 +18,9 @@ _PLAIN = {
         "if this one is very long."
     ),
     "server_error": "The model service had an error. Please try again in a minute.",
-    "invalid_response": "The model service sent an answer the bot could not read. Please try again.",
+    "invalid_response": (
+        "The model service sent an answer the bot could not read. Please try again."
+    ),
 }
 
 

@@ -34,16 +34,19 @@ def with_unique_ids(calls: list[ToolCall], prefix: str) -> list[ToolCall]:
     """Give every call a non-empty id unique within the response.
 
     Some servers (older vLLM, Ollama, several Qwen deployments) send empty or repeated ids;
-    results are matched to calls by id, so each must be distinct.
+    results are matched to calls by id, so each must be distinct. The first call with a
+    given id keeps it; the others get fresh ids that clash with none.
     """
+    taken = {call.id for call in calls if call.id}
     seen: set[str] = set()
     fixed = []
     for position, call in enumerate(calls):
         call_id = call.id
         if not call_id or call_id in seen:
             call_id = f"{prefix}_{position}"
-            while call_id in seen:
+            while call_id in taken:
                 call_id += "_"
+            taken.add(call_id)
         seen.add(call_id)
         fixed.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
     return fixed

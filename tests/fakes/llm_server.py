@@ -36,7 +36,9 @@ def text(content: str, **kwargs: Any) -> Reply:
     return Reply(text=content, **kwargs)
 
 
-def calls(*specs: tuple[str, Any] | tuple[str, Any, str], content: str = "", **kwargs: Any) -> Reply:
+def calls(
+    *specs: tuple[str, Any] | tuple[str, Any, str], content: str = "", **kwargs: Any
+) -> Reply:
     """Tool calls: each spec is (name, arguments) or (name, arguments, id). Arguments that are
     not a string are JSON-encoded."""
     made = []
@@ -77,7 +79,9 @@ class FakeLLM:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        self._runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -135,7 +139,9 @@ class FakeLLM:
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        chunks = list(self._chunks(reply, bool((body.get("stream_options") or {}).get("include_usage"))))
+        chunks = list(
+            self._chunks(reply, bool((body.get("stream_options") or {}).get("include_usage")))
+        )
         for number, chunk in enumerate(chunks):
             if reply.drop_after_chunks is not None and number >= reply.drop_after_chunks:
                 assert request.transport is not None
@@ -207,8 +213,4 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None) -> dict[str, A
 
 def tool_results(request: Request) -> dict[str, str]:
     """The tool results in a request, by call id."""
-    return {
-        m["tool_call_id"]: m["content"]
-        for m in request["messages"]
-        if m.get("role") == "tool"
-    }
+    return {m["tool_call_id"]: m["content"] for m in request["messages"] if m.get("role") == "tool"}

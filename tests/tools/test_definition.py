@@ -54,7 +54,9 @@ async def search_materials(
 def test_name_description_and_schema_from_the_function() -> None:
     assert isinstance(search_materials, Tool)
     assert search_materials.name == "search_materials"
-    assert search_materials.description == "Search the material catalogue.\n\nFinds materials by name."
+    assert (
+        search_materials.description == "Search the material catalogue.\n\nFinds materials by name."
+    )
     schema = search_materials.parameters
     assert schema["type"] == "object"
     assert schema["required"] == ["query"]
@@ -64,7 +66,11 @@ def test_name_description_and_schema_from_the_function() -> None:
         "type": "string",
         "description": "Words to look for, across two lines.",
     }
-    assert props["limit"] == {"type": "integer", "default": 10, "description": "How many results at most."}
+    assert props["limit"] == {
+        "type": "integer",
+        "default": 10,
+        "description": "How many results at most.",
+    }
     assert props["unit"] == {"type": "string", "enum": ["kg", "bag"], "default": "kg"}
     assert props["sort"] == {"type": "string", "enum": ["name", "stock"], "default": "name"}
     assert props["warehouse"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
@@ -81,7 +87,9 @@ def test_spec_is_a_chat_completions_tool() -> None:
 
 def test_nested_models_are_inlined() -> None:
     @tool
-    def place_order(order: Order, note: Annotated[str, Field(description="Free text.")] = "") -> str:
+    def place_order(
+        order: Order, note: Annotated[str, Field(description="Free text.")] = ""
+    ) -> str:
         """Place an order."""
         return f"{order.quantity} {order.item} to {order.deliver_to.city}"
 
@@ -169,13 +177,13 @@ async def test_bad_arguments_never_reach_the_handler() -> None:
     assert "valid integer" in problems["count"]
     assert "'a' or 'b'" in problems["mode"]
     assert str(caught.value).startswith("Invalid arguments for record: ")
-    with pytest.raises(ToolArgumentsError, match="order.deliver_to.street: Field required"):
 
-        @tool
-        def nested(order: Order) -> None:
-            """Nested."""
-            seen.append(order)
+    @tool
+    def nested(order: Order) -> None:
+        """Nested."""
+        seen.append(order)
 
+    with pytest.raises(ToolArgumentsError, match=r"order\.deliver_to\.street: Field required"):
         await nested.invoke({"order": {"item": "x", "quantity": 1, "deliver_to": {}}})
     assert seen == []
 

@@ -95,12 +95,16 @@ def test_duplicates_between_modules(module_dir: Path) -> None:
         '''
     write_module(module_dir, "acme_a", body)
     write_module(module_dir, "acme_b", body)
-    with pytest.raises(ToolDefinitionError, match=r"tools\.modules\[1\].*module acme_a.*module acme_b"):
+    with pytest.raises(
+        ToolDefinitionError, match=r"tools\.modules\[1\].*module acme_a.*module acme_b"
+    ):
         build_registry(ToolsConfig(modules=["acme_a", "acme_b"]))
 
 
 def test_module_problems_are_clear(module_dir: Path) -> None:
-    with pytest.raises(ToolDefinitionError, match=r"tools\.modules\[0\]: cannot import 'acme_nope'"):
+    with pytest.raises(
+        ToolDefinitionError, match=r"tools\.modules\[0\]: cannot import 'acme_nope'"
+    ):
         build_registry(ToolsConfig(modules=["acme_nope"]))
     write_module(module_dir, "acme_empty", "X = 1\n")
     with pytest.raises(ToolDefinitionError, match="defines no @tool functions"):

@@ -98,9 +98,10 @@ def _eval(node: ast.AST) -> Number:
                 f"Unknown function {node.func.id!r}. Known: {', '.join(sorted(_FUNCTIONS))}."
             )
         args = [_eval(arg) for arg in node.args]
-        if function is math.factorial:
-            if len(args) != 1 or not isinstance(args[0], int) or not 0 <= args[0] <= 1000:
-                raise ToolError("factorial takes one whole number from 0 to 1000.")
+        if function is math.factorial and (
+            len(args) != 1 or not isinstance(args[0], int) or not 0 <= args[0] <= 1000
+        ):
+            raise ToolError("factorial takes one whole number from 0 to 1000.")
         return _check_size(function(*args))
     raise ToolError(f"Unsupported syntax: {ast.unparse(node)!r}. Use numbers and + - * / ** %.")
 

@@ -17,9 +17,30 @@ from tools.errors import ToolError
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml")
 _SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "head"}
 _BLOCK_TAGS = {
-    "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header",
-    "footer", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "hr", "dt", "dd",
-}  # fmt: skip
+    "p",
+    "div",
+    "br",
+    "li",
+    "ul",
+    "ol",
+    "tr",
+    "table",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "pre",
+    "blockquote",
+    "hr",
+    "dt",
+    "dd",
+}
 
 
 def host_allowed(url: str, patterns: list[str]) -> bool:
@@ -94,7 +115,9 @@ async def fetch_text(url: str, config: FetchUrlConfig) -> dict[str, Any]:
         raise ToolError(f"Could not fetch {url}: {type(exc).__name__}.") from None
 
 
-async def _fetch(session: aiohttp.ClientSession, url: str, config: FetchUrlConfig) -> dict[str, Any]:
+async def _fetch(
+    session: aiohttp.ClientSession, url: str, config: FetchUrlConfig
+) -> dict[str, Any]:
     current = url
     for _ in range(config.max_redirects + 1):
         if not host_allowed(current, config.allowed_hosts):

@@ -102,9 +102,7 @@ class Recorder:
 async def test_one_tool_then_answer(fake_llm: FakeLLM, make_model: MakeModel) -> None:
     fake_llm.add(calls(("lookup_stock", {"item": "flour"})), text("We have 12 bags of flour."))
     recorder = Recorder()
-    result = await run_turn(
-        make_model(), SETTINGS, [], "How much flour?", TOOLS, observer=recorder
-    )
+    result = await run_turn(make_model(), SETTINGS, [], "How much flour?", TOOLS, observer=recorder)
 
     assert result.stop_reason is StopReason.ANSWERED
     assert result.text == "We have 12 bags of flour."
@@ -258,9 +256,7 @@ async def test_arguments_that_are_not_an_object(fake_llm: FakeLLM, make_model: M
     assert "JSON object" in error_result["message"]
 
 
-async def test_a_validation_error_names_the_field(
-    fake_llm: FakeLLM, make_model: MakeModel
-) -> None:
+async def test_a_validation_error_names_the_field(fake_llm: FakeLLM, make_model: MakeModel) -> None:
     error_result = await _error_of(fake_llm, make_model, calls(("add", {"a": "one", "c": 2})))
     assert error_result["error"] == "InvalidArguments"
     message = error_result["message"]
@@ -417,8 +413,11 @@ async def test_missing_and_repeated_call_ids_are_made_unique(
     fake_llm: FakeLLM, make_model: MakeModel
 ) -> None:
     fake_llm.add(
-        calls(("add", {"a": 1, "b": 1}, ""), ("add", {"a": 2, "b": 2}, "dup"),
-              ("add", {"a": 3, "b": 3}, "dup")),  # fmt: skip
+        calls(
+            ("add", {"a": 1, "b": 1}, ""),
+            ("add", {"a": 2, "b": 2}, "dup"),
+            ("add", {"a": 3, "b": 3}, "dup"),
+        ),
         text("ok"),
     )
     result = await run_turn(make_model(), SETTINGS, [], "go", TOOLS)
@@ -455,9 +454,14 @@ async def test_cancelling_a_turn_cancels_running_tools(
 
     started = time.perf_counter()
     result = await run_turn(
-        make_model(), SETTINGS, [], "go", toolset,
-        observer=stop_when_long_job_starts, cancel=cancel,
-    )  # fmt: skip
+        make_model(),
+        SETTINGS,
+        [],
+        "go",
+        toolset,
+        observer=stop_when_long_job_starts,
+        cancel=cancel,
+    )
     assert time.perf_counter() - started < 3
     assert result.stop_reason is StopReason.CANCELLED
     assert result.text == "Stopped before the answer was finished."
@@ -473,9 +477,7 @@ async def test_cancelling_a_turn_cancels_running_tools(
     assert stopped[0].error == "Cancelled"
 
 
-async def test_cancelling_while_the_model_streams(
-    fake_llm: FakeLLM, make_model: MakeModel
-) -> None:
+async def test_cancelling_while_the_model_streams(fake_llm: FakeLLM, make_model: MakeModel) -> None:
     fake_llm.add(text("slow answer", delay_s=5))
     cancel = asyncio.Event()
     asyncio.get_running_loop().call_later(0.2, cancel.set)
@@ -526,13 +528,16 @@ async def test_tools_needing_confirmation(fake_llm: FakeLLM, make_model: MakeMod
     toolset = StaticToolset([place_order])
 
     async def decline(t: Tool, arguments: dict[str, Any]) -> bool:
-        return arguments["item"] == "ok"
+        return bool(arguments["item"] == "ok")
 
     fake_llm.add(
-        calls(("place_order", {"item": "no"}, "a")), text("declined"),
-        calls(("place_order", {"item": "ok"}, "b")), text("placed"),
-        calls(("place_order", {"item": "x"}, "c")), text("nobody asked"),
-    )  # fmt: skip
+        calls(("place_order", {"item": "no"}, "a")),
+        text("declined"),
+        calls(("place_order", {"item": "ok"}, "b")),
+        text("placed"),
+        calls(("place_order", {"item": "x"}, "c")),
+        text("nobody asked"),
+    )
     first = await run_turn(make_model(), SETTINGS, [], "order", toolset, approver=decline)
     second = await run_turn(make_model(), SETTINGS, [], "order", toolset, approver=decline)
     third = await run_turn(make_model(), SETTINGS, [], "order", toolset)
@@ -561,13 +566,17 @@ async def test_an_empty_answer_gets_plain_words(fake_llm: FakeLLM, make_model: M
 async def test_dangling_history_is_repaired_before_the_call(
     fake_llm: FakeLLM, make_model: MakeModel
 ) -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "earlier"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "lost", "type": "function", "function": {"name": "add", "arguments": "{}"}}
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "lost", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "orphan", "content": "stray"},
-    ]  # fmt: skip
+    ]
     fake_llm.add(text("fine"))
     await run_turn(make_model(), SETTINGS, history, "now", TOOLS)
     sent = fake_llm.requests[0]["messages"]

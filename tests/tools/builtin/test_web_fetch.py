@@ -45,9 +45,17 @@ async def site() -> AsyncIterator[str]:
         raise web.HTTPFound("/loop")
 
     app = web.Application()
-    for path, handler in [("/page", page), ("/big", big), ("/slow", slow), ("/png", binary),
-                          ("/missing", missing), ("/hop", hop), ("/away", away), ("/loop", loop)]:
-        app.router.add_get(path, handler)  # fmt: skip
+    for path, handler in [
+        ("/page", page),
+        ("/big", big),
+        ("/slow", slow),
+        ("/png", binary),
+        ("/missing", missing),
+        ("/hop", hop),
+        ("/away", away),
+        ("/loop", loop),
+    ]:
+        app.router.add_get(path, handler)
     runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.2)
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0)
@@ -60,7 +68,7 @@ async def site() -> AsyncIterator[str]:
 
 
 def config(**kwargs: object) -> FetchUrlConfig:
-    return FetchUrlConfig(allowed_hosts=["127.0.0.1"], **kwargs)  # type: ignore[arg-type]
+    return FetchUrlConfig(allowed_hosts=["127.0.0.1"], **kwargs)
 
 
 async def test_reads_the_text_of_a_page(site: str) -> None:
@@ -78,7 +86,7 @@ async def test_size_limit(site: str) -> None:
 
 
 async def test_time_limit(site: str) -> None:
-    with pytest.raises(ToolError, match="took longer than 0.3 s"):
+    with pytest.raises(ToolError, match=r"took longer than 0\.3 s"):
         await fetch_text(f"{site}/slow", config(timeout_s=0.3))
 
 
@@ -90,14 +98,14 @@ async def test_hosts_off_the_list_are_refused(site: str) -> None:
 
 async def test_redirects_are_checked_against_the_list(site: str) -> None:
     assert (await fetch_text(f"{site}/hop", config()))["url"] == f"{site}/page"
-    with pytest.raises(ToolError, match="localhost.*not on the allow-list"):
+    with pytest.raises(ToolError, match=r"localhost.*not on the allow-list"):
         await fetch_text(f"{site}/away", config())
     with pytest.raises(ToolError, match="Too many redirects"):
         await fetch_text(f"{site}/loop", config(max_redirects=2))
 
 
 async def test_other_refusals(site: str) -> None:
-    with pytest.raises(ToolError, match="image/png, not text"):
+    with pytest.raises(ToolError, match=r"image/png, not text"):
         await fetch_text(f"{site}/png", config())
     with pytest.raises(ToolError, match="HTTP 404"):
         await fetch_text(f"{site}/missing", config())
@@ -118,7 +126,7 @@ def test_host_patterns() -> None:
 
 
 def test_html_to_text_skips_scripts_and_styles() -> None:
-    title, text = html_to_text(PAGE)
+    _, text = html_to_text(PAGE)
     assert "alert" not in text and "color" not in text
 
 

@@ -1,0 +1,128 @@
+"""A bad config stops start-up with the key named; a good one loads with defaults filled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import AppConfig, ConfigError, load_config, parse_config
+from bot.config.environment import Environment
+from bot.services import build_services, config_path
+
+EXAMPLE = """
+system_prompt: "You are the ACME operations assistant."
+llm:
+  model: gpt-4o-mini
+  max_rounds: 6
+  tool_timeout_s: 30
+  tool_output_chars: 8000
+  prices:
+    gpt-4o-mini: {input: 0.15, output: 0.60}
+tools:
+  builtins: [get_time, calculate]
+"""
+
+
+def test_the_documented_example_loads() -> None:
+    config = parse_config(EXAMPLE)
+    assert config.system_prompt == "You are the ACME operations assistant."
+    assert config.llm.max_rounds == 6
+    assert config.llm.prices["gpt-4o-mini"].output == 0.60
+    assert config.tools.enabled_builtins() == ["get_time", "calculate"]
+
+
+def test_no_file_and_an_empty_file_give_defaults(tmp_path: Path) -> None:
+    assert load_config(None) == AppConfig()
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert load_config(empty) == AppConfig()
+    assert AppConfig().llm.max_rounds == 6
+    assert AppConfig().llm.tool_timeout_s == 30
+    assert AppConfig().llm.tool_output_chars == 8000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "llm: {max_rounds: 0}",
+            "llm.max_rounds: Input should be greater than or equal to 1 (got 0)",
+        ),
+        ("llm: {max_round: 3}", "llm.max_round: unknown key"),
+        ("llm: {tool_timeout_s: soon}", "llm.tool_timeout_s: Input should be a valid number"),
+        ("llm: [1, 2]", "llm: Input should be a valid dictionary"),
+        ("tools: {modules: acme.tools}", "tools.modules: Input should be a valid list"),
+        ("tools: {builtins: [clock]}", "tools.builtins: unknown built-in 'clock'"),
+        ("tools: {builtins: [fetch_url]}", "tools.fetch_url.allowed_hosts is empty"),
+        ("llm: {prices: {m: {input: 1}}}", "llm.prices.m.output: Field required"),
+        (
+            "roles: {a: {default: true}, b: {default: true}}",
+            "roles: only one role may be the default",
+        ),
+        ("roles: {a: {tools: '*'}}", "roles.a.tools: Input should be a valid list"),
+        ("system_prompt: ''", "system_prompt: String should have at least 1 character"),
+        ("- just a list", "expected a mapping of keys at the top, got a list"),
+        ("llm: {model: [", "not valid YAML at line 1"),
+    ],
+)
+def test_errors_name_the_key(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "acme.yaml")
+    assert str(caught.value).startswith("acme.yaml: ")
+    assert expected in str(caught.value)
+
+
+def test_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_the_cli_path_wins_over_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SLACK_AGENT_CONFIG", "/from/env.yaml")
+    environment = Environment()
+    assert config_path(None, environment) == Path("/from/env.yaml")
+    assert config_path(tmp_path / "cli.yaml", environment) == tmp_path / "cli.yaml"
+
+
+async def test_services_need_a_key_or_a_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SLACK_AGENT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
+        build_services()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    services = build_services()
+    assert str(services.model.client.base_url) == "http://127.0.0.1:11434/v1/"
+    await services.aclose()
+
+
+async def test_environment_overrides_the_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("llm: {base_url: 'http://file.example/v1', model: m1, max_retries: 4}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env.example/v1")
+    services = build_services(path)
+    assert str(services.model.client.base_url) == "http://env.example/v1/"
+    assert services.model.client.max_retries == 4
+    assert services.model.model_name == "m1"
+    await services.aclose()
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    services = build_services(path)
+    assert str(services.model.client.base_url) == "http://file.example/v1/"
+    await services.aclose()
+
+
+def test_a_bad_tools_module_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("tools: {modules: [acme_missing_module]}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with pytest.raises(
+        ConfigError, match=r"tools\.modules\[0\]: cannot import 'acme_missing_module'"
+    ):
+        build_services(path)

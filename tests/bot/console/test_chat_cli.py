@@ -1,0 +1,149 @@
+"""``slack-agent chat`` and ``slack-agent tools`` run as a person would: a real process,
+prompts piped on stdin, the real openai client talking to the fake server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
+
+CONFIG = """
+system_prompt: "You are the ACME operations assistant."
+llm: {model: fake-model, max_retries: 0}
+roles:
+  admin:
+    members: [U0ADMIN]
+    tools: ["*"]
+  member:
+    default: true
+    tools: ["get_time"]
+"""
+
+
+async def run_cli(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_"))}
+    environment.update(env or {})
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=environment,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def write_config(tmp_path: Path, text: str = CONFIG, name: str = "agent.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+async def test_a_scripted_conversation(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    fake_llm.add(
+        calls(("calculate", {"expression": "12 * 4"}, "c1")),
+        lambda request: text(f"It is {tool_results(request)['c1']}."),
+        text("You asked about 12 * 4."),
+    )
+    code, out, err = await run_cli(
+        "chat",
+        "--config",
+        str(write_config(tmp_path)),
+        "--user",
+        "U0ADMIN",
+        stdin="What is 12 times 4?\n\nWhat did I ask?\n",
+        env={"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-test"},
+    )
+    assert code == 0, err
+    assert out == "It is 48.\nYou asked about 12 * 4.\n"
+    assert '→ calculate {"expression": "12 * 4"}' in err
+    assert "✓ calculate (" in err and "ms) 48" in err
+    assert "[answered · 2 rounds · 1 tool call · 40+20 tokens]" in err
+    # The conversation is kept across prompts: the third request carries the first turn.
+    third = fake_llm.requests[2]["messages"]
+    assert third[0]["content"] == "You are the ACME operations assistant."
+    assert [m["role"] for m in third[1:]] == ["user", "assistant", "tool", "assistant", "user"]
+    assert third[-1]["content"] == "What did I ask?"
+
+
+async def test_roles_choose_the_offered_tools(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    fake_llm.add(text("a"), text("b"), text("c"))
+    config = str(write_config(tmp_path))
+    env = {"OPENAI_BASE_URL": fake_llm.base_url}
+    await run_cli("chat", "--config", config, "--user", "U0ADMIN", stdin="hi\n", env=env)
+    await run_cli("chat", "--config", config, "--user", "U0SOMEONE", stdin="hi\n", env=env)
+    await run_cli("chat", "--config", config, "--role", "admin", stdin="hi\n", env=env)
+    assert fake_llm.offered_tools(0) == ["get_time", "calculate"]
+    assert fake_llm.offered_tools(1) == ["get_time"]
+    assert fake_llm.offered_tools(2) == ["get_time", "calculate"]
+
+
+async def test_a_forbidden_call_is_refused(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    fake_llm.add(calls(("calculate", {"expression": "1+1"}, "c1")), text("no luck"))
+    code, _, err = await run_cli(
+        "chat",
+        "--config",
+        str(write_config(tmp_path)),
+        stdin="add\n",
+        env={"OPENAI_BASE_URL": fake_llm.base_url},
+    )
+    assert code == 0
+    refusal = json.loads(tool_results(fake_llm.requests[1])["c1"])
+    assert refusal["error"] == "ToolNotAllowed"
+    assert "✗ calculate" in err
+
+
+async def test_the_model_being_down_is_plain_words(tmp_path: Path) -> None:
+    code, out, err = await run_cli(
+        "chat",
+        "--config",
+        str(write_config(tmp_path)),
+        stdin="hi\n",
+        env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},
+    )
+    assert code == 0
+    assert out == "The model service is not answering right now. Please try again in a minute.\n"
+    assert "Traceback" not in err
+
+
+async def test_configuration_errors_stop_start_up(tmp_path: Path) -> None:
+    bad = write_config(tmp_path, "llm: {max_rounds: zero}\n", "bad.yaml")
+    code, _, err = await run_cli("chat", "--config", str(bad), env={"OPENAI_API_KEY": "k"})
+    assert code == 2
+    assert "llm.max_rounds: Input should be a valid integer" in err
+    code, _, err = await run_cli(
+        "chat",
+        "--config",
+        str(write_config(tmp_path)),
+        "--role",
+        "boss",
+        env={"OPENAI_API_KEY": "k"},
+    )
+    assert code == 2
+    assert "--role: unknown role 'boss' (roles: admin, member)" in err
+    code, _, err = await run_cli(
+        "chat", env={"SLACK_AGENT_CONFIG": str(bad), "OPENAI_API_KEY": "k"}
+    )
+    assert code == 2 and "llm.max_rounds" in err
+
+
+async def test_tools_lists_every_tool(tmp_path: Path) -> None:
+    code, out, err = await run_cli("tools", "--json", env={"OPENAI_API_KEY": "k"})
+    assert code == 0, err
+    listed = {row["name"]: row for row in json.loads(out)}
+    assert set(listed) == {"get_time", "calculate"}
+    assert listed["calculate"]["source"] == "builtin"
+    assert listed["calculate"]["parameters"]["required"] == ["expression"]
+    code, out, _ = await run_cli("tools", env={"OPENAI_API_KEY": "k"})
+    assert "calculate  [builtin]" in out
