@@ -64,6 +64,7 @@ class FakeLLM:
         self.model = "fake-model"
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self._arrived = asyncio.Condition()
 
     @property
     def base_url(self) -> str:
@@ -71,6 +72,11 @@ class FakeLLM:
 
     def add(self, *replies: Script) -> None:
         self.script.extend(replies)
+
+    async def wait_for_requests(self, count: int) -> None:
+        """Return once ``count`` requests have arrived (at most 10 s)."""
+        async with asyncio.timeout(10), self._arrived:
+            await self._arrived.wait_for(lambda: len(self.requests) >= count)
 
     def offered_tools(self, request_index: int = -1) -> list[str]:
         request = self.requests[request_index]
@@ -95,7 +101,9 @@ class FakeLLM:
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.requests.append(body)
+        async with self._arrived:
+            self.requests.append(body)
+            self._arrived.notify_all()
         if not self.script:
             return web.json_response(
                 {"error": {"message": "no scripted reply left", "type": "server_error"}},

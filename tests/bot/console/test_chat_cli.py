@@ -147,3 +147,70 @@ async def test_tools_lists_every_tool(tmp_path: Path) -> None:
     assert listed["calculate"]["parameters"]["required"] == ["expression"]
     code, out, _ = await run_cli("tools", env={"OPENAI_API_KEY": "k"})
     assert "calculate  [builtin]" in out
+
+
+TOOLS_MODULE = '''
+from tools import tool
+
+
+@tool(confirm=True)
+def place_order(item: str) -> str:
+    """Place an order."""
+    return f"ordered {item}"
+'''
+
+
+async def test_on_a_terminal_it_asks_and_ctrl_c_stops_the_answer(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    """stdin is a pseudo-terminal here, as for a person at a keyboard."""
+    import pty
+    import signal
+
+    (tmp_path / "acme_orders.py").write_text(TOOLS_MODULE)
+    config = write_config(tmp_path, "tools: {modules: [acme_orders]}\n", "orders.yaml")
+    fake_llm.add(
+        calls(("place_order", {"item": "flour"}, "c1")),
+        lambda request: text(f"Result: {tool_results(request)['c1']}"),
+        text("this answer takes too long", delay_s=20),
+    )
+    master, slave = pty.openpty()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_"))}
+    environment.update(OPENAI_BASE_URL=fake_llm.base_url, PYTHONPATH=str(tmp_path))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "chat",
+        "--config",
+        str(config),
+        stdin=slave,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=environment,
+    )
+    os.close(slave)
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        os.write(master, b"order flour\n")
+        os.write(master, b"y\n")  # the answer to "run place_order ... [y/N]"
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert first == b"Result: ordered flour\n"
+        os.write(master, b"and more\n")
+        await fake_llm.wait_for_requests(3)
+        process.send_signal(signal.SIGINT)  # Ctrl-C while the model is answering
+        stopped = await asyncio.wait_for(process.stdout.readline(), 10)
+        assert stopped == b"Stopped before the answer was finished.\n"
+        os.write(master, b"\x04")  # Ctrl-D: end of input
+        code = await asyncio.wait_for(process.wait(), 10)
+        err = (await process.stderr.read()).decode()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        os.close(master)
+    assert code == 0, err
+    assert "tools: get_time, calculate, place_order" in err
+    assert 'run place_order {"item": "flour"} [y/N]' in err
+    assert "✓ place_order" in err
+    assert "[cancelled · 1 round" in err
