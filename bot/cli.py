@@ -13,7 +13,8 @@ from pathlib import Path
 
 from bot.config import ConfigError
 from bot.console.chat import ChatOptions, console_toolset, run_chat
-from bot.services import Services, build_services
+from bot.services import Services, build_services, load
+from tools.registry import ToolRegistry
 
 
 def parser() -> argparse.ArgumentParser:
@@ -59,12 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        services = build_services(args.config)
         if args.command == "chat":
             options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
-            return asyncio.run(_chat(services, options))
+            return asyncio.run(_chat(build_services(args.config), options))
         if args.command == "tools":
-            return asyncio.run(_list_tools(services, args.json))
+            _, _, registry = load(args.config)  # listing tools needs no model credentials
+            return asyncio.run(_list_tools(registry, args.json))
     except ConfigError as exc:
         print(f"slack-agent: configuration error\n{exc}", file=sys.stderr)
         return 2
@@ -81,31 +82,28 @@ async def _chat(services: Services, options: ChatOptions) -> int:
         await services.aclose()
 
 
-async def _list_tools(services: Services, as_json: bool) -> int:
-    try:
-        tools = await services.registry.list_tools()
-        if as_json:
-            rows = [
-                {
-                    "name": t.name,
-                    "source": t.source,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                    "timeout_s": t.timeout_s,
-                    "confirm": t.confirm,
-                }
-                for t in tools
-            ]
-            print(json.dumps(rows, indent=2))
-            return 0
-        for t in tools:
-            flags = " (needs confirmation)" if t.confirm else ""
-            print(f"{t.name}  [{t.source}]{flags}")
-            print(f"    {t.description.splitlines()[0]}")
-            print(f"    parameters: {json.dumps(t.parameters)}")
+async def _list_tools(registry: ToolRegistry, as_json: bool) -> int:
+    tools = await registry.list_tools()
+    if as_json:
+        rows = [
+            {
+                "name": t.name,
+                "source": t.source,
+                "description": t.description,
+                "parameters": t.parameters,
+                "timeout_s": t.timeout_s,
+                "confirm": t.confirm,
+            }
+            for t in tools
+        ]
+        print(json.dumps(rows, indent=2))
         return 0
-    finally:
-        await services.aclose()
+    for t in tools:
+        flags = " (needs confirmation)" if t.confirm else ""
+        print(f"{t.name}  [{t.source}]{flags}")
+        print(f"    {t.description.splitlines()[0]}")
+        print(f"    parameters: {json.dumps(t.parameters)}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -40,14 +40,20 @@ def loop_settings(config: AppConfig) -> LoopSettings:
     )
 
 
-def build_services(cli_config: Path | None = None) -> Services:
-    """Everything validated up front; any problem is a :class:`ConfigError` naming the key."""
+def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, ToolRegistry]:
+    """The config, the environment and the tool registry, all validated."""
     environment = Environment()
     config = load_config(config_path(cli_config, environment))
     try:
         registry = build_registry(config.tools)
     except ToolDefinitionError as exc:
         raise ConfigError(str(exc)) from None
+    return config, environment, registry
+
+
+def build_services(cli_config: Path | None = None) -> Services:
+    """Everything validated up front; any problem is a :class:`ConfigError` naming the key."""
+    config, environment, registry = load(cli_config)
     base_url = environment.openai_base_url or config.llm.base_url
     api_key = environment.openai_api_key.get_secret_value() if environment.openai_api_key else None
     if not api_key and not base_url:

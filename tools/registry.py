@@ -33,9 +33,18 @@ class ToolRegistry:
             self.add(tool, source)
 
     def load_module(self, module_name: str) -> list[Tool]:
-        """Import ``module_name`` and add every module-level ``@tool`` it defines."""
+        """Import ``module_name`` and add every module-level ``@tool`` defined in it.
+
+        Tools it merely imports from elsewhere (a built-in, another module) are not added
+        again, so ``from tools.builtin import calculate`` in a user module is harmless.
+        """
         module = importlib.import_module(module_name)
-        found = [value for value in vars(module).values() if isinstance(value, Tool)]
+        found = [
+            value
+            for value in vars(module).values()
+            if isinstance(value, Tool)
+            and (value.fn is None or getattr(value.fn, "__module__", None) == module_name)
+        ]
         if not found:
             raise ToolDefinitionError(f"module {module_name!r} defines no @tool functions")
         added = []

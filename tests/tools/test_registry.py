@@ -35,6 +35,8 @@ async def test_builtins_and_a_user_module(module_dir: Path) -> None:
         '''
         from tools import tool
 
+        from tools.builtin.calculator import calculate  # imported, not defined here
+
         @tool
         def search_materials(query: str) -> list[str]:
             """Search materials."""

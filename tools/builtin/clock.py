@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from tools.definition import tool
 from tools.errors import ToolError
+
+
+@functools.cache
+def _zone_names() -> tuple[str, ...]:
+    """Every IANA zone name, read from the tz database once."""
+    return tuple(sorted(available_timezones()))
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -19,7 +26,7 @@ def _zone(name: str) -> ZoneInfo:
     except (ZoneInfoNotFoundError, ValueError):
         pass
     lowered = cleaned.lower().replace(" ", "_")
-    for candidate in available_timezones():
+    for candidate in _zone_names():
         if candidate.lower() == lowered or candidate.lower().endswith("/" + lowered):
             return ZoneInfo(candidate)
     raise ToolError(
