@@ -22,6 +22,8 @@ from tools.toolset import Toolset
 log = logging.getLogger(__name__)
 
 Approver = Callable[[Tool, dict[str, Any]], Awaitable[bool]]
+# Called with each execution as soon as its tool finishes (to save it before the round ends).
+OnExecuted = Callable[[ToolExecution], Awaitable[None]]
 
 PREVIEW_CHARS = 160
 
@@ -47,6 +49,7 @@ async def execute_round(
     observer: Observer | None = None,
     approver: Approver | None = None,
     cancel: asyncio.Event | None = None,
+    on_executed: OnExecuted | None = None,
 ) -> tuple[list[ToolExecution], bool]:
     """Run all ``calls`` at once; executions come back in the model's call order.
 
@@ -56,7 +59,7 @@ async def execute_round(
     """
     tasks = [
         asyncio.ensure_future(
-            execute_call(call, toolset, settings, round_number, observer, approver)
+            execute_call(call, toolset, settings, round_number, observer, approver, on_executed)
         )
         for call in calls
     ]
@@ -115,6 +118,7 @@ async def execute_call(
     round_number: int,
     observer: Observer | None = None,
     approver: Approver | None = None,
+    on_executed: OnExecuted | None = None,
 ) -> ToolExecution:
     await notify(observer, ToolStarted(round_number, call.id, call.name, call.arguments))
     started = time.perf_counter()
@@ -147,6 +151,11 @@ async def execute_call(
             kind,
         ),
     )
+    if on_executed is not None:
+        try:
+            await on_executed(execution)
+        except Exception:
+            log.exception("saving the result of %s failed; the turn goes on", call.name)
     return execution
 
 

@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 
 from bot.agent.events import Observer, RoundStarted, TextDelta, TurnFinished, notify
 from bot.agent.execution import Approver, ExecutionSettings, execute_round
+from bot.agent.journal import Journal, resume_from
 from bot.agent.messages import Message, assistant_message, repair, system_message, tool_message
 from bot.agent.messages import user_message as make_user_message
 from bot.agent.result import StopReason, ToolExecution, TurnResult
 from bot.llm.client import ChatModel, TextCallback
 from bot.llm.errors import LLMError
 from bot.llm.pricing import Price, cost_of
-from bot.llm.response import ModelResponse
+from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage
 from tools.toolset import Toolset
 
@@ -57,6 +58,7 @@ class _Turn:
         observer: Observer | None,
         cancel: asyncio.Event | None,
         approver: Approver | None,
+        journal: Journal | None = None,
     ) -> None:
         self.model = model
         self.settings = settings
@@ -65,6 +67,7 @@ class _Turn:
         self.observer = observer
         self.cancel = cancel
         self.approver = approver
+        self.journal = journal
         self.new: list[Message] = []
         self.executions: list[ToolExecution] = []
         self.usage = Usage()
@@ -115,21 +118,58 @@ class _Turn:
             raise _Cancelled
         return work.result()
 
+    async def record(self, message: Message) -> None:
+        self.new.append(message)
+        if self.journal is None:
+            return
+        try:
+            await self.journal.record(message)
+        except Exception:
+            log.exception("saving turn progress failed; the turn goes on")
+
+    async def _record_execution(self, execution: ToolExecution) -> None:
+        if self.journal is not None:
+            await self.journal.record(tool_message(execution.call_id, execution.output))
+
     async def run_tools(self, response: ModelResponse) -> bool:
         """Run the round's calls; return True when the turn was cancelled meanwhile."""
-        self.new.append(assistant_message(response.text, response.tool_calls))
+        await self.record(assistant_message(response.text, response.tool_calls))
+        return await self.run_calls(response.tool_calls, {})
+
+    async def run_calls(self, calls: Sequence[ToolCall], saved: dict[str, Message]) -> bool:
+        """Run ``calls`` (the last round's, minus those with ``saved`` results) and append
+        every result of the round in call order."""
+        assistant = self.new[-1]
         executions, cancelled = await execute_round(
-            response.tool_calls,
+            calls,
             self.toolset,
             self.execution_settings,
             round_number=self.rounds,
             observer=self.observer,
             approver=self.approver,
             cancel=self.cancel,
+            on_executed=self._record_execution,
         )
         self.executions.extend(executions)
-        self.new.extend(tool_message(e.call_id, e.output) for e in executions)
+        fresh = {e.call_id: tool_message(e.call_id, e.output) for e in executions}
+        for call in assistant.get("tool_calls") or ():
+            call_id = str(call.get("id"))
+            result = fresh.get(call_id) or saved.get(call_id)
+            if result is not None:
+                self.new.append(result)
         return cancelled
+
+    async def start(self, user_message: Message, resume: Sequence[Message]) -> bool:
+        """Begin, or pick up a saved turn. Return True when cancelled while finishing a round."""
+        if not resume:
+            await self.record(user_message)
+            return False
+        resumed = resume_from(resume)
+        self.new = resumed.messages
+        self.rounds = resumed.rounds
+        if resumed.open_calls:
+            return await self.run_calls(resumed.open_calls, resumed.saved_results)
+        return False
 
     def result(self, text: str, reason: StopReason, detail: str | None = None) -> TurnResult:
         return TurnResult(
@@ -143,9 +183,11 @@ class _Turn:
             error_detail=detail,
         )
 
-    async def run(self) -> TurnResult:
+    async def run(self, user_message: Message, resume: Sequence[Message]) -> TurnResult:
         try:
-            for _ in range(self.settings.max_rounds):
+            if await self.start(user_message, resume):
+                raise _Cancelled
+            while self.rounds < self.settings.max_rounds:
                 response = await self.ask()
                 if not response.tool_calls:
                     return self.answered(response, StopReason.ANSWERED)
@@ -166,7 +208,7 @@ class _Turn:
             log.warning("the model's answer hit max_tokens and may be incomplete")
         if not text:
             return self.result(EMPTY_ANSWER, reason)
-        self.new.append(assistant_message(response.text))
+        self.new.append(assistant_message(response.text))  # stored with the turn, not journaled
         return self.result(response.text, reason)
 
 
@@ -180,17 +222,22 @@ async def run_turn(
     observer: Observer | None = None,
     cancel: asyncio.Event | None = None,
     approver: Approver | None = None,
+    journal: Journal | None = None,
+    resume: Sequence[Message] = (),
 ) -> TurnResult:
     """Run one turn: ``history`` is what came before, ``user_message`` the new message.
 
     ``result.new_messages`` (the user message, each assistant message with its tool calls and
     their results, and the answer) is what to append to the stored history. Setting
     ``cancel`` stops the turn: running tools are cancelled and the result says so.
+
+    With a ``journal``, each message is saved the moment it is final. ``resume`` takes what a
+    journal saved for this turn before a crash: the turn continues from there, running only
+    the calls whose results were not saved.
     """
     first = make_user_message(user_message) if isinstance(user_message, str) else user_message
-    turn = _Turn(model, settings, history, toolset, observer, cancel, approver)
-    turn.new.append(first)
-    result = await turn.run()
+    turn = _Turn(model, settings, history, toolset, observer, cancel, approver, journal)
+    result = await turn.run(first, resume)
     await notify(observer, TurnFinished(result))
     return result
 

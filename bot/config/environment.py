@@ -14,3 +14,4 @@ class Environment(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     slack_agent_config: Path | None = None
+    redis_url: SecretStr | None = None  # may hold a password

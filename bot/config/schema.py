@@ -47,11 +47,46 @@ class LLMConfig(_Strict):
     )
 
 
+class HistoryConfig(_Strict):
+    token_budget: int = Field(
+        default=16000, ge=500, description="Tokens of earlier turns sent to the model."
+    )
+    idle_ttl_s: int = Field(
+        default=7 * 24 * 3600, ge=60, description="A thread's history expires after this idle time."
+    )
+    max_turns: int = Field(default=200, ge=1, description="Turns kept per thread.")
+    max_bytes: int = Field(default=2_000_000, ge=10_000, description="Bytes kept per thread.")
+
+
+class QueueConfig(_Strict):
+    concurrency: int = Field(default=8, ge=1, le=1000, description="Turns a process runs at once.")
+    claim_idle_s: float = Field(
+        default=60.0, gt=0, description="A turn pending this long with a dead worker is claimed."
+    )
+    max_attempts: int = Field(default=3, ge=1, le=20, description="Then it is dead-lettered.")
+    lock_ttl_s: float = Field(
+        default=30.0, gt=1, description="Thread lock lifetime; renewed while the turn runs."
+    )
+    dedup_ttl_s: int = Field(
+        default=24 * 3600, ge=60, description="How long a delivered event id is remembered."
+    )
+    stream_max_len: int = Field(default=100_000, ge=1000, description="Cap of the turn stream.")
+
+
+class RedisConfig(_Strict):
+    key_prefix: str = Field(
+        default="slack-agent:", min_length=1, description="Prefix of every key this bot writes."
+    )
+
+
 class AppConfig(_Strict):
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     roles: dict[str, RoleConfig] = Field(default_factory=dict)
+    history: HistoryConfig = Field(default_factory=HistoryConfig)
+    queue: QueueConfig = Field(default_factory=QueueConfig)
+    redis: RedisConfig = Field(default_factory=RedisConfig)
 
     @field_validator("roles")
     @classmethod

@@ -1,4 +1,4 @@
-"""The history protocol: load a thread's messages, append a finished turn's messages."""
+"""The history protocol: a thread's stored turns, and appending one finished turn."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 Message = dict[str, Any]
+TurnMessages = list[Message]
 
 
 @dataclass(frozen=True)
@@ -22,21 +23,10 @@ class ThreadKey:
 
 
 class HistoryStore(Protocol):
-    async def load(self, key: ThreadKey) -> list[Message]: ...
-
-    async def append(self, key: ThreadKey, messages: Sequence[Message]) -> None:
-        """Add one whole turn's messages at once."""
+    async def load_turns(self, key: ThreadKey) -> list[TurnMessages]:
+        """Every stored turn, oldest first; each a complete list of OpenAI messages."""
         ...
 
-
-class InMemoryHistory:
-    """Histories in this process only (lost on exit)."""
-
-    def __init__(self) -> None:
-        self._threads: dict[ThreadKey, list[Message]] = {}
-
-    async def load(self, key: ThreadKey) -> list[Message]:
-        return list(self._threads.get(key, ()))
-
     async def append(self, key: ThreadKey, messages: Sequence[Message]) -> None:
-        self._threads.setdefault(key, []).extend(messages)
+        """Store one whole turn's messages at once (all or nothing)."""
+        ...

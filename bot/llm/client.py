@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -11,6 +12,7 @@ import openai
 from bot.llm.accumulate import StreamAccumulator
 from bot.llm.errors import LLMError, classify
 from bot.llm.response import ModelResponse, ToolCall, with_unique_ids
+from bot.llm.tokens import TokenEstimator
 from bot.llm.usage import Usage
 
 if TYPE_CHECKING:
@@ -42,10 +44,17 @@ class OpenAIChatModel:
     LiteLLM. The SDK retries connection errors, 408/409/429 and 5xx (``max_retries``)."""
 
     def __init__(
-        self, config: LLMConfig, *, api_key: str | None, base_url: str | None = None
+        self,
+        config: LLMConfig,
+        *,
+        api_key: str | None,
+        base_url: str | None = None,
+        estimator: TokenEstimator | None = None,
     ) -> None:
         self.config = config
         self.model_name = config.model
+        # Learns characters per token from the usage this server reports.
+        self.estimator = estimator or TokenEstimator()
         self.client = openai.AsyncOpenAI(
             # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
             api_key=api_key or "unused",
@@ -74,12 +83,18 @@ class OpenAIChatModel:
             raise
         except Exception as exc:
             raise classify(exc) from exc
-        if response.usage.requests == 0:
-            prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
-            completion_chars = len(response.text) + sum(
-                len(c.arguments) for c in response.tool_calls
+        tools_chars = len(json.dumps(list(tools))) if tools else 0
+        if response.usage.requests and response.usage.prompt_tokens:
+            self.estimator.observe(messages, response.usage.prompt_tokens, tools_chars)
+        else:
+            estimator = self.estimator
+            estimated = Usage(
+                prompt_tokens=estimator.tokens(messages) + estimator.chars_tokens(tools_chars),
+                completion_tokens=estimator.tokens([assistant_like(response)]),
+                requests=1,
+                estimated=True,
             )
-            response = _replace_usage(response, Usage.estimate(prompt_chars, completion_chars))
+            response = _replace_usage(response, estimated)
         return response
 
     def _request(
@@ -146,6 +161,15 @@ class OpenAIChatModel:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def assistant_like(response: ModelResponse) -> Message:
+    """The response as a message, for estimating its tokens."""
+    return {
+        "role": "assistant",
+        "content": response.text,
+        "tool_calls": [call.to_message() for call in response.tool_calls],
+    }
 
 
 def _replace_usage(response: ModelResponse, usage: Usage) -> ModelResponse:

@@ -39,13 +39,3 @@ class Usage:
             cached_tokens=int(details.get("cached_tokens") or 0),
             requests=1,
         )
-
-    @classmethod
-    def estimate(cls, prompt_chars: int, completion_chars: int) -> Usage:
-        """About four characters a token, for servers that report no usage."""
-        return cls(
-            prompt_tokens=(prompt_chars + 3) // 4,
-            completion_tokens=(completion_chars + 3) // 4,
-            requests=1,
-            estimated=True,
-        )

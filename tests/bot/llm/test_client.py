@@ -76,7 +76,18 @@ async def test_usage_is_estimated_when_the_server_sends_none(
     )
     assert "stream_options" not in fake_llm.requests[0]
     assert response.usage.estimated
-    assert response.usage.prompt_tokens == 100 and response.usage.completion_tokens == 10
+    # 400 characters at 4 a token, plus 4 tokens of per-message overhead; likewise the answer.
+    assert response.usage.prompt_tokens == 104 and response.usage.completion_tokens == 14
+
+
+async def test_the_estimate_learns_from_reported_usage(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    model = make_model()
+    fake_llm.add(*[text("ok", usage=(1004, 1)) for _ in range(10)])  # 2 characters a token
+    for _ in range(10):
+        await model.complete([{"role": "user", "content": "z" * 2000}], [])
+    assert model.estimator.chars_per_token == pytest.approx(2.0, abs=0.1)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,144 @@
+"""Saving a turn as it goes, and resuming it after a crash without repeating work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from bot.agent import LoopSettings, StopReason, run_turn
+from bot.agent.journal import resume_from
+from bot.agent.messages import assistant_message, tool_message, user_message
+from bot.llm.client import OpenAIChatModel
+from bot.llm.response import ToolCall
+from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
+from tools import StaticToolset, tool
+
+MakeModel = Callable[..., OpenAIChatModel]
+SETTINGS = LoopSettings(system_prompt="s")
+RUNS: list[str] = []
+
+
+@tool
+async def work(name: str, ms: int = 0) -> str:
+    """Do some work."""
+    RUNS.append(name)
+    await asyncio.sleep(ms / 1000)
+    return f"did {name}"
+
+
+TOOLS = StaticToolset([work])
+
+
+class ListJournal:
+    def __init__(self) -> None:
+        self.saved: list[dict[str, Any]] = []
+
+    async def record(self, message: dict[str, Any]) -> None:
+        self.saved.append(message)
+
+
+def round_of(*names: str) -> dict[str, Any]:
+    return assistant_message("", [ToolCall(n, "work", json.dumps({"name": n})) for n in names])
+
+
+async def test_each_message_is_saved_the_moment_it_is_final(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    fake_llm.add(
+        calls(("work", {"name": "slow", "ms": 150}, "slow"), ("work", {"name": "fast"}, "fast")),
+        text("done"),
+    )
+    journal = ListJournal()
+    result = await run_turn(make_model(), SETTINGS, [], "go", TOOLS, journal=journal)
+    roles = [(m["role"], m.get("tool_call_id")) for m in journal.saved]
+    # The user message, the calls before they ran, then results as they finished.
+    assert roles == [("user", None), ("assistant", None), ("tool", "fast"), ("tool", "slow")]
+    # The stored turn has results in call order, and the answer.
+    assert [m.get("tool_call_id") for m in result.new_messages] == [
+        None,
+        None,
+        "slow",
+        "fast",
+        None,
+    ]
+
+
+async def test_resume_runs_only_the_calls_without_saved_results(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    RUNS.clear()
+    saved = [
+        user_message("go"),
+        round_of("a", "b", "c"),
+        tool_message("b", "did b (before the crash)"),
+    ]
+    fake_llm.add(text("all done"))
+    journal = ListJournal()
+    result = await run_turn(make_model(), SETTINGS, [], "go", TOOLS, journal=journal, resume=saved)
+    assert sorted(RUNS) == ["a", "c"]  # b's result was saved: it does not run again
+    assert result.stop_reason is StopReason.ANSWERED
+    assert result.rounds == 2  # the round before the crash counts
+    sent = fake_llm.requests[0]["messages"]
+    assert [m["role"] for m in sent].count("user") == 1  # the user message is not added twice
+    assert [m.get("tool_call_id") for m in sent if m["role"] == "tool"] == ["a", "b", "c"]
+    assert tool_results(fake_llm.requests[0])["b"] == "did b (before the crash)"
+    assert [m["role"] for m in result.new_messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+    assert [e.call_id for e in result.executions] == ["a", "c"]
+    # Only the new results were journaled; the user message was not saved again.
+    assert sorted(m["tool_call_id"] for m in journal.saved) == ["a", "c"]
+
+
+async def test_resume_after_a_complete_round_asks_the_model_next(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    RUNS.clear()
+    saved = [user_message("go"), round_of("a"), tool_message("a", "did a")]
+    fake_llm.add(calls(("work", {"name": "b"}, "b")), text("ok"))
+    result = await run_turn(make_model(), SETTINGS, [], "go", TOOLS, resume=saved)
+    assert RUNS == ["b"]
+    assert result.rounds == 3
+    assert len(result.executions) == 1
+
+
+async def test_resume_at_the_round_limit_goes_straight_to_the_answer(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    settings = LoopSettings(system_prompt="s", max_rounds=1)
+    saved = [user_message("go"), round_of("a"), tool_message("a", "did a")]
+    fake_llm.add(text("final"))
+    result = await run_turn(make_model(), settings, [], "go", TOOLS, resume=saved)
+    assert result.stop_reason is StopReason.ROUND_LIMIT
+    assert fake_llm.requests[0]["tool_choice"] == "none"
+
+
+def test_resume_from_orders_results_and_drops_strays() -> None:
+    saved = [
+        user_message("q"),
+        round_of("a", "b"),
+        tool_message("b", "B"),
+        tool_message("zzz", "stray"),
+        tool_message("a", "A"),
+        round_of("c", "d"),
+        tool_message("d", "D"),
+    ]
+    resumed = resume_from(saved)
+    assert [m.get("tool_call_id") for m in resumed.messages] == [None, None, "a", "b", None]
+    assert [c.id for c in resumed.open_calls] == ["c"]
+    assert set(resumed.saved_results) == {"d"}
+    assert resumed.rounds == 2
+
+
+def test_an_incomplete_earlier_round_is_not_reopened() -> None:
+    saved = [user_message("q"), round_of("a", "b"), tool_message("a", "A"), user_message("?")]
+    resumed = resume_from(saved)
+    assert resumed.open_calls == []
+    assert [m["role"] for m in resumed.messages] == ["user", "assistant", "tool", "user"]
