@@ -9,6 +9,7 @@ from bot.agent.loop import LoopSettings
 from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import price_for
+from bot.state.store import State, open_state
 from tools.errors import ToolDefinitionError
 from tools.registry import ToolRegistry, build_registry
 
@@ -20,9 +21,11 @@ class Services:
     registry: ToolRegistry
     model: OpenAIChatModel
     loop_settings: LoopSettings
+    state: State
 
     async def aclose(self) -> None:
         await self.model.aclose()
+        await self.state.aclose()
 
 
 def config_path(cli_value: Path | None, environment: Environment) -> Path | None:
@@ -62,4 +65,6 @@ def build_services(cli_config: Path | None = None) -> Services:
             "to a server that needs no key."
         )
     model = OpenAIChatModel(config.llm, api_key=api_key, base_url=base_url)
-    return Services(config, environment, registry, model, loop_settings(config))
+    redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
+    state = open_state(redis_url, config)
+    return Services(config, environment, registry, model, loop_settings(config), state)

@@ -15,7 +15,7 @@ from bot.agent.execution import Approver
 from bot.agent.loop import run_turn
 from bot.config import ConfigError
 from bot.console.display import ConsoleDisplay
-from bot.history.store import HistoryStore, InMemoryHistory, ThreadKey
+from bot.history.store import ThreadKey
 from bot.services import Services
 from permissions.roles import role_allows, roles_from_config
 from tools.definition import Tool
@@ -58,13 +58,13 @@ async def run_chat(
     services: Services,
     options: ChatOptions,
     *,
-    history: HistoryStore | None = None,
     stdin: TextIO = sys.stdin,
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
     toolset, roles = console_toolset(services, options)
-    store = history or InMemoryHistory()
+    store = services.state.history
+    budget = services.config.history.token_budget
     key = ThreadKey(CONSOLE_TEAM, CONSOLE_CHANNEL, options.thread)
     display = ConsoleDisplay(stdout, stderr)
     interactive = stdin.isatty()
@@ -90,7 +90,7 @@ async def run_chat(
             result = await run_turn(
                 services.model,
                 services.loop_settings,
-                await store.load(key),
+                await store.for_model(key, budget, services.model.estimator),
                 prompt,
                 toolset,
                 observer=display,

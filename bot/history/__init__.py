@@ -1,5 +1,5 @@
 """Per-conversation message history, behind one small protocol with pluggable backends."""
 
-from bot.history.store import HistoryStore, InMemoryHistory, ThreadKey
+from bot.history.store import HistoryStore, ThreadKey
 
-__all__ = ["HistoryStore", "InMemoryHistory", "ThreadKey"]
+__all__ = ["HistoryStore", "ThreadKey"]

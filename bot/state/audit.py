@@ -1,0 +1,70 @@
+"""The audit log: a capped stream of tool executions and admin actions (who, what, when)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.state.connection import Redis
+from bot.state.keys import Keys
+
+MAX_ENTRIES = 10_000
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    kind: str  # "tool" or "admin"
+    actor: str  # the Slack user who caused it
+    action: str  # the tool's name, or the admin command ("disable", "grant", ...)
+    target: str = ""  # what it acted on: a tool, a user
+    outcome: str = "ok"  # ok, error kind, refused, ...
+    detail: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.time)
+    id: str = ""
+
+
+class AuditLog:
+    def __init__(self, client: Redis, keys: Keys, max_entries: int = MAX_ENTRIES) -> None:
+        self.client = client
+        self.keys = keys
+        self.max_entries = max_entries
+
+    def fields(self, entry: AuditEntry) -> dict[str, str]:
+        return {
+            "kind": entry.kind,
+            "actor": entry.actor,
+            "action": entry.action,
+            "target": entry.target,
+            "outcome": entry.outcome,
+            "detail": json.dumps(entry.detail, ensure_ascii=False, default=str),
+            "at": repr(entry.at),
+        }
+
+    def add_to(self, pipe: Any, entry: AuditEntry) -> None:
+        """Queue the entry on a pipeline or transaction."""
+        pipe.xadd(self.keys.audit, self.fields(entry), maxlen=self.max_entries, approximate=True)
+
+    async def add(self, entry: AuditEntry) -> str:
+        return str(
+            await self.client.xadd(
+                self.keys.audit, self.fields(entry), maxlen=self.max_entries, approximate=True
+            )
+        )
+
+    async def latest(self, count: int = 20) -> list[AuditEntry]:
+        items = await self.client.xrevrange(self.keys.audit, count=count)
+        return [
+            AuditEntry(
+                kind=f["kind"],
+                actor=f["actor"],
+                action=f["action"],
+                target=f.get("target", ""),
+                outcome=f.get("outcome", ""),
+                detail=json.loads(f.get("detail") or "{}"),
+                at=float(f["at"]),
+                id=entry_id,
+            )
+            for entry_id, f in items
+        ]

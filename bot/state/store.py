@@ -1,0 +1,67 @@
+"""All Redis-backed parts of one process, built together from the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.config.schema import AppConfig
+from bot.state.audit import AuditLog
+from bot.state.connection import Redis, RedisHandle, connect
+from bot.state.grants import RoleGrants
+from bot.state.history import RedisHistory
+from bot.state.keys import Keys
+from bot.state.locks import ThreadLocks
+from bot.state.progress import TurnProgress
+from bot.state.queue import TurnQueue
+from bot.state.switches import ToolSwitches
+from bot.state.usage import UsageCounters
+
+
+@dataclass
+class State:
+    handle: RedisHandle
+    keys: Keys
+    history: RedisHistory
+    queue: TurnQueue
+    locks: ThreadLocks
+    progress: TurnProgress
+    switches: ToolSwitches
+    grants: RoleGrants
+    usage: UsageCounters
+    audit: AuditLog
+
+    @property
+    def client(self) -> Redis:
+        return self.handle.client
+
+    async def aclose(self) -> None:
+        await self.handle.aclose()
+
+
+def build_state(handle: RedisHandle, config: AppConfig) -> State:
+    client, keys = handle.client, Keys(config.redis.key_prefix)
+    return State(
+        handle=handle,
+        keys=keys,
+        history=RedisHistory(
+            client,
+            keys,
+            idle_ttl_s=config.history.idle_ttl_s,
+            max_turns=config.history.max_turns,
+            max_bytes=config.history.max_bytes,
+        ),
+        queue=TurnQueue(
+            client, keys, dedup_ttl_s=config.queue.dedup_ttl_s, max_len=config.queue.stream_max_len
+        ),
+        locks=ThreadLocks(client, keys, config.queue.lock_ttl_s),
+        progress=TurnProgress(client, keys),
+        switches=ToolSwitches(client, keys),
+        grants=RoleGrants(client, keys),
+        usage=UsageCounters(client, keys),
+        audit=AuditLog(client, keys),
+    )
+
+
+def open_state(redis_url: str | None, config: AppConfig) -> State:
+    """Connect to ``redis_url`` (or the embedded Redis) and build every part on it."""
+    return build_state(connect(redis_url), config)

@@ -1,0 +1,37 @@
+"""A turn: one message from a person that the bot must answer, as it travels the queue."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bot.history.store import ThreadKey
+
+
+@dataclass(frozen=True)
+class Turn:
+    team: str
+    channel: str
+    thread_ts: str  # the thread's root ts: the conversation
+    user: str
+    text: str
+    message_ts: str = ""  # this message's own ts (dedup of message + app_mention)
+    event_id: str = ""  # Slack's event id (dedup of retries)
+    kind: str = "mention"  # mention, dm, followup, assistant, console
+    received_at: float = field(default_factory=time.time)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def thread_key(self) -> ThreadKey:
+        return ThreadKey(self.team, self.channel, self.thread_ts)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Turn:
+        data = json.loads(text)
+        known = {name for name in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
