@@ -1,13 +1,17 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 
-from bot.config.schema import LLMConfig
+from bot.config.schema import AppConfig, LLMConfig
 from bot.llm.client import OpenAIChatModel
+from bot.state.store import State, open_state
 from tests.fakes.llm_server import FakeLLM
+from tests.fakes.redis_server import PrivateRedis
 
 
 @pytest.fixture
@@ -38,3 +42,55 @@ async def make_model(fake_llm: FakeLLM) -> AsyncIterator[Callable[..., OpenAICha
     yield make
     for model in made:
         await model.aclose()
+
+
+# --- Redis -----------------------------------------------------------------------------
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def config_with_prefix(prefix: str, **sections: Any) -> AppConfig:
+    data: dict[str, Any] = {"redis": {"key_prefix": prefix}}
+    data.update(sections)
+    return AppConfig.model_validate(data)
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    return f"test:{uuid.uuid4().hex[:12]}:"
+
+
+@pytest.fixture
+async def make_state(key_prefix: str) -> AsyncIterator[Callable[..., State]]:
+    """States on the shared test Redis, under this test's own prefix; cleaned up after."""
+    made: list[State] = []
+
+    def make(url: str | None = REDIS_URL, **sections: Any) -> State:
+        state = open_state(url, config_with_prefix(key_prefix, **sections))
+        made.append(state)
+        return state
+
+    yield make
+    for state in made:
+        try:
+            keys = [key async for key in state.client.scan_iter(match=f"{key_prefix}*")]
+            if keys:
+                await state.client.delete(*keys)
+        except Exception:  # a test's private server may be gone already
+            pass
+        await state.aclose()
+
+
+@pytest.fixture
+async def state(make_state: Callable[..., State]) -> State:
+    return make_state()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    server = PrivateRedis()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -90,10 +90,16 @@ class TurnQueue:
                 raise
 
     async def read(self, consumer: str, count: int, block_ms: int) -> list[Entry]:
-        """New entries for this consumer; recreates the group if Redis lost it (a restart)."""
+        """New entries for this consumer, waiting up to ``block_ms`` (0: not at all).
+
+        Recreates the group if Redis lost it (a restart without persistence)."""
         try:
             reply = await self.client.xreadgroup(
-                self.keys.workers, consumer, {self.keys.turns: ">"}, count=count, block=block_ms
+                self.keys.workers,
+                consumer,
+                {self.keys.turns: ">"},
+                count=count,
+                block=block_ms if block_ms > 0 else None,  # BLOCK 0 would wait forever
             )
         except redis.exceptions.ResponseError as exc:
             if "NOGROUP" not in str(exc):

@@ -39,8 +39,10 @@ class Worker:
         concurrency: int,
         claim_idle_s: float,
         name: str | None = None,
+        block_ms: int = BLOCK_MS,
     ) -> None:
         self.state = state
+        self.block_ms = block_ms  # how long a read waits for new turns (and so for a stop)
         self.processor = processor
         self.concurrency = concurrency
         self.claim_idle_ms = int(claim_idle_s * 1000)
@@ -67,7 +69,7 @@ class Worker:
                     self._start(claimed)
                     next_claim = loop.time() + self.claim_every_s
                 entries = await self.state.queue.read(
-                    self.name, self._free(), 0 if self.state.handle.embedded else BLOCK_MS
+                    self.name, self._free(), 0 if self.state.handle.embedded else self.block_ms
                 )
                 self._start(entries)
                 if not entries:

@@ -214,3 +214,27 @@ async def test_on_a_terminal_it_asks_and_ctrl_c_stops_the_answer(
     assert 'run place_order {"item": "flour"} [y/N]' in err
     assert "✓ place_order" in err
     assert "[cancelled · 1 round" in err
+
+
+async def test_a_thread_resumes_after_a_restart(
+    fake_llm: FakeLLM, tmp_path: Path, key_prefix: str, state: object
+) -> None:
+    """With REDIS_URL, ``--thread X`` in a new process continues thread X."""
+    from tests.conftest import REDIS_URL
+
+    config = write_config(tmp_path, f"redis: {{key_prefix: '{key_prefix}'}}\n", "redis.yaml")
+    env = {"OPENAI_BASE_URL": fake_llm.base_url, "REDIS_URL": REDIS_URL}
+    fake_llm.add(text("Noted: your locker is 42."), text("Your locker is 42."), text("Hello."))
+    await run_cli(
+        "chat", "--config", str(config), "--thread", "ops", stdin="My locker is 42.\n", env=env
+    )
+    code, out, err = await run_cli(
+        "chat", "--config", str(config), "--thread", "ops", stdin="Which locker?\n", env=env
+    )
+    assert code == 0, err
+    assert out == "Your locker is 42.\n"
+    contents = [m["content"] for m in fake_llm.requests[1]["messages"]]
+    assert contents[1:] == ["My locker is 42.", "Noted: your locker is 42.", "Which locker?"]
+    # Another thread starts empty.
+    await run_cli("chat", "--config", str(config), "--thread", "other", stdin="Hi\n", env=env)
+    assert [m["role"] for m in fake_llm.requests[2]["messages"]] == ["system", "user"]

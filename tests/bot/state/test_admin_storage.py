@@ -1,0 +1,79 @@
+"""The typed storage the admin features build on: switches, grants, usage, audit."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from bot.llm.usage import Usage
+from bot.state.audit import AuditEntry
+from bot.state.store import State
+from bot.state.usage import UsageTotals
+
+
+async def test_tool_switches(state: State) -> None:
+    assert await state.switches.is_enabled("calculate")
+    switch = await state.switches.turn("calculate", False, by="U0ADMIN")
+    assert switch.enabled is False and switch.by == "U0ADMIN" and switch.at > 0
+    assert not await state.switches.is_enabled("calculate")
+    assert await state.switches.disabled() == {"calculate"}
+    await state.switches.turn("calculate", True, by="U0OTHER")
+    assert await state.switches.is_enabled("calculate")
+    everything = await state.switches.all()
+    assert everything["calculate"].by == "U0OTHER"
+
+
+async def test_role_grants(state: State) -> None:
+    await state.grants.grant("T1", "U1", "warehouse_staff", by="U0ADMIN")
+    await state.grants.grant("T1", "U1", "admin", by="U0ADMIN")
+    await state.grants.grant("T1", "U2", "admin", by="U0ADMIN")
+    assert [g.role for g in await state.grants.of("T1", "U1")] == ["admin", "warehouse_staff"]
+    assert await state.grants.of("T2", "U1") == []
+    assert await state.grants.revoke("T1", "U1", "admin")
+    assert not await state.grants.revoke("T1", "U1", "admin")
+    assert [(g.user, g.role) for g in await state.grants.all("T1")] == [
+        ("U1", "warehouse_staff"),
+        ("U2", "admin"),
+    ]
+    await state.grants.revoke("T1", "U2", "admin")
+    assert [g.user for g in await state.grants.all("T1")] == ["U1"]
+
+
+async def test_usage_per_user_per_day(state: State) -> None:
+    monday, tuesday = date(2026, 11, 16), date(2026, 11, 17)
+    await state.usage.record("T1", "U1", Usage(100, 20), 0.5, day=monday)
+    await state.usage.record("T1", "U1", Usage(10, 2), 0.25, day=tuesday)
+    await state.usage.record("T1", "U1", Usage(1, 1), None, day=tuesday)
+    await state.usage.record("T1", "U2", Usage(5, 5), 0.1, day=tuesday)
+    assert await state.usage.totals("T1", "U1", days=1, until=tuesday) == UsageTotals(
+        2, 11, 3, 0.25
+    )
+    week = await state.usage.totals("T1", "U1", days=7, until=tuesday)
+    assert week == UsageTotals(3, 111, 23, 0.75)
+    assert await state.usage.users("T1", days=1, until=tuesday) == ["U1", "U2"]
+    assert await state.usage.users("T1", days=1, until=monday) == ["U1"]
+
+
+async def test_audit_log(state: State) -> None:
+    await state.audit.add(AuditEntry("admin", "U0ADMIN", "disable", target="calculate"))
+    await state.audit.add(
+        AuditEntry("tool", "U1", "calculate", outcome="ok", detail={"arguments": '{"x": 1}'})
+    )
+    latest = await state.audit.latest(10)
+    assert [(e.kind, e.actor, e.action) for e in latest] == [
+        ("tool", "U1", "calculate"),
+        ("admin", "U0ADMIN", "disable"),
+    ]
+    assert latest[0].detail == {"arguments": '{"x": 1}'}
+    assert latest[1].target == "calculate" and latest[1].id
+    assert len(await state.audit.latest(1)) == 1
+
+
+async def test_audit_is_capped(state: State) -> None:
+    from bot.state.audit import AuditLog
+
+    small = AuditLog(state.client, state.keys, max_entries=10)
+    for n in range(300):
+        await small.add(AuditEntry("tool", "U1", f"t{n}"))
+    # Approximate trimming keeps a little more than the cap, never unbounded growth.
+    assert await state.client.xlen(state.keys.audit) < 200
+    assert (await small.latest(1))[0].action == "t299"

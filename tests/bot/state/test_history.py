@@ -1,0 +1,92 @@
+"""Per-thread history in the real Redis: whole turns, caps, idle expiry refreshed on use."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+
+from bot.history.store import ThreadKey
+from bot.llm.tokens import TokenEstimator
+from bot.state.store import State
+
+THREAD = ThreadKey("T1", "C1", "1700000000.000100")
+
+
+def turn(n: int, size: int = 10) -> list[dict[str, object]]:
+    return [
+        {"role": "user", "content": f"q{n} " + "x" * size},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": f"c{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": f"c{n}", "content": "r"},
+        {"role": "assistant", "content": f"a{n}"},
+    ]
+
+
+async def test_turns_are_stored_whole_and_in_order(state: State) -> None:
+    await state.history.append(THREAD, turn(1))
+    await state.history.append(THREAD, turn(2))
+    turns = await state.history.load_turns(THREAD)
+    assert turns == [turn(1), turn(2)]
+    other = ThreadKey("T1", "C1", "1700000000.000200")
+    assert await state.history.load_turns(other) == []
+
+
+async def test_concurrent_appends_never_interleave(state: State) -> None:
+    await asyncio.gather(*(state.history.append(THREAD, turn(n)) for n in range(30)))
+    turns = await state.history.load_turns(THREAD)
+    assert len(turns) == 30
+    assert all(len(t) == 4 and t[1]["tool_calls"][0]["id"] == t[2]["tool_call_id"] for t in turns)
+
+
+async def test_caps_drop_the_oldest_turns_but_never_the_newest(
+    make_state: Callable[..., State],
+) -> None:
+    capped = make_state(history={"max_turns": 3, "max_bytes": 10_000})
+    for n in range(5):
+        await capped.history.append(THREAD, turn(n))
+    assert [t[0]["content"][:2] for t in await capped.history.load_turns(THREAD)] == [
+        "q2",
+        "q3",
+        "q4",
+    ]
+    # The byte cap: a turn bigger than the cap on its own is still kept, alone.
+    await capped.history.append(THREAD, turn(9, size=20_000))
+    kept = await capped.history.load_turns(THREAD)
+    assert len(kept) == 1 and kept[0][0]["content"].startswith("q9")
+    stored = await capped.client.get(capped.keys.history_bytes(THREAD))
+    assert int(stored) == len(json.dumps(turn(9, size=20_000), separators=(",", ":")))
+
+
+async def test_idle_expiry_is_set_and_refreshed_on_use(state: State) -> None:
+    await state.history.append(THREAD, turn(1))
+    key = state.keys.history(THREAD)
+    week = 7 * 24 * 3600
+    assert week - 5 <= await state.client.ttl(key) <= week
+    await state.client.expire(key, 30)
+    await state.client.expire(state.keys.history_bytes(THREAD), 30)
+    await state.history.load_turns(THREAD)  # reading counts as use
+    assert await state.client.ttl(key) > week - 5
+    assert await state.client.ttl(state.keys.history_bytes(THREAD)) > week - 5
+
+
+async def test_for_model_trims_whole_turns_to_the_budget(state: State) -> None:
+    for n in range(10):
+        await state.history.append(THREAD, turn(n, size=400))
+    estimator = TokenEstimator()
+    one_turn = estimator.tokens(turn(0, size=400))
+    messages = await state.history.for_model(THREAD, budget=one_turn * 3, estimator=estimator)
+    assert len(messages) == 12  # three whole turns
+    assert messages[0]["content"].startswith("q7")
+    assert messages[-1]["content"] == "a9"
+
+
+async def test_an_unreadable_turn_is_skipped(state: State) -> None:
+    await state.history.append(THREAD, turn(1))
+    await state.client.rpush(state.keys.history(THREAD), "{not json")
+    assert await state.history.load_turns(THREAD) == [turn(1)]

@@ -1,0 +1,117 @@
+"""The turn queue and thread locks on the real Redis: dedup across replicas, order, locks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from bot.state import StateUnavailable
+from bot.state.store import State
+from bot.turn import Turn
+
+
+def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Turn:
+    return Turn("T1", "C1", thread, "U1", text, message_ts=ts, event_id=event or f"Ev{ts}")
+
+
+async def test_enqueue_returns_an_id_and_keeps_the_thread_order(state: State) -> None:
+    first = await state.queue.enqueue(message("one", "100.1"))
+    second = await state.queue.enqueue(message("two", "100.2"))
+    assert first and second and first < second
+    thread = message("x", "0").thread_key
+    assert await state.queue.head(thread) == first
+    entry = await state.queue.fetch(first)
+    assert entry is not None and entry[1] is not None and entry[1].text == "one"
+
+
+async def test_duplicates_by_event_id_and_by_message_ts(state: State) -> None:
+    assert await state.queue.enqueue(message("hi", "100.1", event="Ev1"))
+    # A retry of the same event.
+    assert await state.queue.enqueue(message("hi", "100.1", event="Ev1")) is None
+    # The app_mention event of the same message: another event id, the same ts.
+    assert await state.queue.enqueue(message("hi", "100.1", event="Ev2")) is None
+    # A new message.
+    assert await state.queue.enqueue(message("hi again", "100.2", event="Ev3"))
+    assert await state.client.llen(state.keys.thread_pending(message("", "").thread_key)) == 2
+
+
+async def test_concurrent_duplicates_from_two_replicas_make_one_turn(
+    make_state: Callable[..., State],
+) -> None:
+    replica_a, replica_b = make_state(), make_state()
+    turn = message("hello", "200.1", event="EvDup")
+    results = await asyncio.gather(
+        *[(replica_a if n % 2 else replica_b).queue.enqueue(turn) for n in range(40)]
+    )
+    assert len([r for r in results if r]) == 1
+    assert await replica_a.client.xlen(replica_a.keys.turns) == 1
+
+
+async def test_enqueue_with_redis_down_is_a_typed_error(make_state: Callable[..., State]) -> None:
+    down = make_state("redis://127.0.0.1:9/0")
+    with pytest.raises(StateUnavailable, match="Redis is unreachable"):
+        await down.queue.enqueue(message("lost?", "300.1"))
+
+
+async def test_read_claim_and_finish(state: State) -> None:
+    await state.queue.ensure_group()
+    entry_id = await state.queue.enqueue(message("work", "400.1"))
+    [(read_id, turn)] = await state.queue.read("w1", 10, 0)
+    assert read_id == entry_id and turn is not None
+    assert await state.queue.read("w2", 10, 0) == []
+    await asyncio.sleep(0.05)
+    [(claimed_id, _)] = await state.queue.claim_stale("w2", 10)
+    assert claimed_id == entry_id
+    async with state.client.pipeline(transaction=True) as pipe:
+        state.queue.finish(pipe, turn.thread_key, entry_id)
+        await pipe.execute()
+    assert await state.queue.pending_count() == 0
+    assert await state.queue.fetch(entry_id) is None
+    assert await state.queue.head(turn.thread_key) is None
+
+
+async def test_a_lost_group_is_recreated(state: State) -> None:
+    await state.queue.ensure_group()
+    await state.client.delete(state.keys.turns)
+    assert await state.queue.read("w1", 10, 0) == []
+    await state.queue.enqueue(message("after", "500.1"))
+    assert len(await state.queue.read("w1", 10, 0)) == 1
+
+
+async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State]) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.5})
+    thread = message("", "").thread_key
+    lock = await state.locks.try_acquire(thread)
+    assert lock is not None
+    assert await state.locks.try_acquire(thread) is None
+    assert await lock.renew()
+    # Only the owner releases it.
+    other = await state.client.get(state.keys.lock(thread))
+    assert other == lock.token
+    await state.client.set(state.keys.lock(thread), "someone-else")
+    assert not await lock.release()
+    assert await state.client.get(state.keys.lock(thread)) == "someone-else"
+    await state.client.delete(state.keys.lock(thread))
+    # A dead owner's lock frees itself.
+    orphan = await state.locks.try_acquire(thread)
+    assert orphan is not None
+    await asyncio.sleep(1.7)
+    assert await state.locks.try_acquire(thread) is not None
+
+
+async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
+    make_state: Callable[..., State],
+) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.2})
+    thread = message("", "").thread_key
+    lock = await state.locks.try_acquire(thread)
+    assert lock is not None
+    async with lock.kept_alive() as lost:
+        await asyncio.sleep(2.0)  # longer than the TTL: renewals kept it
+        assert not lost.is_set()
+        assert await state.client.get(state.keys.lock(thread)) == lock.token
+        await state.client.set(state.keys.lock(thread), "thief")
+        await asyncio.wait_for(lost.wait(), 3)
+    assert await lock.release() is False

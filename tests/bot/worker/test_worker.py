@@ -1,0 +1,235 @@
+"""Workers on the real Redis: order per thread, parallel threads, exactly one answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from bot.llm import ModelResponse, ToolCall
+from bot.state import StateUnavailable
+from bot.state.store import State
+from bot.turn import Turn
+from bot.worker.consumer import Worker
+from tests.fakes.function_model import FunctionModel, last_user_text
+from tests.fakes.redis_server import PrivateRedis
+from tests.fakes.worker_kit import MemoryResponder, make_worker
+from tests.waiting import until
+from tools import tool
+
+Timeline = list[tuple[str, float, float]]
+
+
+def turn_in(thread: str, text: str, ts: str) -> Turn:
+    return Turn("T1", "C1", thread, "U1", text, message_ts=ts, event_id=f"Ev{ts}")
+
+
+def slow_echo(timeline: Timeline, seconds: float = 0.3) -> FunctionModel:
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        text = last_user_text(messages)
+        started = time.monotonic()
+        await asyncio.sleep(seconds)
+        timeline.append((text, started, time.monotonic()))
+        earlier = [m["content"] for m in messages if m["role"] == "user"][:-1]
+        return ModelResponse(f"answer to {text} (after {','.join(earlier) or 'nothing'})")
+
+    return FunctionModel(respond)
+
+
+@asynccontextmanager
+async def running(*workers: Worker) -> AsyncIterator[None]:
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 40)
+
+
+async def test_one_thread_in_order_other_threads_in_parallel(
+    make_state: Callable[..., State],
+) -> None:
+    timeline: Timeline = []
+    responder = MemoryResponder()
+    replica_a, replica_b = make_state(), make_state()
+    workers = [
+        make_worker(replica_a, slow_echo(timeline), responder, name="a"),
+        make_worker(replica_b, slow_echo(timeline), responder, name="b"),
+    ]
+    async with running(*workers):
+        for n, text in enumerate(["A1", "A2", "A3"]):
+            await (replica_a if n % 2 else replica_b).queue.enqueue(turn_in("A", text, f"1.{n}"))
+        await replica_a.queue.enqueue(turn_in("B", "B1", "2.0"))
+        await until(lambda: len(responder.delivered) == 4)
+
+    thread_a = [text for turn, text, _ in responder.delivered if turn.thread_ts == "A"]
+    assert thread_a == [
+        "answer to A1 (after nothing)",
+        "answer to A2 (after A1)",
+        "answer to A3 (after A1,A2)",
+    ]
+    spans = {text: (start, end) for text, start, end in timeline}
+    # One at a time in thread A, in arrival order...
+    assert spans["A1"][1] <= spans["A2"][0] and spans["A2"][1] <= spans["A3"][0]
+    # ...while thread B ran at the same time as thread A.
+    assert spans["B1"][0] < spans["A1"][1]
+    assert len(await replica_a.history.load_turns(turn_in("A", "", "").thread_key)) == 3
+    assert await replica_a.queue.pending_count() == 0
+
+
+async def test_concurrent_duplicate_deliveries_give_one_answer(
+    make_state: Callable[..., State],
+) -> None:
+    timeline: Timeline = []
+    responder = MemoryResponder()
+    replica_a, replica_b = make_state(), make_state()
+    workers = [
+        make_worker(replica_a, slow_echo(timeline, 0.05), responder, name="a"),
+        make_worker(replica_b, slow_echo(timeline, 0.05), responder, name="b"),
+    ]
+    async with running(*workers):
+        duplicate = turn_in("D", "hello", "3.0")
+        await asyncio.gather(
+            *[(replica_a if n % 2 else replica_b).queue.enqueue(duplicate) for n in range(20)]
+        )
+        await until(lambda: len(responder.delivered) == 1)
+        await asyncio.sleep(0.5)
+    assert responder.texts() == ["answer to hello (after nothing)"]
+    assert len(timeline) == 1
+
+
+async def test_a_failing_turn_is_retried_then_dead_lettered(state: State) -> None:
+    responder = MemoryResponder()
+    responder.fail_next = 100  # every delivery fails
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder, max_attempts=3)
+    async with running(worker):
+        await state.queue.enqueue(turn_in("F", "doomed", "4.0"))
+        await until(lambda: len(responder.gave_up) == 1)
+        await asyncio.sleep(0.2)
+    assert [t.text for t in responder.gave_up] == ["doomed"]
+    # The answer was worked out once and stored; later attempts only retried delivery.
+    assert len(timeline) == 1
+    [dead] = await state.queue.dead_letters()
+    assert Turn.from_json(dead["turn"]).text == "doomed"
+    assert dead["reason"] == "failed every attempt"
+    assert await state.queue.pending_count() == 0
+    assert await state.queue.head(turn_in("F", "", "").thread_key) is None
+
+
+async def test_a_stored_answer_is_delivered_without_asking_the_model_again(state: State) -> None:
+    responder = MemoryResponder()
+    responder.fail_next = 1  # the first delivery fails, as if Slack hiccuped
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder)
+    async with running(worker):
+        await state.queue.enqueue(turn_in("S", "once", "5.0"))
+        await until(lambda: len(responder.delivered) == 1)
+    assert responder.texts() == ["answer to once (after nothing)"]
+    assert len(timeline) == 1
+    assert len(await state.history.load_turns(turn_in("S", "", "").thread_key)) == 1
+
+
+async def test_stop_cancels_the_running_turn(state: State) -> None:
+    release = asyncio.Event()
+
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        await release.wait()
+        return ModelResponse("too late")
+
+    responder = MemoryResponder()
+    worker = make_worker(state, FunctionModel(respond), responder)
+    thread = turn_in("X", "", "").thread_key
+    async with running(worker):
+        await state.queue.enqueue(turn_in("X", "long question", "6.0"))
+        await until(lambda: worker.processor.stop(thread))
+        await until(lambda: len(responder.delivered) == 1)
+    _, text, result = responder.delivered[0]
+    assert text == "Stopped before the answer was finished."
+    assert result is not None and result.stop_reason == "cancelled"
+    assert (await state.history.load_turns(thread))[0][0]["content"] == "long question"
+
+
+async def test_tool_executions_are_audited_and_usage_counted(state: State) -> None:
+    @tool
+    def lookup(item: str) -> str:
+        """Look up an item."""
+        return f"{item}: 12"
+
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        if messages[-1]["role"] == "tool":
+            return ModelResponse("12 in stock")
+        return ModelResponse("", [ToolCall("c1", "lookup", '{"item": "flour"}')])
+
+    responder = MemoryResponder()
+    worker = make_worker(state, FunctionModel(respond), responder, tools=[lookup])
+    async with running(worker):
+        await state.queue.enqueue(turn_in("U", "flour?", "7.0"))
+        await until(lambda: len(responder.delivered) == 1)
+    [entry] = await state.audit.latest(5)
+    assert (entry.kind, entry.actor, entry.action, entry.outcome) == ("tool", "U1", "lookup", "ok")
+    assert entry.detail["arguments"] == '{"item": "flour"}'
+    totals = await state.usage.totals("T1", "U1")
+    assert totals.turns == 1 and totals.prompt_tokens == 20 and totals.completion_tokens == 10
+
+
+async def test_the_embedded_redis_runs_a_whole_turn(
+    make_state: Callable[..., State], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    embedded = make_state(None)
+    assert embedded.handle.embedded
+    assert "kept in memory only" in caplog.text
+    responder = MemoryResponder()
+    timeline: Timeline = []
+    worker = make_worker(embedded, slow_echo(timeline, 0), responder)
+    async with running(worker):
+        started = time.monotonic()
+        await embedded.queue.enqueue(turn_in("E", "hi", "8.0"))
+        await embedded.queue.enqueue(turn_in("E", "again", "8.1"))
+        await until(lambda: len(responder.delivered) == 2)
+        assert time.monotonic() - started < 2
+    assert responder.texts()[1] == "answer to again (after hi)"
+
+
+async def test_redis_restarted_under_a_running_worker(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url)
+    responder = MemoryResponder()
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    try:
+        await state.queue.enqueue(turn_in("R", "before", "9.0"))
+        await until(lambda: len(responder.delivered) == 1)
+
+        private_redis.stop()
+        with pytest.raises(StateUnavailable):
+            await state.queue.enqueue(turn_in("R", "during", "9.1"))
+        await asyncio.sleep(1.5)  # the worker meets the outage and backs off
+        assert not task.done()
+
+        private_redis.start()  # same port, empty (no persistence)
+        await state.queue.enqueue(turn_in("R", "after", "9.2"))
+        await until(lambda: len(responder.delivered) == 2, timeout=25)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 40)
+    assert responder.texts() == [
+        "answer to before (after nothing)",
+        "answer to after (after nothing)",
+    ]
