@@ -77,6 +77,9 @@ class RedisConfig(_Strict):
     key_prefix: str = Field(
         default="slack-agent:", min_length=1, description="Prefix of every key this bot writes."
     )
+    max_connections: int = Field(
+        default=256, ge=8, description="Connections per process; callers wait for a free one."
+    )
 
 
 class AppConfig(_Strict):

@@ -27,7 +27,7 @@ class RedisHandle:
         await self.client.aclose()
 
 
-def connect(url: str | None) -> RedisHandle:
+def connect(url: str | None, max_connections: int = 256) -> RedisHandle:
     """A client for ``url``; without one, an in-process Redis (fakeredis) for one process."""
     if not url:
         log.warning(
@@ -39,11 +39,15 @@ def connect(url: str | None) -> RedisHandle:
         return RedisHandle(embedded, embedded=True)
     parts = urlsplit(url)
     log.info("using Redis at %s:%s", parts.hostname, parts.port or 6379)  # never the password
-    client = redis.from_url(
+    # A blocking pool waits for a free connection when many turns run at once, where the
+    # default pool fails at once with "Too many connections".
+    pool = redis.BlockingConnectionPool.from_url(
         url,
+        max_connections=max_connections,
+        timeout=10,
         decode_responses=True,
-        socket_timeout=15,  # longer than the blocking stream reads (5 s)
+        socket_timeout=15,  # longer than the blocking stream reads (2 s)
         socket_connect_timeout=3,
         health_check_interval=15,
     )
-    return RedisHandle(client, embedded=False)
+    return RedisHandle(redis.Redis(connection_pool=pool), embedded=False)

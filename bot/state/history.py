@@ -54,11 +54,13 @@ class RedisHistory:
     ) -> None:
         """Store one turn. Given ``pipe`` (a transaction), the append is queued on it."""
         payload = json.dumps(list(messages), separators=(",", ":"), ensure_ascii=False)
-        await self._append(
-            keys=[self.keys.history(thread), self.keys.history_bytes(thread)],
-            args=[payload, self.max_turns, self.max_bytes, self.idle_ttl_s],
-            client=pipe,
-        )
+        keys = [self.keys.history(thread), self.keys.history_bytes(thread)]
+        args = [payload, self.max_turns, self.max_bytes, self.idle_ttl_s]
+        if pipe is not None:
+            # EVAL, not EVALSHA: a pipeline would first ask SCRIPT EXISTS, a round trip more.
+            pipe.eval(APPEND, len(keys), *keys, *args)
+            return
+        await self._append(keys=keys, args=args)
 
     async def load_turns(self, thread: ThreadKey) -> list[TurnMessages]:
         """Every stored turn, oldest first. Reading counts as use: the expiry is refreshed."""

@@ -21,6 +21,7 @@ class TurnState:
     attempts: int
     status: str  # "" while running, or ANSWERED
     answer: str
+    saved: list[Message]  # the journal: what a crashed attempt had finished
 
 
 class TurnProgress:
@@ -29,15 +30,19 @@ class TurnProgress:
         self.keys = keys
 
     async def begin_attempt(self, entry_id: str) -> TurnState:
-        """Count one more attempt at the turn and return its state."""
+        """Count one more attempt at the turn and return its state (one round trip)."""
         key = self.keys.turn_state(entry_id)
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hincrby(key, "attempts", 1)
             pipe.hgetall(key)
             pipe.expire(key, KEEP_S)
-            _, data, _ = await pipe.execute()
+            pipe.lrange(self.keys.journal(entry_id), 0, -1)
+            _, data, _, saved = await pipe.execute()
         return TurnState(
-            int(data.get("attempts", 1)), data.get("status", ""), data.get("answer", "")
+            int(data.get("attempts", 1)),
+            data.get("status", ""),
+            data.get("answer", ""),
+            [json.loads(item) for item in saved],
         )
 
     def journal(self, entry_id: str) -> RedisJournal:
@@ -65,6 +70,3 @@ class RedisJournal:
             pipe.rpush(self.key, json.dumps(message, separators=(",", ":"), ensure_ascii=False))
             pipe.expire(self.key, KEEP_S)
             await pipe.execute()
-
-    async def load(self) -> list[Message]:
-        return [json.loads(item) for item in await self.client.lrange(self.key, 0, -1)]

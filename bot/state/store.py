@@ -64,4 +64,4 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
 
 def open_state(redis_url: str | None, config: AppConfig) -> State:
     """Connect to ``redis_url`` (or the embedded Redis) and build every part on it."""
-    return build_state(connect(redis_url), config)
+    return build_state(connect(redis_url, config.redis.max_connections), config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from bot.llm.usage import Usage
 from bot.state.connection import Redis
@@ -40,18 +41,30 @@ class UsageCounters:
     async def record(
         self, team: str, user: str, usage: Usage, cost: float | None, day: date | None = None
     ) -> None:
+        async with self.client.pipeline(transaction=True) as pipe:
+            self.add_to(pipe, team, user, usage, cost, day)
+            await pipe.execute()
+
+    def add_to(
+        self,
+        pipe: Any,
+        team: str,
+        user: str,
+        usage: Usage,
+        cost: float | None,
+        day: date | None = None,
+    ) -> None:
+        """Queue one turn's usage on a pipeline or transaction."""
         stamp = (day or today()).isoformat()
         key = self.keys.usage(team, user, stamp)
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hincrby(key, "turns", 1)
-            pipe.hincrby(key, "prompt_tokens", usage.prompt_tokens)
-            pipe.hincrby(key, "completion_tokens", usage.completion_tokens)
-            if cost:
-                pipe.hincrbyfloat(key, "cost", cost)
-            pipe.expire(key, KEEP_S)
-            pipe.sadd(self.keys.usage_users(team, stamp), user)
-            pipe.expire(self.keys.usage_users(team, stamp), KEEP_S)
-            await pipe.execute()
+        pipe.hincrby(key, "turns", 1)
+        pipe.hincrby(key, "prompt_tokens", usage.prompt_tokens)
+        pipe.hincrby(key, "completion_tokens", usage.completion_tokens)
+        if cost:
+            pipe.hincrbyfloat(key, "cost", cost)
+        pipe.expire(key, KEEP_S)
+        pipe.sadd(self.keys.usage_users(team, stamp), user)
+        pipe.expire(self.keys.usage_users(team, stamp), KEEP_S)
 
     async def totals(
         self, team: str, user: str, days: int = 1, until: date | None = None

@@ -77,9 +77,10 @@ class Worker:
                 backoff = BACKOFF_START_S
             except RETRYABLE as exc:
                 log.warning(
-                    "Redis problem in worker %s (%s); retrying in %.1f s",
+                    "Redis problem in worker %s (%s: %s); retrying in %.1f s",
                     self.name,
                     type(exc).__name__,
+                    exc,
                     backoff,
                 )
                 await _sleep_unless(stop, backoff)

@@ -18,6 +18,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from bot.agent.loop import LoopSettings, run_turn
 from bot.agent.result import TurnResult
@@ -115,7 +116,7 @@ class TurnProcessor:
             if progress.status == ANSWERED:
                 text, result = progress.answer, None  # stored before a crash: deliver only
             else:
-                result = await self._run(entry_id, turn, lost)
+                result = await self._run(entry_id, turn, progress.saved, lost)
                 if result is None:
                     return  # the lock was lost: the new owner carries on from the journal
                 text = result.text
@@ -137,10 +138,11 @@ class TurnProcessor:
             else:
                 await asyncio.sleep(self.retry_delay_s * progress.attempts)
 
-    async def _run(self, entry_id: str, turn: Turn, lost: asyncio.Event) -> TurnResult | None:
+    async def _run(
+        self, entry_id: str, turn: Turn, saved: list[dict[str, Any]], lost: asyncio.Event
+    ) -> TurnResult | None:
         state, agent = self.state, self.agent
         journal = state.progress.journal(entry_id)
-        saved = await journal.load()
         history = await state.history.for_model(
             turn.thread_key, agent.history_budget, agent.estimator
         )
@@ -185,7 +187,7 @@ class TurnProcessor:
             self._stops.pop(thread, None)
 
     async def _commit(self, entry_id: str, turn: Turn, result: TurnResult) -> None:
-        """History, the stored answer and the audit entries, all at once."""
+        """History, the stored answer, usage and the audit entries, all at once."""
         state = self.state
         async with state.client.pipeline(transaction=True) as pipe:
             if result.new_messages:
@@ -208,11 +210,8 @@ class TurnProcessor:
                         },
                     ),
                 )
+            state.usage.add_to(pipe, turn.team, turn.user, result.usage, result.cost)
             await pipe.execute()
-        try:
-            await state.usage.record(turn.team, turn.user, result.usage, result.cost)
-        except Exception:
-            log.exception("could not count usage of turn %s", entry_id)
 
     async def _dead_letter(
         self, entry_id: str, turn: Turn | None, thread: ThreadKey | None, reason: str

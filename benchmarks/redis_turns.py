@@ -1,0 +1,191 @@
+"""Redis cost and queue latency of turns on a real Redis (REDIS_URL, default 127.0.0.1:6379).
+
+Prints:
+- Redis round trips and bytes (both directions, as the server counts them) per turn, for a
+  turn with one tool round and for a plain question-and-answer turn;
+- enqueue-to-start latency (a turn enqueued until its worker calls the model), p50 and p99,
+  with 1, 8 and 64 turns enqueued at once.
+
+Run: uv run python -m benchmarks.redis_turns [--turns N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio.connection import Connection
+
+from bot.agent.events import Observer
+from bot.agent.loop import LoopSettings
+from bot.agent.result import TurnResult
+from bot.config.schema import AppConfig
+from bot.llm import ModelResponse, ToolCall, Usage
+from bot.llm.tokens import TokenEstimator
+from bot.state.store import State, open_state
+from bot.turn import Turn
+from bot.worker.consumer import Worker
+from bot.worker.processor import Agent, TurnProcessor
+from tests.fakes.function_model import FunctionModel
+from tools import StaticToolset, Toolset, tool
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+ROUND_TRIPS = 0
+
+
+def count_round_trips() -> None:
+    original = Connection.send_packed_command
+
+    async def counted(self: Connection, command: Any, check_health: bool = True) -> None:
+        global ROUND_TRIPS
+        ROUND_TRIPS += 1
+        await original(self, command, check_health)
+
+    setattr(Connection, "send_packed_command", counted)  # noqa: B010 - patched to count
+
+
+@tool
+def noop(n: int) -> str:
+    """Return at once."""
+    return f"ok {n}"
+
+
+class Responder:
+    def __init__(self) -> None:
+        self.done = 0
+        self.finished = asyncio.Event()
+        self.expected = 0
+
+    def observer(self, turn: Turn) -> Observer | None:
+        return None
+
+    async def deliver(self, turn: Turn, text: str, result: TurnResult | None) -> None:
+        self.done += 1
+        if self.done >= self.expected:
+            self.finished.set()
+
+    async def give_up(self, turn: Turn, text: str) -> None:
+        raise AssertionError("a benchmark turn failed")
+
+
+def model(with_tool: bool, starts: dict[str, float]) -> FunctionModel:
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        question = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        starts.setdefault(str(question), time.perf_counter())
+        if with_tool and messages[-1]["role"] == "user":
+            return ModelResponse("", [ToolCall("c1", "noop", '{"n": 1}')], Usage(50, 5, requests=1))
+        return ModelResponse("answer " * 20, usage=Usage(60, 40, requests=1))
+
+    return FunctionModel(respond)
+
+
+async def run_batch(
+    state: State,
+    responder: Responder,
+    turns: list[Turn],
+    enqueued: dict[str, float],
+) -> None:
+    responder.done, responder.expected = 0, len(turns)
+    responder.finished.clear()
+    for turn in turns:
+        enqueued[turn.text] = time.perf_counter()
+    await asyncio.gather(*(state.queue.enqueue(turn) for turn in turns))
+    await asyncio.wait_for(responder.finished.wait(), 60)
+
+
+async def net_bytes(state: State) -> int:
+    stats = await state.client.info("stats")
+    return int(stats["total_net_input_bytes"]) + int(stats["total_net_output_bytes"])
+
+
+async def main(turns: int) -> None:
+    count_round_trips()
+    prefix = f"bench:{uuid.uuid4().hex[:8]}:"
+    config = AppConfig.model_validate({"redis": {"key_prefix": prefix}})
+    state = open_state(REDIS_URL, config)
+    responder = Responder()
+    try:
+        print(f"Redis per turn ({turns} turns each, {REDIS_URL.split('@')[-1]})")
+        print(f"{'turn':<26} {'round trips':>12} {'bytes':>10}")
+        for label, with_tool in (("one tool round + answer", True), ("answer only", False)):
+            starts: dict[str, float] = {}
+            worker = make_worker(state, model(with_tool, starts), responder, concurrency=1)
+            stop = asyncio.Event()
+            task = asyncio.create_task(worker.run(stop))
+            await asyncio.sleep(0.3)  # let the worker settle into its blocking read
+            global ROUND_TRIPS
+            trips_before, bytes_before = ROUND_TRIPS, await net_bytes(state)
+            for n in range(turns):
+                thread = f"{label}-{n % 10}"  # ten threads, so histories grow like real ones
+                ts = f"{int(with_tool)}{n}.1"
+                turn = Turn("T1", "C1", thread, "U1", f"q{label}{n}", ts, f"Ev{label}{n}")
+                await run_batch(state, responder, [turn], {})
+            trips = (ROUND_TRIPS - trips_before) / turns
+            size = (await net_bytes(state) - bytes_before) / turns
+            stop.set()
+            await task
+            print(f"{label:<26} {trips:>12.1f} {size:>10.0f}")
+
+        print()
+        print("enqueue-to-start latency (ms)")
+        print(f"{'concurrent turns':>16} {'p50':>8} {'p99':>8}")
+        for width in (1, 8, 64):
+            starts = {}
+            worker = make_worker(state, model(False, starts), responder, concurrency=64)
+            stop = asyncio.Event()
+            task = asyncio.create_task(worker.run(stop))
+            await asyncio.sleep(0.3)
+            enqueued: dict[str, float] = {}
+            for batch in range(max(turns // width, 3)):
+                batch_turns = [
+                    Turn(
+                        "T1",
+                        f"L{width}",
+                        f"lat-{width}-{batch}-{i}",
+                        "U1",
+                        f"l{width}-{batch}-{i}",
+                        f"{batch}.{i}",
+                        f"EvL{width}-{batch}-{i}",
+                    )
+                    for i in range(width)
+                ]
+                await run_batch(state, responder, batch_turns, enqueued)
+            stop.set()
+            await task
+            samples = sorted((starts[k] - enqueued[k]) * 1000 for k in enqueued)
+            p99 = samples[min(len(samples) - 1, round(0.99 * (len(samples) - 1)))]
+            print(f"{width:>16} {statistics.median(samples):>8.2f} {p99:>8.2f}")
+    finally:
+        keys = [key async for key in state.client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await state.client.delete(*keys)
+        await state.aclose()
+
+
+def make_worker(
+    state: State, fn_model: FunctionModel, responder: Responder, concurrency: int
+) -> Worker:
+    toolset = StaticToolset([noop])
+
+    async def toolset_for(turn: Turn) -> Toolset:
+        return toolset
+
+    agent = Agent(
+        fn_model, LoopSettings(system_prompt="bench"), toolset_for, 16000, TokenEstimator()
+    )
+    processor = TurnProcessor(state, agent, responder, max_attempts=3)
+    return Worker(state, processor, concurrency=concurrency, claim_idle_s=60)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=200)
+    asyncio.run(main(parser.parse_args().turns))
