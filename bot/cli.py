@@ -40,6 +40,22 @@ def parser() -> argparse.ArgumentParser:
         "--yes", action="store_true", help="approve tools that need confirmation without asking"
     )
 
+    run = commands.add_parser(
+        "run",
+        help="run the Slack app: Socket Mode with SLACK_APP_TOKEN, else HTTP on --port",
+    )
+    _config_option(run)
+    run.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on")
+    run.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000)")
+    run.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="only take Slack's events; leave the turns to `slack-agent worker` processes",
+    )
+
+    worker = commands.add_parser("worker", help="run only workers: answer queued turns")
+    _config_option(worker)
+
     listing = commands.add_parser("tools", help="list every tool with its source and schema")
     _config_option(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -63,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "chat":
             options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
             return asyncio.run(_chat(build_services(args.config), options))
+        if args.command == "run":
+            return asyncio.run(_run(build_services(args.config), args))
+        if args.command == "worker":
+            return asyncio.run(_worker(build_services(args.config)))
         if args.command == "tools":
             _, _, registry = load(args.config)  # listing tools needs no model credentials
             return asyncio.run(_list_tools(registry, args.json))
@@ -78,6 +98,34 @@ async def _chat(services: Services, options: ChatOptions) -> int:
     try:
         console_toolset(services, options)  # a bad --role fails before the first prompt
         return await run_chat(services, options)
+    finally:
+        await services.aclose()
+
+
+async def _run(services: Services, args: argparse.Namespace) -> int:
+    from bot.slack.service import build_slack_service, run
+
+    socket_mode = services.environment.slack_app_token is not None
+    try:
+        service = build_slack_service(services, http=not socket_mode)
+        await run(
+            service,
+            socket_mode=socket_mode,
+            host=args.host,
+            port=args.port,
+            with_worker=not args.no_worker,
+        )
+        return 0
+    finally:
+        await services.aclose()
+
+
+async def _worker(services: Services) -> int:
+    from bot.slack.service import build_slack_service, run_worker_only
+
+    try:
+        await run_worker_only(build_slack_service(services, http=False))
+        return 0
     finally:
         await services.aclose()
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from bot.llm.client import OpenAIChatModel
 from bot.state.store import State, open_state
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_server import PrivateRedis
+from tests.fakes.slack_harness import SlackHarness
+from tests.fakes.slack_server import FakeSlack
 
 
 @pytest.fixture
@@ -94,3 +97,34 @@ def private_redis() -> Iterator[PrivateRedis]:
         yield server
     finally:
         server.close()
+
+
+# --- Slack -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[FakeSlack]:
+    server = FakeSlack()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+async def slack_app(
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+    key_prefix: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    make_state: Callable[..., State],
+) -> AsyncIterator[SlackHarness]:
+    """The app, not yet started: call ``await slack_app.start(**config)``."""
+    make_state()  # so this test's keys are cleaned up afterwards
+    harness = SlackHarness(fake_slack, fake_llm, REDIS_URL, key_prefix, tmp_path, monkeypatch)
+    try:
+        yield harness
+    finally:
+        await harness.stop()

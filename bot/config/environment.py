@@ -15,3 +15,7 @@ class Environment(BaseSettings):
     openai_base_url: str | None = None
     slack_agent_config: Path | None = None
     redis_url: SecretStr | None = None  # may hold a password
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None  # set: Socket Mode
+    slack_api_url: str = "https://slack.com/api/"

@@ -82,6 +82,30 @@ class RedisConfig(_Strict):
     )
 
 
+class SuggestedPrompt(_Strict):
+    title: str = Field(min_length=1, max_length=100)
+    message: str = Field(min_length=1)
+
+
+class SlackConfig(_Strict):
+    follow_up_in_threads: bool = Field(
+        default=True, description="Answer thread replies without a mention where the bot took part."
+    )
+    answer_bots: bool = Field(default=False, description="Answer messages from other bots.")
+    streaming: bool = Field(default=True, description="Stream answers with chat.startStream.")
+    stream_buffer_chars: int = Field(
+        default=256, ge=1, le=10_000, description="Characters buffered per appendStream call."
+    )
+    edit_interval_s: float = Field(
+        default=1.0, ge=0.2, le=30, description="At most one edit per message in this time."
+    )
+    status_text: str = Field(default="is thinking…", min_length=1)
+    suggested_prompts: list[SuggestedPrompt] = Field(default_factory=list, max_length=4)
+    greeting: str | None = Field(
+        default=None, description="Posted when someone opens a new thread in the agent pane."
+    )
+
+
 class AppConfig(_Strict):
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
     llm: LLMConfig = Field(default_factory=LLMConfig)
@@ -90,6 +114,7 @@ class AppConfig(_Strict):
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)
+    slack: SlackConfig = Field(default_factory=SlackConfig)
 
     @field_validator("roles")
     @classmethod

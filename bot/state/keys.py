@@ -24,6 +24,9 @@ class Keys:
         """Entry ids of the thread's turns, in arrival order, until each is finished."""
         return f"{self.prefix}thread:{thread}:pending"
 
+    def participation(self, thread: ThreadKey) -> str:
+        return f"{self.prefix}joined:{thread}"
+
     def lock(self, thread: ThreadKey) -> str:
         return f"{self.prefix}lock:{thread}"
 

@@ -11,6 +11,7 @@ from bot.state.grants import RoleGrants
 from bot.state.history import RedisHistory
 from bot.state.keys import Keys
 from bot.state.locks import ThreadLocks
+from bot.state.participation import ThreadParticipation
 from bot.state.progress import TurnProgress
 from bot.state.queue import TurnQueue
 from bot.state.switches import ToolSwitches
@@ -29,6 +30,7 @@ class State:
     grants: RoleGrants
     usage: UsageCounters
     audit: AuditLog
+    participation: ThreadParticipation
 
     @property
     def client(self) -> Redis:
@@ -59,6 +61,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         grants=RoleGrants(client, keys),
         usage=UsageCounters(client, keys),
         audit=AuditLog(client, keys),
+        participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
     )
 
 

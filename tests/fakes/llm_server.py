@@ -30,6 +30,7 @@ class Reply:
     drop_after_chunks: int | None = None  # close the connection mid-stream
     index_style: str = "normal"  # "normal", "missing" (no index), "zero" (all index 0)
     finish_reason: str | None = None
+    chunk_delay_s: float = 0.0  # pause between streamed chunks, like a real model
 
 
 def text(content: str, **kwargs: Any) -> Reply:
@@ -156,6 +157,8 @@ class FakeLLM:
                 request.transport.close()
                 return response
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if reply.chunk_delay_s:
+                await asyncio.sleep(reply.chunk_delay_s)
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response

@@ -1,0 +1,77 @@
+"""The Bolt app: a Web API client that honours rate limits, and the listeners."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config.schema import SlackConfig
+from bot.slack.ingress import Ingress
+from bot.slack.listeners import assistant, messages
+from bot.state.errors import StateUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class _TokenFromEnvironmentNote(logging.Filter):
+    """Bolt reads SLACK_BOT_TOKEN itself and then warns that our client's token wins; it
+    is the same token, so the warning is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+logging.getLogger("slack_bolt.AsyncApp").addFilter(_TokenFromEnvironmentNote())
+
+
+def web_client(token: str, api_url: str) -> AsyncWebClient:
+    """slack_sdk's client at ``api_url`` (Slack's, GovSlack's, or a test server), retrying
+    429s after their Retry-After, dropped connections and 5xx answers."""
+    return AsyncWebClient(
+        token=token,
+        base_url=api_url if api_url.endswith("/") else api_url + "/",
+        retry_handlers=[
+            AsyncRateLimitErrorRetryHandler(max_retry_count=5),
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+            AsyncServerErrorRetryHandler(max_retry_count=2),
+        ],
+    )
+
+
+def build_app(
+    client: AsyncWebClient,
+    ingress: Ingress,
+    settings: SlackConfig,
+    *,
+    signing_secret: str | None,
+) -> AsyncApp:
+    app = AsyncApp(
+        client=client,
+        signing_secret=signing_secret,
+        # Run the listener (which only enqueues) before answering Slack, so a failed enqueue
+        # becomes a 503 and Slack delivers again, instead of an ack for a lost message.
+        process_before_response=True,
+        request_verification_enabled=signing_secret is not None,
+    )
+    messages.register(app, ingress, settings)
+    assistant.register(app, settings)
+
+    @app.error
+    async def on_error(error: Exception, body: dict[str, Any], response: BoltResponse) -> None:
+        if isinstance(error, StateUnavailable):
+            log.warning("refusing event %s: %s", body.get("event_id"), error)
+            response.status = 503
+            response.body = "state store unavailable; retry later"
+            return
+        log.exception("handling a Slack request failed", exc_info=error)
+
+    return app

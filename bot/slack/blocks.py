@@ -1,0 +1,67 @@
+"""Block Kit for the bot's messages, as pure functions of what they show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Blocks = list[dict[str, Any]]
+
+REASON_CHARS = 120
+
+
+@dataclass
+class ToolLine:
+    call_id: str
+    name: str
+    state: str = "running"  # running, done, failed, stopped
+    duration_ms: float = 0.0
+    reason: str = ""
+
+
+def answer_blocks(markdown: str) -> Blocks:
+    """One part of an answer: Slack renders standard markdown in a ``markdown`` block."""
+    return [{"type": "markdown", "text": markdown}]
+
+
+def progress_text(lines: list[ToolLine], note: str = "", finished: bool = False) -> str:
+    """The progress message as text (also its notification fallback)."""
+    rows = [_row(line) for line in lines]
+    if note:
+        rows.insert(0, f"_{_short(note, 300)}_")
+    if not rows:
+        rows.append("Working on it…")
+    if finished and lines:
+        total = sum(line.duration_ms for line in lines)
+        rows.append(f"Used {len(lines)} tool{'s' if len(lines) != 1 else ''} ({_ms(total)} in all)")
+    return "\n".join(rows)
+
+
+def progress_blocks(lines: list[ToolLine], note: str = "", finished: bool = False) -> Blocks:
+    return [
+        {
+            "type": "context",
+            "elements": [{"type": "mrkdwn", "text": progress_text(lines, note, finished)}],
+        }
+    ]
+
+
+def _row(line: ToolLine) -> str:
+    name = f"`{line.name}`"
+    if line.state == "running":
+        return f":hourglass_flowing_sand: {name} running…"
+    if line.state == "done":
+        return f":white_check_mark: {name} done in {_ms(line.duration_ms)}"
+    if line.state == "stopped":
+        return f":black_square_for_stop: {name} stopped"
+    reason = f": {_short(line.reason, REASON_CHARS)}" if line.reason else ""
+    return f":warning: {name} failed{reason}"
+
+
+def _ms(duration_ms: float) -> str:
+    return f"{duration_ms:.0f} ms" if duration_ms < 10_000 else f"{duration_ms / 1000:.1f} s"
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

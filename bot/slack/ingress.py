@@ -1,0 +1,141 @@
+"""From a Slack event to a queued turn: who the bot answers, and what it ignores.
+
+``classify`` is pure: it decides from the event alone. ``Ingress`` does the I/O: it checks
+follow-ups against the threads the bot is in, notes new threads, and enqueues. Enqueueing is
+all that happens before Slack gets its ack; when Redis is down it raises StateUnavailable and
+the app answers 503 (HTTP) or sends no ack (Socket Mode), so Slack delivers again later.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+from bot.config.schema import SlackConfig
+from bot.slack.text.incoming import clean_text, mentions
+from bot.state.errors import REDIS_DOWN, StateUnavailable
+from bot.state.store import State
+from bot.turn import Turn
+
+log = logging.getLogger(__name__)
+
+# Message subtypes that are not someone writing to the bot.
+IGNORED_SUBTYPES = {
+    "message_changed",
+    "message_deleted",
+    "message_replied",
+    "channel_join",
+    "channel_leave",
+    "group_join",
+    "group_leave",
+    "channel_topic",
+    "channel_purpose",
+    "channel_name",
+    "channel_archive",
+    "channel_unarchive",
+    "pinned_item",
+    "unpinned_item",
+    "ekm_access_denied",
+    "assistant_app_thread",
+    "bot_add",
+    "bot_remove",
+    "tombstone",
+}
+ANSWERED_SUBTYPES = {None, "file_share", "thread_broadcast", "me_message", "bot_message"}
+
+
+@dataclass(frozen=True)
+class Ignored:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the bot is in this workspace (from Bolt's context, i.e. auth.test)."""
+
+    team_id: str
+    bot_user_id: str | None
+    bot_id: str | None
+
+
+def classify(
+    event: dict[str, Any], event_id: str, me: Identity, settings: SlackConfig
+) -> Turn | Ignored:
+    """A turn for ``event``, or why it is ignored. Follow-ups are marked ``kind="followup"``
+    and still need :meth:`Ingress.accept` to check the bot is in the thread."""
+    kind = event.get("type")
+    subtype = event.get("subtype")
+    if kind not in ("app_mention", "message"):
+        return Ignored(f"not a message ({kind})")
+    if subtype in IGNORED_SUBTYPES or subtype not in ANSWERED_SUBTYPES:
+        return Ignored(f"subtype {subtype}")
+    if event.get("hidden"):
+        return Ignored("hidden")
+    user = event.get("user") or ""
+    if (me.bot_user_id and user == me.bot_user_id) or (
+        me.bot_id and event.get("bot_id") == me.bot_id
+    ):
+        return Ignored("own message")
+    if (event.get("bot_id") or subtype == "bot_message") and not settings.answer_bots:
+        return Ignored("another bot")
+    channel = event.get("channel") or ""
+    ts = event.get("ts") or ""
+    thread_ts = event.get("thread_ts")
+    channel_type = event.get("channel_type") or ""
+    text = clean_text(event.get("text") or "", me.bot_user_id)
+    if not text and not event.get("files"):
+        return Ignored("no text")
+
+    if kind == "app_mention":
+        turn_kind = "mention"
+    elif channel_type == "im":
+        turn_kind = "assistant" if thread_ts else "dm"
+    elif mentions(event.get("text") or "", me.bot_user_id):
+        return Ignored("a mention: the app_mention event carries it")
+    elif thread_ts and settings.follow_up_in_threads:
+        turn_kind = "followup"
+    else:
+        return Ignored("not addressed to the bot")
+    return Turn(
+        team=event.get("team") or me.team_id,
+        channel=channel,
+        thread_ts=thread_ts or ts,
+        user=user or event.get("bot_id") or "",
+        text=text or "(sent files without text)",
+        message_ts=ts,
+        event_id=event_id,
+        kind=turn_kind,
+    )
+
+
+class Ingress:
+    def __init__(self, state: State, settings: SlackConfig) -> None:
+        self.state = state
+        self.settings = settings
+
+    async def accept(self, turn: Turn) -> str | None:
+        """Enqueue ``turn``; return its entry id, or None when it is a duplicate or a
+        follow-up in a thread the bot is not part of.
+
+        Raises :class:`StateUnavailable` when Redis cannot be reached; nothing was queued.
+        """
+        try:
+            return await self._accept(turn)
+        except REDIS_DOWN as exc:
+            raise StateUnavailable(f"Redis is unreachable: {type(exc).__name__}") from exc
+
+    async def _accept(self, turn: Turn) -> str | None:
+        participation = self.state.participation
+        if turn.kind == "followup":
+            if not await participation.joined(turn.thread_key):
+                return None
+            new_thread = False
+        else:
+            new_thread = await participation.join(turn.thread_key)
+        entry_id = await self.state.queue.enqueue(
+            replace(turn, extra={**turn.extra, "new_thread": new_thread})
+        )
+        if entry_id is None:
+            log.info("duplicate delivery of %s %s ignored", turn.channel, turn.message_ts)
+        return entry_id

@@ -1,0 +1,1 @@
+"""Bolt listeners, grouped by kind; each module has a ``register(app, ...)``."""

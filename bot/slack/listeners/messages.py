@@ -1,0 +1,34 @@
+"""Mentions, direct messages and thread follow-ups: each becomes a queued turn."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
+
+from bot.config.schema import SlackConfig
+from bot.slack.ingress import Identity, Ignored, Ingress, classify
+
+log = logging.getLogger(__name__)
+
+
+def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
+    async def on_message(
+        event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        me = Identity(
+            team_id=context.team_id or body.get("team_id") or "",
+            bot_user_id=context.bot_user_id,
+            bot_id=context.bot_id,
+        )
+        decision = classify(event, body.get("event_id") or "", me, settings)
+        if isinstance(decision, Ignored):
+            log.debug("ignoring %s %s: %s", event.get("type"), event.get("ts"), decision.reason)
+            return
+        # Raises StateUnavailable when Redis is down: the error handler answers 503.
+        await ingress.accept(decision)
+
+    app.event("app_mention")(on_message)
+    app.event("message")(on_message)

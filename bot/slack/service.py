@@ -1,0 +1,125 @@
+"""Wiring the Slack side of one process: ingress (events to the queue), the worker (queue to
+answers), and how they run: HTTP or Socket Mode, with or without in-process workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import ConfigError
+from bot.services import Services
+from bot.slack.app import build_app, web_client
+from bot.slack.ingress import Ingress
+from bot.slack.responder import SlackResponder
+from bot.slack.server import http_app
+from bot.turn import Turn
+from bot.worker.consumer import Worker
+from bot.worker.processor import Agent, TurnProcessor
+from tools.toolset import Toolset
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SlackService:
+    services: Services
+    client: AsyncWebClient
+    ingress: Ingress
+    worker: Worker
+    app: AsyncApp
+
+
+def build_slack_service(services: Services, *, http: bool) -> SlackService:
+    env = services.environment
+    if env.slack_bot_token is None:
+        raise ConfigError("SLACK_BOT_TOKEN is not set (the bot token, xoxb-...)")
+    if http and env.slack_signing_secret is None:
+        raise ConfigError(
+            "SLACK_SIGNING_SECRET is not set; HTTP mode needs it to verify Slack's requests "
+            "(or set SLACK_APP_TOKEN for Socket Mode)"
+        )
+    settings = services.config.slack
+    client = web_client(env.slack_bot_token.get_secret_value(), env.slack_api_url)
+    state = services.state
+
+    async def toolset_for(turn: Turn) -> Toolset:
+        return services.registry
+
+    agent = Agent(
+        model=services.model,
+        settings=services.loop_settings,
+        toolset_for=toolset_for,
+        history_budget=services.config.history.token_budget,
+        estimator=services.model.estimator,
+    )
+    processor = TurnProcessor(
+        state,
+        agent,
+        SlackResponder(client, settings),
+        max_attempts=services.config.queue.max_attempts,
+    )
+    worker = Worker(
+        state,
+        processor,
+        concurrency=services.config.queue.concurrency,
+        claim_idle_s=services.config.queue.claim_idle_s,
+    )
+    ingress = Ingress(state, settings)
+    secret = (
+        env.slack_signing_secret.get_secret_value() if http and env.slack_signing_secret else None
+    )
+    app = build_app(client, ingress, settings, signing_secret=secret)
+    return SlackService(services, client, ingress, worker, app)
+
+
+async def run(
+    service: SlackService, *, socket_mode: bool, host: str, port: int, with_worker: bool
+) -> None:
+    """Serve until SIGINT or SIGTERM, then stop taking events and let running turns finish."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    worker_task = asyncio.create_task(service.worker.run(stop)) if with_worker else None
+    runner: web.AppRunner | None = None
+    socket_handler: AsyncSocketModeHandler | None = None
+    try:
+        if socket_mode:
+            token = service.services.environment.slack_app_token
+            assert token is not None
+            socket_handler = AsyncSocketModeHandler(service.app, token.get_secret_value())
+            await socket_handler.connect_async()  # type: ignore[no-untyped-call]
+            log.warning("slack-agent connected in Socket Mode")
+        else:
+            runner = web.AppRunner(http_app(service.app, service.services.state), access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, host, port).start()
+            log.warning("slack-agent listening on http://%s:%d/slack/events", host, port)
+        await stop.wait()
+    finally:
+        if socket_handler is not None:
+            await socket_handler.close_async()  # type: ignore[no-untyped-call]
+        if runner is not None:
+            await runner.cleanup()
+        if worker_task is not None:
+            stop.set()
+            await worker_task
+
+
+async def run_worker_only(service: SlackService) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    log.warning("slack-agent worker started")
+    await service.worker.run(stop)

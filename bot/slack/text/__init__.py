@@ -1,0 +1,1 @@
+"""Text for Slack: splitting long answers, cleaning incoming text."""

@@ -1,0 +1,390 @@
+"""The Slack app end to end: signed requests to /slack/events, the fake Slack Web API, the
+fake LLM and a real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from typing import Any
+
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
+
+from bot.slack.service import build_slack_service
+from tests.fakes.llm_server import calls, error, text
+from tests.fakes.redis_server import PrivateRedis
+from tests.fakes.slack_harness import (
+    SlackHarness,
+    channel_message,
+    direct_message,
+    is_progress,
+    mention,
+)
+from tests.waiting import until
+
+
+async def test_a_mention_shows_status_then_answers_in_the_thread(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    slack_app.llm.add(text("Flour is in aisle 4."))
+    status, ack_s = await slack_app.post(
+        slack_app.envelope(mention("where is flour?", "100.000001"))
+    )
+    assert status == 200 and ack_s < 1.0
+    [answer] = await slack_app.answered("C0CHAN", "100.000001")
+    assert answer.shown == "Flour is in aisle 4."
+    assert answer.thread_ts == "100.000001"
+    methods = [c.method for c in slack_app.slack.calls if c.method != "auth.test"]
+    assert methods[0] == "assistant.threads.setStatus"  # visible at once
+    status_call = slack_app.slack.calls_to("assistant.threads.setStatus")[0]
+    assert status_call.args["thread_ts"] == "100.000001"
+    # The model saw the question without the bot's own mention.
+    assert slack_app.llm.requests[0]["messages"][-1]["content"] == "where is flour?"
+
+
+async def test_tools_show_in_one_progress_message(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    slack_app.llm.add(
+        calls(("calculate", {"expression": "6*7"}, "c1"), ("get_time", {"timezone": "Mars"}, "c2")),
+        text("6*7 is 42."),
+    )
+    await slack_app.post(slack_app.envelope(mention("compute", "101.000001")))
+    await slack_app.answered("C0CHAN", "101.000001")
+    progress = [m for m in slack_app.slack.thread("C0CHAN", "101.000001") if is_progress(m)]
+    assert len(progress) == 1
+    shown = progress[0].text
+    assert "`calculate` done in" in shown
+    assert "`get_time` failed: Unknown time zone 'Mars'" in shown
+    assert "Used 2 tools" in shown
+
+
+async def test_without_the_assistant_status_a_progress_message_appears(
+    slack_app: SlackHarness,
+) -> None:
+    await slack_app.start()
+    slack_app.slack.fail("assistant.threads.setStatus", "not_allowed_token_type", times=5)
+    slack_app.llm.add(text("Hello.", delay_s=0.5))
+    await slack_app.post(slack_app.envelope(mention("hi", "102.000001")))
+    await until(lambda: any(is_progress(m) for m in slack_app.slack.thread("C0CHAN", "102.000001")))
+    [answer] = await slack_app.answered("C0CHAN", "102.000001")
+    assert answer.shown == "Hello."
+    # The bare "Working on it…" message is removed once the answer is there.
+    assert not [m for m in slack_app.slack.thread("C0CHAN", "102.000001") if is_progress(m)]
+
+
+async def test_a_direct_message(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    slack_app.llm.add(text("Hi Alice!"))
+    await slack_app.post(slack_app.envelope(direct_message("hello", "103.000001")))
+    [answer] = await slack_app.answered("D0ALICE", "103.000001")
+    assert answer.shown == "Hi Alice!"
+
+
+async def test_follow_ups_in_a_thread_the_bot_is_in(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    slack_app.llm.add(text("First answer."), text("Second answer."))
+    await slack_app.post(slack_app.envelope(mention("first", "104.000001")))
+    await slack_app.answered("C0CHAN", "104.000001")
+    follow_up = channel_message("and then?", "104.000002", thread_ts="104.000001")
+    await slack_app.post(slack_app.envelope(follow_up))
+    answers = await slack_app.answered("C0CHAN", "104.000001", count=2)
+    assert [a.shown for a in answers] == ["First answer.", "Second answer."]
+    # The follow-up carried the thread's history.
+    contents = [m["content"] for m in slack_app.llm.requests[1]["messages"][1:]]
+    assert contents == ["first", "First answer.", "and then?"]
+
+    # A reply in a thread the bot never joined is not for the bot.
+    stranger = channel_message("unrelated", "105.000002", thread_ts="105.000001")
+    assert (await slack_app.post(slack_app.envelope(stranger)))[0] == 200
+    await asyncio.sleep(0.5)
+    assert len(slack_app.llm.requests) == 2
+
+
+async def test_follow_ups_can_be_switched_off(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"follow_up_in_threads": False})
+    slack_app.llm.add(text("Only once."))
+    await slack_app.post(slack_app.envelope(mention("first", "106.000001")))
+    await slack_app.answered("C0CHAN", "106.000001")
+    await slack_app.post(
+        slack_app.envelope(channel_message("more?", "106.000002", thread_ts="106.000001"))
+    )
+    await asyncio.sleep(0.5)
+    assert len(slack_app.llm.requests) == 1
+
+
+async def test_retries_and_duplicates_give_one_answer(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    slack_app.llm.add(text("Exactly once.", delay_s=0.3))
+    event = mention("once please", "107.000001")
+    first = slack_app.envelope(event, "EvONCE")
+    # Slack retries the same event, and also sends the message event for the same message.
+    same_message = slack_app.envelope(channel_message(event["text"], "107.000001"), "EvMESSAGE")
+    results = await asyncio.gather(
+        slack_app.post(first),
+        slack_app.post(first, retry=1),
+        slack_app.post(first, retry=2),
+        slack_app.post(same_message),
+        *[slack_app.post(first) for _ in range(6)],
+    )
+    assert all(status == 200 for status, _ in results)
+    await slack_app.answered("C0CHAN", "107.000001")
+    await asyncio.sleep(0.5)
+    assert len(slack_app.llm.requests) == 1
+    assert [m.shown for m in slack_app.slack.thread("C0CHAN", "107.000001")] == ["Exactly once."]
+
+
+async def test_forged_or_stale_requests_are_refused(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    payload = slack_app.envelope(mention("hack", "108.000001"))
+    assert (await slack_app.post(payload, secret="wrong-secret"))[0] == 401
+    assert (await slack_app.post(payload, signature="v0=deadbeef"))[0] == 401
+    stale = int(asyncio.get_running_loop().time())  # nowhere near now
+    assert (await slack_app.post(payload, timestamp=stale))[0] == 401
+    await asyncio.sleep(0.3)
+    assert slack_app.llm.requests == []
+    assert await slack_app.services.state.client.xlen(slack_app.services.state.keys.turns) == 0  # type: ignore[union-attr]
+
+
+async def test_own_bot_and_edit_events_are_ignored(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    own = direct_message("my own words", "109.000001", user="U0BOT")
+    own["bot_id"] = "B0BOT"
+    other_bot = direct_message("beep", "109.000002", user="U0OTHERBOT")
+    other_bot["bot_id"] = "B0OTHER"
+    edited = {
+        "type": "message",
+        "subtype": "message_changed",
+        "channel": "D0ALICE",
+        "channel_type": "im",
+        "ts": "109.000003",
+        "hidden": True,
+        "message": {"text": "edited", "user": "U0ALICE", "ts": "109.000001"},
+    }
+    deleted = {
+        "type": "message",
+        "subtype": "message_deleted",
+        "channel": "D0ALICE",
+        "channel_type": "im",
+        "ts": "109.000004",
+        "deleted_ts": "109.000001",
+    }
+    joined = channel_message("<@U0BOB> has joined", "109.000005", subtype="channel_join")
+    for event in (own, other_bot, edited, deleted, joined):
+        assert (await slack_app.post(slack_app.envelope(event)))[0] == 200
+    await asyncio.sleep(0.5)
+    assert slack_app.llm.requests == []
+
+
+async def test_other_bots_can_be_answered_when_configured(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"answer_bots": True})
+    slack_app.llm.add(text("Hello, fellow bot."))
+    other_bot = direct_message("beep", "110.000001", user="U0OTHERBOT")
+    other_bot["bot_id"] = "B0OTHER"
+    await slack_app.post(slack_app.envelope(other_bot))
+    [answer] = await slack_app.answered("D0ALICE", "110.000001")
+    assert answer.shown == "Hello, fellow bot."
+
+
+async def test_a_30000_character_answer_arrives_whole_and_split(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    table = "| item | stock |\n|---|---|\n" + "".join(f"| flour {n} | {n} |\n" for n in range(60))
+    code = "```python\n" + "".join(f"print('line {n}')\n" for n in range(80)) + "```\n"
+    prose = "\n\n".join(
+        f"Section {n}. " + "All the details you asked for. " * 30 for n in range(30)
+    )
+    answer = prose[:9000] + "\n\n" + table + "\n" + code + "\n" + prose[9000:]
+    assert len(answer) >= 30_000
+    slack_app.llm.add(text(answer, text_piece=500))
+    await slack_app.post(slack_app.envelope(mention("everything", "111.000001")))
+    messages = await slack_app.answered("C0CHAN", "111.000001", count=3, within=30)
+    shown = [m.shown for m in messages]
+    assert len(shown) >= 3
+    assert all(len(part) <= 12_000 for part in shown)
+    assert sum(table.strip() in part for part in shown) == 1
+    assert sum(code.strip() in part for part in shown) == 1
+    original = [line.rstrip() for line in answer.splitlines() if line.strip()]
+    joined = [line.rstrip() for part in shown for line in part.splitlines() if line.strip()]
+    assert joined == original
+
+
+async def test_streaming_with_buffered_appends(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"stream_buffer_chars": 50})
+    answer = "Streaming answer. " * 20
+    slack_app.llm.add(text(answer, text_piece=10, chunk_delay_s=0.01))
+    await slack_app.post(slack_app.envelope(mention("stream it", "112.000001")))
+    [message] = await slack_app.answered("C0CHAN", "112.000001")
+    assert message.text == answer
+    assert len(slack_app.slack.calls_to("chat.startStream")) == 1
+    appends = slack_app.slack.calls_to("chat.appendStream")
+    assert 1 <= len(appends) < len(answer) // 50 + 2  # buffered, not one call per delta
+    assert len(slack_app.slack.calls_to("chat.stopStream")) == 1
+    start = slack_app.slack.calls_to("chat.startStream")[0].args
+    assert start["recipient_user_id"] == "U0ALICE" and start["thread_ts"] == "112.000001"
+
+
+async def test_an_expired_stream_falls_back_to_editing(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"stream_buffer_chars": 40})
+    slack_app.slack.fail("chat.appendStream", "message_not_in_streaming_state", times=100)
+    slack_app.slack.fail("chat.stopStream", "message_not_in_streaming_state", times=100)
+    answer = "A long streamed answer that outlives its stream. " * 10
+    slack_app.llm.add(text(answer, text_piece=20, delay_s=0))
+    await slack_app.post(slack_app.envelope(mention("go", "113.000001")))
+    [message] = await slack_app.answered("C0CHAN", "113.000001")
+    assert message.shown == answer.rstrip() or message.shown == answer
+    assert slack_app.slack.calls_to("chat.update")  # the stream's message was edited
+
+
+async def test_streaming_unavailable_posts_and_edits(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"stream_buffer_chars": 40})
+    slack_app.slack.fail("chat.startStream", "not_allowed", times=100)
+    answer = "Posted, then edited as it grows. " * 10
+    slack_app.llm.add(text(answer, text_piece=20))
+    await slack_app.post(slack_app.envelope(mention("go", "114.000001")))
+    [message] = await slack_app.answered("C0CHAN", "114.000001")
+    assert message.shown.strip() == answer.strip()
+    assert message.blocks[0]["type"] == "markdown"
+
+
+async def test_without_streaming_a_markdown_block_and_a_fallback_text(
+    slack_app: SlackHarness,
+) -> None:
+    await slack_app.start(slack={"streaming": False})
+    slack_app.llm.add(text("**Bold** answer with a [link](https://example.com)."))
+    await slack_app.post(slack_app.envelope(mention("plain", "115.000001")))
+    [message] = await slack_app.answered("C0CHAN", "115.000001")
+    assert message.blocks == [
+        {"type": "markdown", "text": "**Bold** answer with a [link](https://example.com)."}
+    ]
+    assert message.text == "**Bold** answer with a [link](https://example.com)."
+    assert not slack_app.slack.calls_to("chat.startStream")
+
+
+async def test_a_429_on_chat_update_is_retried_after_retry_after(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"streaming": False})
+    slack_app.slack.fail("chat.update", "ratelimited", status=429, retry_after=1)
+    slack_app.llm.add(
+        calls(("calculate", {"expression": "1+1"}, "c1")),
+        calls(("calculate", {"expression": "2+2"}, "c2")),
+        text("Done."),
+    )
+    await slack_app.post(slack_app.envelope(mention("math", "116.000001")))
+    await slack_app.answered("C0CHAN", "116.000001", within=20)
+    updates = slack_app.slack.calls_to("chat.update")
+    assert len(updates) >= 2
+    gap = updates[1].at - updates[0].at
+    assert gap >= 0.9  # retried after Retry-After, not at once
+    [progress] = [m for m in slack_app.slack.thread("C0CHAN", "116.000001") if is_progress(m)]
+    assert "Used 2 tools" in progress.text
+
+
+async def test_progress_edits_are_coalesced(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"streaming": False, "edit_interval_s": 1.0})
+    batch = [("calculate", {"expression": f"{n}+1"}, f"c{n}") for n in range(20)]
+    slack_app.llm.add(calls(*batch), text("Twenty sums."))
+    await slack_app.post(slack_app.envelope(mention("sums", "117.000001")))
+    await slack_app.answered("C0CHAN", "117.000001")
+    updates = slack_app.slack.calls_to("chat.update")
+    assert len(updates) <= 4  # 40 tool events, a handful of edits
+    times = [u.at for u in updates]
+    assert all(b - a >= 0.9 for a, b in itertools.pairwise(times))
+
+
+async def test_llm_down_gives_plain_words(slack_app: SlackHarness) -> None:
+    await slack_app.start(llm={"base_url": None})
+    slack_app.llm.add(error(503), error(503))
+    await slack_app.post(slack_app.envelope(mention("hi", "118.000001")))
+    [answer] = await slack_app.answered("C0CHAN", "118.000001")
+    assert answer.shown == "The model service had an error. Please try again in a minute."
+    assert "Traceback" not in answer.shown and "503" not in answer.shown
+
+
+async def test_the_agent_pane(slack_app: SlackHarness) -> None:
+    await slack_app.start(
+        slack={
+            "suggested_prompts": [{"title": "Stock", "message": "How much flour is left?"}],
+            "greeting": "Hi! Ask me about the warehouse.",
+        }
+    )
+    started = {
+        "type": "assistant_thread_started",
+        "event_ts": "119.000002",
+        "assistant_thread": {
+            "user_id": "U0ALICE",
+            "channel_id": "D0ALICE",
+            "thread_ts": "119.000001",
+            "context": {},
+        },
+    }
+    assert (await slack_app.post(slack_app.envelope(started)))[0] == 200
+    [prompts] = slack_app.slack.calls_to("assistant.threads.setSuggestedPrompts")
+    assert prompts.args["prompts"] == [{"title": "Stock", "message": "How much flour is left?"}]
+    assert (
+        slack_app.slack.thread("D0ALICE", "119.000001")[0].text == "Hi! Ask me about the warehouse."
+    )
+
+    slack_app.llm.add(text("12 bags."))
+    question = direct_message(
+        "How much flour is left in the main warehouse?", "119.000003", thread_ts="119.000001"
+    )
+    await slack_app.post(slack_app.envelope(question))
+    await slack_app.answered("D0ALICE", "119.000001", count=2)
+    [title] = slack_app.slack.calls_to("assistant.threads.setTitle")
+    assert title.args["title"] == "How much flour is left in the main warehouse?"
+    assert slack_app.slack.calls_to("assistant.threads.setStatus")
+
+
+async def test_redis_down_refuses_the_event_and_the_redelivery_is_answered(
+    slack_app: SlackHarness, private_redis: PrivateRedis
+) -> None:
+    slack_app.redis_url = private_redis.url
+    await slack_app.start()
+    slack_app.llm.add(text("Answered after the outage."))
+    payload = slack_app.envelope(mention("are you there?", "120.000001"), "EvOUTAGE")
+
+    private_redis.stop()
+    status, ack_s = await slack_app.post(payload)
+    assert status == 503  # not acknowledged: Slack will deliver it again
+    assert ack_s < 3
+    private_redis.start()
+
+    status, _ = await slack_app.post(payload, retry=1)
+    assert status == 200
+    status, _ = await slack_app.post(payload, retry=2)  # a late duplicate changes nothing
+    assert status == 200
+    [answer] = await slack_app.answered("C0CHAN", "120.000001", within=30)
+    assert answer.shown == "Answered after the outage."
+    assert len(slack_app.llm.requests) == 1
+
+
+async def test_socket_mode_acks_through_bolts_dispatch(
+    slack_app: SlackHarness, private_redis: PrivateRedis
+) -> None:
+    slack_app.redis_url = private_redis.url
+    await slack_app.start()
+    assert slack_app.services is not None
+    socket_service = build_slack_service(slack_app.services, http=False)
+    sent: list[SocketModeResponse] = []
+
+    class Socket:
+        logger = logging.getLogger("test.socket")
+
+        async def send_socket_mode_response(self, response: SocketModeResponse) -> None:
+            sent.append(response)
+
+    async def deliver(envelope_id: str, payload: dict[str, Any]) -> None:
+        request = SocketModeRequest(type="events_api", envelope_id=envelope_id, payload=payload)
+        response = await run_async_bolt_app(socket_service.app, request)
+        await send_async_response(Socket(), request, response, time.time())  # type: ignore[arg-type]
+
+    slack_app.llm.add(text("Over the socket."))
+    await deliver("env-1", slack_app.envelope(mention("socket?", "121.000001")))
+    assert [r.envelope_id for r in sent] == ["env-1"]
+    [answer] = await slack_app.answered("C0CHAN", "121.000001")
+    assert answer.shown == "Over the socket."
+
+    private_redis.stop()
+    await deliver("env-2", slack_app.envelope(mention("again?", "121.000002")))
+    assert [r.envelope_id for r in sent] == ["env-1"]  # no ack: Slack redelivers
+    private_redis.start()

@@ -1,0 +1,222 @@
+"""The real app, running: HTTP server + in-process worker, wired to the fake Slack, the
+fake LLM and a real Redis. Tests send it signed requests as Slack would."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from aiohttp import web
+
+from bot.services import Services, build_services
+from bot.slack.server import http_app
+from bot.slack.service import SlackService, build_slack_service
+from tests.fakes.llm_server import FakeLLM
+from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
+from tests.waiting import until
+
+SECRET = "test-signing-secret"
+
+
+def sign(body: str, timestamp: int, secret: str = SECRET) -> str:
+    base = f"v0:{timestamp}:{body}".encode()
+    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
+class SlackHarness:
+    def __init__(
+        self,
+        slack: FakeSlack,
+        llm: FakeLLM,
+        redis_url: str,
+        prefix: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        self.slack = slack
+        self.llm = llm
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.tmp_path = tmp_path
+        self.monkeypatch = monkeypatch
+        self.services: Services | None = None
+        self.service: SlackService | None = None
+        self._runner: web.AppRunner | None = None
+        self._stop = asyncio.Event()
+        self._worker: asyncio.Task[None] | None = None
+        self._ids = itertools.count(1)
+        self.port = 0
+
+    async def start(self, **config: Any) -> SlackHarness:
+        settings: dict[str, Any] = {
+            "redis": {"key_prefix": self.prefix},
+            "llm": {"model": "fake-model", "max_retries": 0},
+            "queue": {"claim_idle_s": 2, "lock_ttl_s": 3},
+        }
+        for key, value in config.items():
+            if isinstance(value, dict):
+                settings[key] = {**settings.get(key, {}), **value}
+            else:
+                settings[key] = value
+        path = self.tmp_path / "agent.yaml"
+        path.write_text(yaml.safe_dump(settings))
+        for name, value in {
+            "OPENAI_BASE_URL": self.llm.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "REDIS_URL": self.redis_url,
+            "SLACK_BOT_TOKEN": "xoxb-test",
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": self.slack.api_url,
+        }.items():
+            self.monkeypatch.setenv(name, value)
+        self.monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
+        self.services = build_services(path)
+        self.service = build_slack_service(self.services, http=True)
+        self.service.worker.block_ms = 200
+        self._runner = web.AppRunner(
+            http_app(self.service.app, self.services.state), access_log=None
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._worker = asyncio.create_task(self.service.worker.run(self._stop))
+        return self
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._worker is not None:
+            await asyncio.wait_for(self._worker, 40)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self.services is not None:
+            await self.services.aclose()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def post(
+        self,
+        payload: dict[str, Any],
+        *,
+        retry: int | None = None,
+        timestamp: int | None = None,
+        secret: str = SECRET,
+        signature: str | None = None,
+    ) -> tuple[int, float]:
+        """Send ``payload`` as Slack would; return the status and the seconds to the ack."""
+        body = json.dumps(payload)
+        stamp = int(time.time()) if timestamp is None else timestamp
+        headers = {
+            "Content-Type": "application/json",
+            "X-Slack-Request-Timestamp": str(stamp),
+            "X-Slack-Signature": signature or sign(body, stamp, secret),
+        }
+        if retry is not None:
+            headers["X-Slack-Retry-Num"] = str(retry)
+            headers["X-Slack-Retry-Reason"] = "http_timeout"
+        started = time.monotonic()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.url + "/slack/events", data=body, headers=headers) as response,
+        ):
+            await response.read()
+            return response.status, time.monotonic() - started
+
+    def envelope(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
+        return {
+            "token": "legacy",
+            "team_id": TEAM,
+            "api_app_id": "A0APP",
+            "type": "event_callback",
+            "event_id": event_id or f"Ev{next(self._ids):06d}",
+            "event_time": int(time.time()),
+            "event": event,
+            "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+        }
+
+    async def answered(
+        self, channel: str, thread_ts: str, count: int = 1, within: float = 15
+    ) -> list[Message]:
+        """Wait until the thread shows ``count`` finished answer messages; return them."""
+
+        def answers() -> list[Message]:
+            return [
+                m
+                for m in self.slack.thread(channel, thread_ts)
+                if not m.streaming and not is_progress(m)
+            ]
+
+        await until(lambda: len(answers()) >= count and self.idle(), within)
+        return answers()
+
+    def idle(self) -> bool:
+        assert self.service is not None
+        return not self.service.worker.active
+
+
+def is_progress(message: Message) -> bool:
+    return any(block.get("type") == "context" for block in message.blocks)
+
+
+def mention(
+    text: str, ts: str, channel: str = "C0CHAN", user: str = "U0ALICE", thread_ts: str | None = None
+) -> dict[str, Any]:
+    event = {
+        "type": "app_mention",
+        "user": user,
+        "text": f"<@{BOT_USER}> {text}",
+        "ts": ts,
+        "channel": channel,
+        "event_ts": ts,
+        "team": TEAM,
+    }
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return event
+
+
+def channel_message(
+    text: str,
+    ts: str,
+    channel: str = "C0CHAN",
+    user: str = "U0ALICE",
+    thread_ts: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    event = {
+        "type": "message",
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "channel": channel,
+        "channel_type": "channel",
+        "event_ts": ts,
+        "team": TEAM,
+        **extra,
+    }
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return event
+
+
+def direct_message(
+    text: str,
+    ts: str,
+    channel: str = "D0ALICE",
+    user: str = "U0ALICE",
+    thread_ts: str | None = None,
+) -> dict[str, Any]:
+    event = channel_message(text, ts, channel, user, thread_ts)
+    event["channel_type"] = "im"
+    return event
