@@ -24,8 +24,9 @@ def parser() -> argparse.ArgumentParser:
     )
     root.add_argument(
         "--log-level",
-        default=os.environ.get("LOG_LEVEL", "WARNING"),
-        help="DEBUG, INFO, WARNING (default; or LOG_LEVEL) or ERROR",
+        default=os.environ.get("LOG_LEVEL"),
+        help="DEBUG, INFO, WARNING or ERROR (or LOG_LEVEL); default INFO for run and worker, "
+        "WARNING otherwise",
     )
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -71,7 +72,9 @@ def _config_option(command: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=(
+            args.log_level or ("INFO" if args.command in ("run", "worker") else "WARNING")
+        ).upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

@@ -104,6 +104,9 @@ class SlackConfig(_Strict):
     greeting: str | None = Field(
         default=None, description="Posted when someone opens a new thread in the agent pane."
     )
+    command: str = Field(
+        default="/agent", pattern=r"^/[a-z0-9_-]{1,31}$", description="The slash command's name."
+    )
 
 
 class AppConfig(_Strict):

@@ -16,7 +16,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config.schema import SlackConfig
 from bot.slack.ingress import Ingress
-from bot.slack.listeners import assistant, messages
+from bot.slack.listeners import assistant, commands, home, messages
+from bot.slack.listeners.commands import ToolList
 from bot.state.errors import StateUnavailable
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ def build_app(
     settings: SlackConfig,
     *,
     signing_secret: str | None,
+    tools_for: ToolList,
 ) -> AsyncApp:
     app = AsyncApp(
         client=client,
@@ -64,6 +66,8 @@ def build_app(
     )
     messages.register(app, ingress, settings)
     assistant.register(app, settings)
+    commands.register(app, settings.command, tools_for)
+    home.register(app, settings.command, tools_for)
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any], response: BoltResponse) -> None:

@@ -46,6 +46,35 @@ def progress_blocks(lines: list[ToolLine], note: str = "", finished: bool = Fals
     ]
 
 
+def tool_list_text(tools: list[tuple[str, str]]) -> str:
+    """``name — first line of description``, one per line."""
+    if not tools:
+        return "No tools are available to you."
+    return "\n".join(
+        f"• `{name}` — {_short(description.splitlines()[0], 150)}" for name, description in tools
+    )
+
+
+def home_view(tools: list[tuple[str, str]], command: str) -> dict[str, Any]:
+    """The App Home tab: how to ask, and the tools the person may use."""
+    return {
+        "type": "home",
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "text": "Your agent"}},
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": "Mention me in a channel, message me here, or open me in the agent "
+                    f"pane. I answer in the thread. `{command} help` lists the commands.",
+                },
+            },
+            {"type": "header", "text": {"type": "plain_text", "text": "Tools you can use"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": tool_list_text(tools)}},
+        ],
+    }
+
+
 def _row(line: ToolLine) -> str:
     name = f"`{line.name}`"
     if line.state == "running":

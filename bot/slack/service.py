@@ -76,7 +76,11 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
     secret = (
         env.slack_signing_secret.get_secret_value() if http and env.slack_signing_secret else None
     )
-    app = build_app(client, ingress, settings, signing_secret=secret)
+
+    async def tools_for(user: str) -> list[tuple[str, str]]:
+        return [(t.name, t.description) for t in await services.registry.list_tools()]
+
+    app = build_app(client, ingress, settings, signing_secret=secret, tools_for=tools_for)
     return SlackService(services, client, ingress, worker, app)
 
 

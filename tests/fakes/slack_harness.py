@@ -11,6 +11,7 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import pytest
@@ -132,6 +133,32 @@ class SlackHarness:
         ):
             await response.read()
             return response.status, time.monotonic() - started
+
+    async def command(self, text: str, user: str = "U0ALICE", command: str = "/agent") -> Any:
+        """Send a slash command as Slack would (a signed form post); return the JSON reply."""
+        body = urlencode(
+            {
+                "command": command,
+                "text": text,
+                "user_id": user,
+                "team_id": TEAM,
+                "channel_id": "C0CHAN",
+                "trigger_id": "t",
+                "response_url": "",
+            }
+        )
+        stamp = int(time.time())
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": str(stamp),
+            "X-Slack-Signature": sign(body, stamp),
+        }
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.url + "/slack/events", data=body, headers=headers) as response,
+        ):
+            assert response.status == 200, await response.text()
+            return await response.json()
 
     def envelope(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
         return {

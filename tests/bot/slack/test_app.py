@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import time
 from typing import Any
@@ -388,3 +389,26 @@ async def test_socket_mode_acks_through_bolts_dispatch(
     await deliver("env-2", slack_app.envelope(mention("again?", "121.000002")))
     assert [r.envelope_id for r in sent] == ["env-1"]  # no ack: Slack redelivers
     private_redis.start()
+
+
+async def test_the_slash_command_and_the_home_tab(slack_app: SlackHarness) -> None:
+    await slack_app.start()
+    reply = await slack_app.command("tools")
+    assert reply["response_type"] == "ephemeral"
+    assert "`calculate` — Evaluate an arithmetic expression" in reply["text"]
+    assert "/agent tools" in (await slack_app.command("help"))["text"]
+    assert "Did you mean `/agent tools`?" in (await slack_app.command("tols"))["text"]
+
+    opened = {
+        "type": "app_home_opened",
+        "user": "U0ALICE",
+        "channel": "D0ALICE",
+        "tab": "home",
+        "event_ts": "122.000001",
+    }
+    assert (await slack_app.post(slack_app.envelope(opened)))[0] == 200
+    [publish] = slack_app.slack.calls_to("views.publish")
+    assert publish.args["user_id"] == "U0ALICE"
+    view = publish.args["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    assert "`get_time`" in json.dumps(view)

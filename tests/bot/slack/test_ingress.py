@@ -1,0 +1,100 @@
+"""Which events become turns, and how their text is cleaned (pure, no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.config.schema import SlackConfig
+from bot.slack.ingress import Identity, Ignored, classify
+from bot.slack.text.incoming import clean_text
+from bot.turn import Turn
+
+ME = Identity(team_id="T1", bot_user_id="U0BOT", bot_id="B0BOT")
+SETTINGS = SlackConfig()
+
+
+def event(**fields: Any) -> dict[str, Any]:
+    base = {
+        "type": "message",
+        "user": "U1",
+        "text": "hi",
+        "ts": "1.1",
+        "channel": "C1",
+        "channel_type": "channel",
+    }
+    base.update(fields)
+    return base
+
+
+def test_a_mention_starts_a_thread_on_its_own_message() -> None:
+    turn = classify(event(type="app_mention", text="<@U0BOT> hello <@U2>"), "Ev1", ME, SETTINGS)
+    assert isinstance(turn, Turn)
+    assert (turn.kind, turn.thread_ts, turn.text, turn.event_id) == (
+        "mention",
+        "1.1",
+        "hello <@U2>",
+        "Ev1",
+    )
+    in_thread = classify(
+        event(type="app_mention", text="<@U0BOT> more", thread_ts="0.5"), "Ev2", ME, SETTINGS
+    )
+    assert isinstance(in_thread, Turn) and in_thread.thread_ts == "0.5"
+
+
+def test_direct_messages_and_the_agent_pane() -> None:
+    dm = classify(event(channel_type="im", channel="D1"), "Ev", ME, SETTINGS)
+    pane = classify(event(channel_type="im", channel="D1", thread_ts="0.9"), "Ev", ME, SETTINGS)
+    assert isinstance(dm, Turn) and dm.kind == "dm" and dm.thread_ts == "1.1"
+    assert isinstance(pane, Turn) and pane.kind == "assistant" and pane.thread_ts == "0.9"
+
+
+def test_follow_ups_and_plain_channel_talk() -> None:
+    follow = classify(event(thread_ts="0.9"), "Ev", ME, SETTINGS)
+    assert isinstance(follow, Turn) and follow.kind == "followup"
+    assert isinstance(classify(event(), "Ev", ME, SETTINGS), Ignored)  # not addressed to us
+    off = SlackConfig(follow_up_in_threads=False)
+    assert isinstance(classify(event(thread_ts="0.9"), "Ev", ME, off), Ignored)
+    # The message event of a mention is left to the app_mention event.
+    assert classify(event(text="<@U0BOT> hi", thread_ts="0.9"), "Ev", ME, SETTINGS) == Ignored(
+        "a mention: the app_mention event carries it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"user": "U0BOT"}, "own message"),
+        ({"bot_id": "B0BOT", "user": "U9"}, "own message"),
+        ({"bot_id": "B0OTHER", "channel_type": "im"}, "another bot"),
+        ({"subtype": "bot_message", "channel_type": "im"}, "another bot"),
+        ({"subtype": "message_changed", "channel_type": "im"}, "subtype message_changed"),
+        ({"subtype": "message_deleted", "channel_type": "im"}, "subtype message_deleted"),
+        ({"subtype": "channel_join", "thread_ts": "0.1"}, "subtype channel_join"),
+        ({"text": "<@U0BOT>", "type": "app_mention"}, "no text"),
+        ({"type": "reaction_added"}, "not a message (reaction_added)"),
+    ],
+)
+def test_what_is_ignored(fields: dict[str, Any], reason: str) -> None:
+    assert classify(event(**fields), "Ev", ME, SETTINGS) == Ignored(reason)
+
+
+def test_other_bots_when_allowed() -> None:
+    allowed = SlackConfig(answer_bots=True)
+    turn = classify(event(bot_id="B0OTHER", channel_type="im", user=""), "Ev", ME, allowed)
+    assert isinstance(turn, Turn) and turn.user == "B0OTHER"
+    # Never itself.
+    assert classify(event(bot_id="B0BOT", channel_type="im"), "Ev", ME, allowed) == Ignored(
+        "own message"
+    )
+
+
+def test_clean_text_keeps_other_mentions_readable() -> None:
+    raw = (
+        "<@U0BOT|agent> ask <@U2> in <#C9|ops-team> about <https://x.io/a|the doc>, "
+        "<https://y.io> &amp; <!here> 1 &lt; 2"
+    )
+    assert clean_text(raw, "U0BOT") == (
+        "ask <@U2> in #ops-team about the doc (https://x.io/a), https://y.io & @here 1 < 2"
+    )
