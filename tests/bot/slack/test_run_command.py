@@ -1,0 +1,184 @@
+"""``slack-agent run`` and ``slack-agent worker`` as real processes, the way they are deployed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.state.store import State
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import FakeLLM, text
+from tests.fakes.redis_server import free_port
+from tests.fakes.slack_harness import SECRET, mention, sign
+from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
+from tests.waiting import until
+
+
+@pytest.fixture
+async def processes() -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    started: list[asyncio.subprocess.Process] = []
+    yield started
+    for process in started:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def environment(fake_slack: FakeSlack, fake_llm: FakeLLM, config: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "REDIS"))}
+    env.update(
+        OPENAI_BASE_URL=fake_llm.base_url,
+        OPENAI_API_KEY="sk-test",
+        REDIS_URL=REDIS_URL,
+        SLACK_BOT_TOKEN="xoxb-test",
+        SLACK_SIGNING_SECRET=SECRET,
+        SLACK_API_URL=fake_slack.api_url,
+        SLACK_AGENT_CONFIG=str(config),
+    )
+    return env
+
+
+async def spawn(
+    processes: list[asyncio.subprocess.Process], env: dict[str, str], *args: str
+) -> asyncio.subprocess.Process:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    processes.append(process)
+    return process
+
+
+async def healthy(port: int) -> None:
+    async def ok() -> bool:
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"http://127.0.0.1:{port}/healthz") as response,
+            ):
+                return response.status == 200 and (await response.json())["redis"] == "ok"
+        except aiohttp.ClientError:
+            return False
+
+    deadline = time.monotonic() + 30
+    while not await ok():
+        assert time.monotonic() < deadline, "the app did not come up"
+        await asyncio.sleep(0.1)
+
+
+async def send_mention(port: int, message: str, ts: str) -> int:
+    payload = {
+        "token": "t",
+        "team_id": TEAM,
+        "api_app_id": "A",
+        "type": "event_callback",
+        "event_id": f"Ev{ts}",
+        "event_time": int(time.time()),
+        "event": mention(message, ts),
+        "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+    }
+    body = json.dumps(payload)
+    stamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": str(stamp),
+        "X-Slack-Signature": sign(body, stamp),
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"http://127.0.0.1:{port}/slack/events", data=body, headers=headers
+        ) as response,
+    ):
+        return response.status
+
+
+def answers(fake_slack: FakeSlack, ts: str) -> list[str]:
+    return [
+        m.shown
+        for m in fake_slack.thread("C0CHAN", ts)
+        if not m.streaming and m.blocks and m.blocks[0].get("type") == "markdown"
+    ]
+
+
+async def test_run_serves_http_answers_and_stops_cleanly(
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    key_prefix: str,
+    processes: list[asyncio.subprocess.Process],
+    state: State,
+) -> None:
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"redis: {{key_prefix: '{key_prefix}'}}\nslack: {{streaming: false}}\n")
+    port = free_port()
+    fake_llm.add(text("Served over HTTP."))
+    process = await spawn(
+        processes, environment(fake_slack, fake_llm, config), "run", "--port", str(port)
+    )
+    await healthy(port)
+    assert await send_mention(port, "hello", "300.000001") == 200
+    await until(lambda: answers(fake_slack, "300.000001") == ["Served over HTTP."], 20)
+    process.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(process.wait(), 30) == 0
+    err = (await process.stderr.read()).decode()  # type: ignore[union-attr]
+    assert "listening on http://0.0.0.0:" in err
+    assert "xoxb-test" not in err and "sk-test" not in err and SECRET not in err
+
+
+async def test_ingress_and_workers_scale_apart(
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    key_prefix: str,
+    processes: list[asyncio.subprocess.Process],
+    state: State,
+) -> None:
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"redis: {{key_prefix: '{key_prefix}'}}\nslack: {{streaming: false}}\n")
+    env = environment(fake_slack, fake_llm, config)
+    port = free_port()
+    fake_llm.add(text("Answered by a worker process."))
+    await spawn(processes, env, "run", "--port", str(port), "--no-worker")
+    await healthy(port)
+    assert await send_mention(port, "who answers?", "301.000001") == 200
+    await asyncio.sleep(1.0)
+    assert fake_llm.requests == []  # the ingress process only queued it
+    worker = await spawn(processes, env, "worker")
+    await until(lambda: answers(fake_slack, "301.000001") == ["Answered by a worker process."], 30)
+    worker.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(worker.wait(), 30) == 0
+
+
+async def test_run_without_slack_credentials_names_what_is_missing(
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    config = tmp_path / "agent.yaml"
+    config.write_text("{}\n")
+    env = environment(fake_slack, fake_llm, config)
+    del env["SLACK_BOT_TOKEN"]
+    process = await spawn(processes, env, "run")
+    assert await asyncio.wait_for(process.wait(), 30) == 2
+    assert "SLACK_BOT_TOKEN is not set" in (await process.stderr.read()).decode()  # type: ignore[union-attr]
+    env = environment(fake_slack, fake_llm, config)
+    del env["SLACK_SIGNING_SECRET"]
+    process = await spawn(processes, env, "run")
+    assert await asyncio.wait_for(process.wait(), 30) == 2
+    assert "SLACK_SIGNING_SECRET is not set" in (await process.stderr.read()).decode()  # type: ignore[union-attr]
