@@ -61,6 +61,7 @@ Script = Reply | Callable[[Request], Reply]
 class FakeLLM:
     def __init__(self) -> None:
         self.script: list[Script] = []
+        self.otherwise: Script | None = None  # answers every request once the script is spent
         self.requests: list[Request] = []
         self.model = "fake-model"
         self._runner: web.AppRunner | None = None
@@ -105,6 +106,8 @@ class FakeLLM:
         async with self._arrived:
             self.requests.append(body)
             self._arrived.notify_all()
+        if not self.script and self.otherwise is not None:
+            self.script.append(self.otherwise)
         if not self.script:
             return web.json_response(
                 {"error": {"message": "no scripted reply left", "type": "server_error"}},

@@ -1,0 +1,209 @@
+"""Many threads at once through the real app's HTTP endpoint (`slack-agent run` in its own
+process), against the fake Slack and the
+fake LLM with injected latency, on a real Redis (REDIS_URL, default 127.0.0.1:6379).
+
+Each turn: the model asks for one slow tool, then answers. Prints:
+- ack latency (signed POST /slack/events until Slack would have its 200), p50 and p99;
+- time to first visible feedback (the first Slack call for the thread: status or message);
+- end-to-end time divided by the critical-path ideal: rounds x (LLM latency + slowest tool);
+- Slack Web API calls per turn.
+
+Run: uv run python -m benchmarks.slack_turns [--threads 200] [--llm-ms 200] [--tool-ms 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from bot.config.schema import AppConfig
+from bot.state.store import open_state
+from tests.fakes.llm_server import FakeLLM, Reply, calls, text
+from tests.fakes.redis_server import free_port
+from tests.fakes.slack_harness import SECRET, mention, sign
+from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+async def post_event(session: aiohttp.ClientSession, port: int, channel: str, ts: str) -> float:
+    payload = {
+        "token": "t",
+        "team_id": TEAM,
+        "api_app_id": "A",
+        "type": "event_callback",
+        "event_id": f"Ev{channel}{ts}",
+        "event_time": int(time.time()),
+        "event": mention("stock?", ts, channel=channel),
+        "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+    }
+    body = json.dumps(payload)
+    stamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": str(stamp),
+        "X-Slack-Signature": sign(body, stamp),
+    }
+    started = time.monotonic()
+    async with session.post(
+        f"http://127.0.0.1:{port}/slack/events", data=body, headers=headers
+    ) as response:
+        await response.read()
+        assert response.status == 200, response.status
+    return (time.monotonic() - started) * 1000
+
+
+async def wait_healthy(session: aiohttp.ClientSession, port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            async with session.get(f"http://127.0.0.1:{port}/healthz") as response:
+                if response.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.1)
+    raise RuntimeError("the app did not start")
+
+
+async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
+    def respond(request: dict[str, Any]) -> Reply:
+        if request["messages"][-1]["role"] == "tool":
+            return text("There are 12 in stock.", delay_s=llm_ms / 1000)
+        return calls(("slow_lookup", {"item": "flour"}), delay_s=llm_ms / 1000)
+
+    slack, llm = FakeSlack(), FakeLLM()
+    await slack.start()
+    await llm.start()
+    llm.otherwise = respond
+    prefix = f"bench:{uuid.uuid4().hex[:8]}:"
+    directory = Path(tempfile.mkdtemp())
+    config = directory / "agent.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "redis": {"key_prefix": prefix},
+                "llm": {"model": "fake-model", "max_retries": 0},
+                "queue": {"concurrency": max(threads, 8)},
+                "tools": {"modules": ["benchmarks.bench_tools"]},
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_"))}
+    env.update(
+        OPENAI_BASE_URL=llm.base_url,
+        OPENAI_API_KEY="sk-bench",
+        REDIS_URL=REDIS_URL,
+        SLACK_BOT_TOKEN="xoxb-bench",
+        SLACK_SIGNING_SECRET=SECRET,
+        SLACK_API_URL=slack.api_url,
+        SLACK_AGENT_CONFIG=str(config),
+        BENCH_TOOL_MS=str(tool_ms),
+        LOG_LEVEL="WARNING",
+    )
+    port = free_port()
+    app = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "run", "--port", str(port), env=env
+    )
+    connector = aiohttp.TCPConnector(limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector) as session:
+            await wait_healthy(session, port)
+            await post_event(session, port, "C0WARM", "1.000001")  # auth.test, connections
+            while not answered(slack, "C0WARM"):
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.5)
+            slack.calls.clear()
+
+            sent: dict[str, float] = {}
+
+            async def one(n: int) -> float:
+                channel = f"C{n:05d}"
+                sent[channel] = time.monotonic()
+                return await post_event(session, port, channel, f"{1000 + n}.000001")
+
+            started = time.monotonic()
+            acks = list(await asyncio.gather(*(one(n) for n in range(threads))))
+            while sum(answered(slack, c) for c in sent) < threads:
+                assert time.monotonic() - started < 120, "not every thread was answered"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.5)  # the last progress edits, before counting calls
+    finally:
+        app.send_signal(signal.SIGTERM)
+        await app.wait()
+        cleanup = open_state(REDIS_URL, AppConfig.model_validate({"redis": {"key_prefix": prefix}}))
+        keys = [key async for key in cleanup.client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await cleanup.client.delete(*keys)
+        await cleanup.aclose()
+        await slack.stop()
+        await llm.stop()
+
+    first_seen: dict[str, float] = {}
+    done: dict[str, float] = {}
+    for call in slack.calls:
+        channel = str(call.args.get("channel") or call.args.get("channel_id") or "")
+        if channel in sent:
+            first_seen.setdefault(channel, call.at)
+            if str(call.args.get("text", "")).startswith("There are"):
+                done[channel] = call.at
+    feedback = [(first_seen[c] - sent[c]) * 1000 for c in sent]
+    ideal = 2 * llm_ms + tool_ms
+    ratios = [(done[c] - sent[c]) * 1000 / ideal for c in sent]
+    per_turn = len([c for c in slack.calls if c.method != "auth.test"]) / threads
+
+    print(
+        f"{threads} concurrent threads; LLM {llm_ms} ms a call, tool {tool_ms} ms; "
+        f"critical path {ideal} ms (2 rounds)"
+    )
+    print(f"{'measure':<34} {'p50':>9} {'p99':>9}")
+    print(
+        f"{'ack latency (ms)':<34} {statistics.median(acks):>9.1f} {percentile(acks, 0.99):>9.1f}"
+    )
+    print(
+        f"{'first visible feedback (ms)':<34} {statistics.median(feedback):>9.1f} "
+        f"{percentile(feedback, 0.99):>9.1f}"
+    )
+    print(
+        f"{'end-to-end / critical path':<34} {statistics.median(ratios):>9.2f} "
+        f"{percentile(ratios, 0.99):>9.2f}"
+    )
+    print(f"{'Slack API calls per turn':<34} {per_turn:>9.1f}")
+    counts: dict[str, int] = {}
+    for call in slack.calls:
+        counts[call.method] = counts.get(call.method, 0) + 1
+    print("  " + ", ".join(f"{m} {n / threads:.1f}" for m, n in sorted(counts.items())))
+
+
+def answered(slack: FakeSlack, channel: str) -> bool:
+    return any(
+        c.args.get("channel") == channel and str(c.args.get("text", "")).startswith("There are")
+        for c in slack.calls_to("chat.postMessage")
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--threads", type=int, default=200)
+    parser.add_argument("--llm-ms", type=int, default=200)
+    parser.add_argument("--tool-ms", type=int, default=300)
+    args = parser.parse_args()
+    asyncio.run(main(args.threads, args.llm_ms, args.tool_ms))
