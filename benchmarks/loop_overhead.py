@@ -21,7 +21,8 @@ from typing import Any
 
 from bot.agent import AgentEvent, LoopSettings, run_turn
 from bot.config.schema import LLMConfig
-from bot.llm import ModelResponse, OpenAIChatModel, TextCallback, ToolCall, Usage
+from bot.llm import ModelResponse, OpenAIChatModel, ToolCall, Usage
+from tests.fakes.function_model import FunctionModel
 from tests.fakes.llm_server import FakeLLM, calls, text
 from tools import StaticToolset, tool
 
@@ -38,30 +39,20 @@ TOOLSET = StaticToolset([noop])
 SETTINGS = LoopSettings(system_prompt="bench", max_rounds=ROUNDS + 1)
 
 
-class InstantModel:
+def instant_model(width: int) -> FunctionModel:
     """Answers at once: ``ROUNDS`` rounds of ``width`` calls, then a short answer."""
 
-    model_name = "instant"
-
-    def __init__(self, width: int) -> None:
-        self.width = width
-
-    async def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]],
-        *,
-        tool_choice: str | None = None,
-        on_text: TextCallback | None = None,
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
     ) -> ModelResponse:
         done = sum(1 for m in messages if m.get("role") == "assistant")
         usage = Usage(10, 5, requests=1)
         if done >= ROUNDS:
-            if on_text is not None:
-                await on_text("done")
             return ModelResponse(text="done", usage=usage)
-        batch = [ToolCall(f"c{done}_{i}", "noop", json.dumps({"n": i})) for i in range(self.width)]
+        batch = [ToolCall(f"c{done}_{i}", "noop", json.dumps({"n": i})) for i in range(width)]
         return ModelResponse(text="", tool_calls=batch, usage=usage)
+
+    return FunctionModel(respond)
 
 
 async def _observer(event: AgentEvent) -> None:
@@ -107,8 +98,8 @@ async def main(turns: int) -> None:
     for label, sampler in (("in-process", "instant"), ("HTTP", "http")):
         for width in (1, 4, 16):
             if sampler == "instant":
-                await per_round_ms(InstantModel(width), 5)  # warm up
-                samples = await per_round_ms(InstantModel(width), turns)
+                await per_round_ms(instant_model(width), 5)  # warm up
+                samples = await per_round_ms(instant_model(width), turns)
             else:
                 samples = await http_samples(width, max(turns // 5, 20))
             median = statistics.median(samples)

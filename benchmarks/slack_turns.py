@@ -33,8 +33,8 @@ from bot.config.schema import AppConfig
 from bot.state.store import open_state
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
-from tests.fakes.slack_harness import SECRET, mention, sign
-from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
+from tests.fakes.slack_harness import SECRET, event_envelope, mention, signed_headers
+from tests.fakes.slack_server import FakeSlack
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -45,26 +45,10 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 
 async def post_event(session: aiohttp.ClientSession, port: int, channel: str, ts: str) -> float:
-    payload = {
-        "token": "t",
-        "team_id": TEAM,
-        "api_app_id": "A",
-        "type": "event_callback",
-        "event_id": f"Ev{channel}{ts}",
-        "event_time": int(time.time()),
-        "event": mention("stock?", ts, channel=channel),
-        "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
-    }
-    body = json.dumps(payload)
-    stamp = int(time.time())
-    headers = {
-        "Content-Type": "application/json",
-        "X-Slack-Request-Timestamp": str(stamp),
-        "X-Slack-Signature": sign(body, stamp),
-    }
+    body = json.dumps(event_envelope(mention("stock?", ts, channel=channel), f"Ev{channel}{ts}"))
     started = time.monotonic()
     async with session.post(
-        f"http://127.0.0.1:{port}/slack/events", data=body, headers=headers
+        f"http://127.0.0.1:{port}/slack/events", data=body, headers=signed_headers(body)
     ) as response:
         await response.read()
         assert response.status == 200, response.status

@@ -33,6 +33,37 @@ def sign(body: str, timestamp: int, secret: str = SECRET) -> str:
     return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
 
 
+def signed_headers(
+    body: str,
+    content_type: str = "application/json",
+    *,
+    timestamp: int | None = None,
+    secret: str = SECRET,
+    signature: str | None = None,
+) -> dict[str, str]:
+    """The headers Slack sends with ``body``: a timestamp and its HMAC signature."""
+    stamp = int(time.time()) if timestamp is None else timestamp
+    return {
+        "Content-Type": content_type,
+        "X-Slack-Request-Timestamp": str(stamp),
+        "X-Slack-Signature": signature or sign(body, stamp, secret),
+    }
+
+
+def event_envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
+    """An Events API envelope around ``event``, as Slack delivers it."""
+    return {
+        "token": "legacy",
+        "team_id": TEAM,
+        "api_app_id": "A0APP",
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": int(time.time()),
+        "event": event,
+        "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+    }
+
+
 class SlackHarness:
     def __init__(
         self,
@@ -117,12 +148,7 @@ class SlackHarness:
     ) -> tuple[int, float]:
         """Send ``payload`` as Slack would; return the status and the seconds to the ack."""
         body = json.dumps(payload)
-        stamp = int(time.time()) if timestamp is None else timestamp
-        headers = {
-            "Content-Type": "application/json",
-            "X-Slack-Request-Timestamp": str(stamp),
-            "X-Slack-Signature": signature or sign(body, stamp, secret),
-        }
+        headers = signed_headers(body, timestamp=timestamp, secret=secret, signature=signature)
         if retry is not None:
             headers["X-Slack-Retry-Num"] = str(retry)
             headers["X-Slack-Retry-Reason"] = "http_timeout"
@@ -147,12 +173,7 @@ class SlackHarness:
                 "response_url": "",
             }
         )
-        stamp = int(time.time())
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": str(stamp),
-            "X-Slack-Signature": sign(body, stamp),
-        }
+        headers = signed_headers(body, "application/x-www-form-urlencoded")
         async with (
             aiohttp.ClientSession() as session,
             session.post(self.url + "/slack/events", data=body, headers=headers) as response,
@@ -161,16 +182,7 @@ class SlackHarness:
             return await response.json()
 
     def envelope(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
-        return {
-            "token": "legacy",
-            "team_id": TEAM,
-            "api_app_id": "A0APP",
-            "type": "event_callback",
-            "event_id": event_id or f"Ev{next(self._ids):06d}",
-            "event_time": int(time.time()),
-            "event": event,
-            "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
-        }
+        return event_envelope(event, event_id or f"Ev{next(self._ids):06d}")
 
     async def answered(
         self, channel: str, thread_ts: str, count: int = 1, within: float = 15

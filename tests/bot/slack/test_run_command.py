@@ -18,8 +18,8 @@ from bot.state.store import State
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeLLM, text
 from tests.fakes.redis_server import free_port
-from tests.fakes.slack_harness import SECRET, mention, sign
-from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
+from tests.fakes.slack_harness import SECRET, event_envelope, mention, signed_headers
+from tests.fakes.slack_server import FakeSlack
 from tests.waiting import until
 
 
@@ -81,27 +81,11 @@ async def healthy(port: int) -> None:
 
 
 async def send_mention(port: int, message: str, ts: str) -> int:
-    payload = {
-        "token": "t",
-        "team_id": TEAM,
-        "api_app_id": "A",
-        "type": "event_callback",
-        "event_id": f"Ev{ts}",
-        "event_time": int(time.time()),
-        "event": mention(message, ts),
-        "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
-    }
-    body = json.dumps(payload)
-    stamp = int(time.time())
-    headers = {
-        "Content-Type": "application/json",
-        "X-Slack-Request-Timestamp": str(stamp),
-        "X-Slack-Signature": sign(body, stamp),
-    }
+    body = json.dumps(event_envelope(mention(message, ts), f"Ev{ts}"))
     async with (
         aiohttp.ClientSession() as session,
         session.post(
-            f"http://127.0.0.1:{port}/slack/events", data=body, headers=headers
+            f"http://127.0.0.1:{port}/slack/events", data=body, headers=signed_headers(body)
         ) as response,
     ):
         return response.status
