@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def _chat(services: Services, options: ChatOptions) -> int:
     try:
-        console_toolset(services, options)  # a bad --role fails before the first prompt
+        await console_toolset(services, options)  # a bad --role fails before the first prompt
         return await run_chat(services, options)
     finally:
         await services.aclose()

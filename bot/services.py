@@ -10,6 +10,9 @@ from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import price_for
 from bot.state.store import State, open_state
+from permissions.policy import Policy
+from permissions.resolver import RoleResolver
+from permissions.validation import role_errors
 from tools.errors import ToolDefinitionError
 from tools.registry import ToolRegistry, build_registry
 
@@ -22,6 +25,7 @@ class Services:
     model: OpenAIChatModel
     loop_settings: LoopSettings
     state: State
+    policy: Policy
 
     async def aclose(self) -> None:
         await self.model.aclose()
@@ -51,6 +55,9 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, ToolRe
         registry = build_registry(config.tools)
     except ToolDefinitionError as exc:
         raise ConfigError(str(exc)) from None
+    problems = role_errors(config.roles, registry.names())
+    if problems:
+        raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
     return config, environment, registry
 
 
@@ -67,4 +74,7 @@ def build_services(cli_config: Path | None = None) -> Services:
     model = OpenAIChatModel(config.llm, api_key=api_key, base_url=base_url)
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config)
-    return Services(config, environment, registry, model, loop_settings(config), state)
+    # The Slack directory (user groups, workspace admins) is added by the Slack service.
+    resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
+    policy = Policy(config.roles, resolver, state.switches)
+    return Services(config, environment, registry, model, loop_settings(config), state, policy)

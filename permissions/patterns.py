@@ -1,4 +1,4 @@
-"""Tool-name patterns: globs that allow, and ``!globs`` that deny. A deny always wins."""
+"""Tool-name patterns: globs that allow, and ``!globs`` that deny."""
 
 from __future__ import annotations
 
@@ -7,12 +7,18 @@ from fnmatch import fnmatchcase
 
 
 def allows(patterns: Iterable[str], name: str) -> bool:
-    """True when some pattern allows ``name`` and no ``!pattern`` denies it."""
-    allowed = False
-    for pattern in patterns:
-        if pattern.startswith("!"):
-            if fnmatchcase(name, pattern[1:]):
-                return False
-        elif fnmatchcase(name, pattern):
-            allowed = True
-    return allowed
+    """True when some pattern allows ``name`` and no ``!pattern`` of the same list denies it."""
+    patterns = list(patterns)
+    return not denies(patterns, name) and any(
+        fnmatchcase(name, p) for p in patterns if not p.startswith("!")
+    )
+
+
+def denies(patterns: Iterable[str], name: str) -> bool:
+    return any(fnmatchcase(name, p[1:]) for p in patterns if p.startswith("!"))
+
+
+def matches_any(pattern: str, names: Iterable[str]) -> bool:
+    """Does ``pattern`` (allow or deny) name at least one of ``names``?"""
+    glob = pattern[1:] if pattern.startswith("!") else pattern
+    return any(fnmatchcase(name, glob) for name in names)

@@ -17,9 +17,10 @@ from bot.config import ConfigError
 from bot.console.display import ConsoleDisplay
 from bot.history.store import ThreadKey
 from bot.services import Services
-from permissions.roles import role_allows, roles_from_config
+from permissions.policy import Person
+from permissions.sources import role_names
 from tools.definition import Tool
-from tools.toolset import FilteredToolset, Toolset
+from tools.toolset import Toolset
 
 CONSOLE_TEAM = "console"
 CONSOLE_CHANNEL = "console"
@@ -34,24 +35,19 @@ class ChatOptions:
     yes: bool = False  # approve every tool that needs confirmation (for scripts)
 
 
-def console_toolset(services: Services, options: ChatOptions) -> tuple[Toolset, list[str]]:
-    """The tools this console person may use, and the roles that decided it."""
+async def console_toolset(services: Services, options: ChatOptions) -> tuple[Toolset, list[str]]:
+    """The tools this console person may use (the same policy as in Slack: roles from the
+    config and grants, switches), and the roles that decided it. ``--role`` fixes the role."""
     roles = services.config.roles
+    person = Person(CONSOLE_TEAM, options.user or "console", None)
     if options.role is not None:
         if options.role not in roles:
             known = ", ".join(roles) or "none are configured"
             raise ConfigError(f"--role: unknown role {options.role!r} (roles: {known})")
         held = [options.role]
-    elif roles:
-        held = roles_from_config(options.user, roles)
     else:
-        return services.registry, []
-
-    def allowed(tool: Tool) -> bool:
-        return role_allows(held, roles, tool.name)
-
-    reason = f"Your roles ({', '.join(held) or 'none'}) do not include it."
-    return FilteredToolset(services.registry, allowed, reason), held
+        held = role_names(await services.policy.held(person))
+    return services.policy.toolset(services.registry, person, held), held
 
 
 async def run_chat(
@@ -62,7 +58,7 @@ async def run_chat(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
-    toolset, roles = console_toolset(services, options)
+    toolset, roles = await console_toolset(services, options)
     store = services.state.history
     budget = services.config.history.token_budget
     key = ThreadKey(CONSOLE_TEAM, CONSOLE_CHANNEL, options.thread)

@@ -14,11 +14,13 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
 from bot.slack.ingress import Ingress
 from bot.slack.listeners import assistant, commands, home, messages
-from bot.slack.listeners.commands import ToolList
 from bot.state.errors import StateUnavailable
+from permissions.policy import Policy
+from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +56,9 @@ def build_app(
     settings: SlackConfig,
     *,
     signing_secret: str | None,
-    tools_for: ToolList,
+    admin: AdminCommands,
+    policy: Policy,
+    registry: ToolRegistry,
 ) -> AsyncApp:
     app = AsyncApp(
         client=client,
@@ -66,8 +70,8 @@ def build_app(
     )
     messages.register(app, ingress, settings)
     assistant.register(app, settings)
-    commands.register(app, settings.command, tools_for)
-    home.register(app, settings.command, tools_for)
+    commands.register(app, settings.command, admin)
+    home.register(app, settings.command, policy, registry)
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any], response: BoltResponse) -> None:

@@ -55,8 +55,14 @@ def tool_list_text(tools: list[tuple[str, str]]) -> str:
     )
 
 
-def home_view(tools: list[tuple[str, str]], command: str) -> dict[str, Any]:
-    """The App Home tab: how to ask, and the tools the person may use."""
+def home_view(
+    roles: list[tuple[str, str]], tools: list[tuple[str, str]], command: str
+) -> dict[str, Any]:
+    """The App Home tab: how to ask, the person's roles (with where each comes from), and the
+    tools they may use."""
+    roles_text = "\n".join(f"• *{role}* — {source}" for role, source in roles) or (
+        "No roles are configured: everyone may use every tool."
+    )
     return {
         "type": "home",
         "blocks": [
@@ -69,6 +75,8 @@ def home_view(tools: list[tuple[str, str]], command: str) -> dict[str, Any]:
                     f"pane. I answer in the thread. `{command} help` lists the commands.",
                 },
             },
+            {"type": "header", "text": {"type": "plain_text", "text": "Your roles"}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": roles_text}},
             {"type": "header", "text": {"type": "plain_text", "text": "Tools you can use"}},
             {"type": "section", "text": {"type": "mrkdwn", "text": tool_list_text(tools)}},
         ],

@@ -14,15 +14,18 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.admin.commands import AdminCommands
 from bot.config import ConfigError
 from bot.services import Services
 from bot.slack.app import build_app, web_client
+from bot.slack.directory import SlackDirectory
 from bot.slack.ingress import Ingress
 from bot.slack.responder import SlackResponder
 from bot.slack.server import http_app
 from bot.turn import Turn
 from bot.worker.consumer import Worker
 from bot.worker.processor import Agent, TurnProcessor
+from permissions.policy import Person
 from tools.toolset import Toolset
 
 log = logging.getLogger(__name__)
@@ -50,8 +53,12 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
     client = web_client(env.slack_bot_token.get_secret_value(), env.slack_api_url)
     state = services.state
 
+    policy = services.policy
+    # Roles from user groups and workspace admin status need Slack.
+    policy.resolver.directory = SlackDirectory(client, state.cache)
+
     async def toolset_for(turn: Turn) -> Toolset:
-        return services.registry
+        return policy.toolset(services.registry, Person(turn.team, turn.user, turn.channel))
 
     agent = Agent(
         model=services.model,
@@ -76,11 +83,16 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
     secret = (
         env.slack_signing_secret.get_secret_value() if http and env.slack_signing_secret else None
     )
-
-    async def tools_for(user: str) -> list[tuple[str, str]]:
-        return [(t.name, t.description) for t in await services.registry.list_tools()]
-
-    app = build_app(client, ingress, settings, signing_secret=secret, tools_for=tools_for)
+    admin = AdminCommands(settings.command, policy, services.registry, services.config.roles, state)
+    app = build_app(
+        client,
+        ingress,
+        settings,
+        signing_secret=secret,
+        admin=admin,
+        policy=policy,
+        registry=services.registry,
+    )
     return SlackService(services, client, ingress, worker, app)
 
 

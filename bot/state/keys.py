@@ -27,6 +27,9 @@ class Keys:
     def participation(self, thread: ThreadKey) -> str:
         return f"{self.prefix}joined:{thread}"
 
+    def cache(self, key: str) -> str:
+        return f"{self.prefix}cache:{key}"
+
     def lock(self, thread: ThreadKey) -> str:
         return f"{self.prefix}lock:{thread}"
 

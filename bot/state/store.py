@@ -14,6 +14,7 @@ from bot.state.locks import ThreadLocks
 from bot.state.participation import ThreadParticipation
 from bot.state.progress import TurnProgress
 from bot.state.queue import TurnQueue
+from bot.state.role_cache import RedisCache
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 
@@ -31,6 +32,7 @@ class State:
     usage: UsageCounters
     audit: AuditLog
     participation: ThreadParticipation
+    cache: RedisCache
 
     @property
     def client(self) -> Redis:
@@ -62,6 +64,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         usage=UsageCounters(client, keys),
         audit=AuditLog(client, keys),
         participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
+        cache=RedisCache(client, keys),
     )
 
 

@@ -88,7 +88,7 @@ class SlackHarness:
         self._ids = itertools.count(1)
         self.port = 0
 
-    async def start(self, **config: Any) -> SlackHarness:
+    async def start(self, *, with_worker: bool = True, **config: Any) -> SlackHarness:
         settings: dict[str, Any] = {
             "redis": {"key_prefix": self.prefix},
             "llm": {"model": "fake-model", "max_retries": 0},
@@ -99,7 +99,7 @@ class SlackHarness:
                 settings[key] = {**settings.get(key, {}), **value}
             else:
                 settings[key] = value
-        path = self.tmp_path / "agent.yaml"
+        path = self.tmp_path / f"agent-{id(self)}.yaml"
         path.write_text(yaml.safe_dump(settings))
         for name, value in {
             "OPENAI_BASE_URL": self.llm.base_url,
@@ -121,7 +121,8 @@ class SlackHarness:
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._worker = asyncio.create_task(self.service.worker.run(self._stop))
+        if with_worker:
+            self._worker = asyncio.create_task(self.service.worker.run(self._stop))
         return self
 
     async def stop(self) -> None:

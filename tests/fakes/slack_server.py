@@ -61,6 +61,7 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], Message] = {}
         self.failures: dict[str, list[Failure]] = {}
         self.users: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, list[str]] = {}
         self.latency_s = 0.0
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -96,6 +97,7 @@ class FakeSlack:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
+        app.router.add_get("/api/{method}", self._handle)  # users.info and friends use GET
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -176,6 +178,11 @@ class FakeSlack:
             if method == "chat.stopStream":
                 message.streaming = False
             return {"ok": True, "channel": channel, "ts": message.ts}
+        if method == "usergroups.users.list":
+            group = str(args.get("usergroup"))
+            if group not in self.groups:
+                return {"ok": False, "error": "no_such_subteam"}
+            return {"ok": True, "users": self.groups[group]}
         if method == "users.info":
             user = self.users.get(str(args.get("user")))
             if user is None:

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from permissions import RoleConfig, allows, role_allows, roles_from_config
+from permissions import RoleConfig, allows, denies, roles_allowing, tool_allowed
+from permissions.patterns import matches_any
 
 WAREHOUSE = ["search_*", "get_inventory_stats", "!search_payroll"]
 
@@ -25,24 +26,39 @@ def test_deny_wins_wherever_it_is_written() -> None:
     assert not allows(["!search_payroll", "*"], "search_payroll")
     assert allows(["!search_payroll", "*"], "anything_else")
     assert not allows([], "anything")
+    assert denies(["!x*"], "xy") and not denies(["x*"], "xy")
+    assert matches_any("!search_*", ["search_a"]) and not matches_any("zz*", ["search_a"])
 
 
 ROLES = {
     "admin": RoleConfig(admin=True, members=["U0ADMIN"], tools=["*"]),
-    "warehouse_staff": RoleConfig(members=["U0CLERK", "U0ADMIN"], tools=WAREHOUSE),
-    "member": RoleConfig(default=True, tools=["get_time", "calculate"]),
+    "warehouse_staff": RoleConfig(members=["S0WAREHOUSE"], tools=WAREHOUSE),
+    "member": RoleConfig(
+        default=True, tools=["get_time", "calculate"], channels=["D*", "C0GENERAL"]
+    ),
 }
 
 
-def test_roles_from_members_else_the_default() -> None:
-    assert roles_from_config("U0ADMIN", ROLES) == ["admin", "warehouse_staff"]
-    assert roles_from_config("U0CLERK", ROLES) == ["warehouse_staff"]
-    assert roles_from_config("U0NOBODY", ROLES) == ["member"]
-    assert roles_from_config(None, ROLES) == ["member"]
-
-
 def test_the_union_of_roles() -> None:
-    assert role_allows(["warehouse_staff", "member"], ROLES, "calculate")
-    assert role_allows(["warehouse_staff", "member"], ROLES, "search_materials")
-    assert not role_allows(["warehouse_staff"], ROLES, "calculate")
-    assert not role_allows(["ghost"], ROLES, "calculate")
+    both = ["warehouse_staff", "member"]
+    assert tool_allowed(both, ROLES, "calculate", "D123")
+    assert tool_allowed(both, ROLES, "search_materials", "D123")
+    assert not tool_allowed(["warehouse_staff"], ROLES, "calculate", "D123")
+    assert not tool_allowed(["ghost"], ROLES, "calculate", None)
+
+
+def test_a_deny_in_any_role_wins_over_another_roles_allow() -> None:
+    assert tool_allowed(["admin"], ROLES, "search_payroll", None)
+    assert not tool_allowed(["admin", "warehouse_staff"], ROLES, "search_payroll", None)
+
+
+def test_channel_limits() -> None:
+    assert tool_allowed(["member"], ROLES, "get_time", "D0ALICE")
+    assert tool_allowed(["member"], ROLES, "get_time", "C0GENERAL")
+    assert not tool_allowed(["member"], ROLES, "get_time", "C0RANDOM")
+    assert tool_allowed(["member"], ROLES, "get_time", None)  # "anywhere": Home tab
+
+
+def test_which_roles_allow_a_tool() -> None:
+    assert roles_allowing("search_materials", ROLES) == ["admin", "warehouse_staff"]
+    assert roles_allowing("search_payroll", ROLES) == ["admin"]

@@ -1,23 +1,32 @@
-"""The App Home tab: how to reach the bot, and the tools the person may use."""
+"""The App Home tab: a person's roles (and where each comes from) and their tools."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks import home_view
 from bot.slack.coalesced import safe_call
-from bot.slack.listeners.commands import ToolList
+from permissions.policy import Person, Policy
+from tools.registry import ToolRegistry
 
 
-def register(app: AsyncApp, command: str, tools_for: ToolList) -> None:
+def register(app: AsyncApp, command: str, policy: Policy, registry: ToolRegistry) -> None:
     @app.event("app_home_opened")
-    async def on_home_opened(event: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_home_opened(
+        event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+    ) -> None:
         if event.get("tab") not in (None, "home"):
             return
-        user = event.get("user") or ""
+        person = Person(context.team_id or "", event.get("user") or "", None)
+        held = [(h.role, h.source) for h in await policy.held(person)] if policy.roles else []
+        tools = [
+            (t.name, t.description)
+            for t in await policy.visible(person, await registry.list_tools())
+        ]
         await safe_call(
-            client.views_publish, user_id=user, view=home_view(await tools_for(user), command)
+            client.views_publish, user_id=person.user, view=home_view(held, tools, command)
         )

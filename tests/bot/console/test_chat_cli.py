@@ -238,3 +238,16 @@ async def test_a_thread_resumes_after_a_restart(
     # Another thread starts empty.
     await run_cli("chat", "--config", str(config), "--thread", "other", stdin="Hi\n", env=env)
     assert [m["role"] for m in fake_llm.requests[2]["messages"]] == ["system", "user"]
+
+
+async def test_bad_roles_stop_start_up_naming_the_key(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "roles:\n  clerk:\n    members: [bob]\n    tools: [serch_*]\n",
+        "roles.yaml",
+    )
+    code, _, err = await run_cli("tools", "--config", str(config))
+    assert code == 2
+    assert "roles: no role has `default: true`" in err
+    assert "roles.clerk.members[0]: 'bob' is not a Slack user ID" in err
+    assert "roles.clerk.tools[0]: 'serch_*' matches no tool" in err

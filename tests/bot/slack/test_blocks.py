@@ -26,6 +26,11 @@ def test_progress_lines() -> None:
 
 def test_answer_and_home_blocks() -> None:
     assert answer_blocks("**hi**") == [{"type": "markdown", "text": "**hi**"}]
-    view = home_view([("calculate", "Evaluate arithmetic.\nMore.")], "/agent")
+    view = home_view(
+        [("admin", "listed in the config")],
+        [("calculate", "Evaluate arithmetic.\nMore.")],
+        "/agent",
+    )
     assert view["type"] == "home"
     assert "• `calculate` — Evaluate arithmetic." in str(view)
+    assert "• *admin* — listed in the config" in str(view)

@@ -1,0 +1,44 @@
+"""Reading a slash command's text (pure)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_USER = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>$|^([UW][A-Z0-9]{2,})$")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    name: str  # the subcommand, lower case; "tools all" is one subcommand
+    args: list[str]
+
+
+def parse(text: str) -> Invocation:
+    words = text.split()
+    if not words:
+        return Invocation("help", [])
+    name, args = words[0].lower(), words[1:]
+    if name == "tools" and args and args[0].lower() == "all":
+        return Invocation("tools all", args[1:])
+    return Invocation(name, args)
+
+
+def user_id(word: str) -> str | None:
+    """A user from ``<@U123>``, ``<@U123|name>`` or ``U123``."""
+    match = _USER.match(word.strip())
+    if match is None:
+        return None
+    return match.group(1) or match.group(2)
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def did_you_mean(word: str, choices: Iterable[str], template: str = "`{}`") -> str:
+    match = closest(word, choices)
+    return f" Did you mean {template.format(match)}?" if match else ""
