@@ -27,7 +27,11 @@ roles:
 async def run_cli(
     *args: str, stdin: str = "", env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_"))}
+    # No REDIS_URL unless a test gives one: the console then uses its embedded Redis and
+    # never touches the shared server's default keys.
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "REDIS_"))
+    }
     environment.update(env or {})
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -175,7 +179,9 @@ async def test_on_a_terminal_it_asks_and_ctrl_c_stops_the_answer(
         text("this answer takes too long", delay_s=20),
     )
     master, slave = pty.openpty()
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_"))}
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "REDIS_"))
+    }
     environment.update(OPENAI_BASE_URL=fake_llm.base_url, PYTHONPATH=str(tmp_path))
     process = await asyncio.create_subprocess_exec(
         sys.executable,
