@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bot.config import ConfigError
+from bot.config.schema import AppConfig
 from bot.console.chat import ChatOptions, console_toolset, run_chat
-from bot.services import Services, build_services, load
-from tools.registry import ToolRegistry
+from bot.services import Services, Tools, build_services, load
+from permissions.rules import roles_allowing
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,8 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "worker":
             return asyncio.run(_worker(build_services(args.config)))
         if args.command == "tools":
-            _, _, registry = load(args.config)  # listing tools needs no model credentials
-            return asyncio.run(_list_tools(registry, args.json))
+            config, _, tools = load(args.config)  # listing tools needs no model credentials
+            return asyncio.run(_list_tools(config, tools, args.json))
     except ConfigError as exc:
         print(f"slack-agent: configuration error\n{exc}", file=sys.stderr)
         return 2
@@ -100,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _chat(services: Services, options: ChatOptions) -> int:
     try:
         await console_toolset(services, options)  # a bad --role fails before the first prompt
+        await services.start()
         return await run_chat(services, options)
     finally:
         await services.aclose()
@@ -111,6 +113,7 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
     socket_mode = services.environment.slack_app_token is not None
     try:
         service = build_slack_service(services, http=not socket_mode)
+        await services.start()
         await run(
             service,
             socket_mode=socket_mode,
@@ -127,14 +130,26 @@ async def _worker(services: Services) -> int:
     from bot.slack.service import build_slack_service, run_worker_only
 
     try:
-        await run_worker_only(build_slack_service(services, http=False))
+        service = build_slack_service(services, http=False)
+        await services.start()
+        await run_worker_only(service)
         return 0
     finally:
         await services.aclose()
 
 
-async def _list_tools(registry: ToolRegistry, as_json: bool) -> int:
-    tools = await registry.list_tools()
+async def _list_tools(config: AppConfig, tools: Tools, as_json: bool) -> int:
+    """Every tool (built-in, module, MCP) with its source, schema and the roles that may use it."""
+    await tools.start()
+    try:
+        listed = await tools.registry.list_tools()
+        down = [c.name for c in tools.mcp.connections.values() if not c.connected.is_set()]
+    finally:
+        await tools.aclose()
+
+    def who(name: str) -> list[str]:
+        return roles_allowing(name, config.roles) if config.roles else ["everyone"]
+
     if as_json:
         rows = [
             {
@@ -144,16 +159,23 @@ async def _list_tools(registry: ToolRegistry, as_json: bool) -> int:
                 "parameters": t.parameters,
                 "timeout_s": t.timeout_s,
                 "confirm": t.confirm,
+                "roles": who(t.name),
             }
-            for t in tools
+            for t in listed
         ]
         print(json.dumps(rows, indent=2))
-        return 0
-    for t in tools:
-        flags = " (needs confirmation)" if t.confirm else ""
-        print(f"{t.name}  [{t.source}]{flags}")
-        print(f"    {t.description.splitlines()[0]}")
-        print(f"    parameters: {json.dumps(t.parameters)}")
+    else:
+        for t in listed:
+            flags = " (needs confirmation)" if t.confirm else ""
+            print(f"{t.name}  [{t.source}]{flags}")
+            print(f"    {t.description.splitlines()[0] if t.description else ''}")
+            print(f"    roles: {', '.join(who(t.name)) or 'none'}")
+            print(f"    parameters: {json.dumps(t.parameters)}")
+    for name in down:
+        print(
+            f"slack-agent: MCP server {name} is not connected; its tools are not listed",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,22 +13,54 @@ from bot.llm.pricing import price_for
 from bot.state.store import State, open_state
 from permissions.policy import Policy
 from permissions.resolver import RoleResolver
-from permissions.validation import role_errors
+from permissions.validation import role_errors, unmatched_patterns
 from tools.errors import ToolDefinitionError
+from tools.mcp.manager import McpManager
 from tools.registry import ToolRegistry, build_registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Tools:
+    """The registry, and the MCP servers that feed it (connected by :meth:`start`)."""
+
+    config: AppConfig
+    registry: ToolRegistry
+    mcp: McpManager
+
+    async def start(self) -> None:
+        """Connect the MCP servers (each waited for at most its connect timeout), then warn
+        about role patterns that still match no tool."""
+        if not self.mcp.connections:
+            return
+        await self.mcp.start()
+        for pattern in unmatched_patterns(self.config.roles, self.registry.names()):
+            log.warning("%s (an MCP server may list it later)", pattern)
+
+    async def aclose(self) -> None:
+        await self.mcp.stop()
 
 
 @dataclass
 class Services:
     config: AppConfig
     environment: Environment
-    registry: ToolRegistry
+    tools: Tools
     model: OpenAIChatModel
     loop_settings: LoopSettings
     state: State
     policy: Policy
 
+    @property
+    def registry(self) -> ToolRegistry:
+        return self.tools.registry
+
+    async def start(self) -> None:
+        await self.tools.start()
+
     async def aclose(self) -> None:
+        await self.tools.aclose()
         await self.model.aclose()
         await self.state.aclose()
 
@@ -47,23 +80,30 @@ def loop_settings(config: AppConfig) -> LoopSettings:
     )
 
 
-def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, ToolRegistry]:
-    """The config, the environment and the tool registry, all validated."""
+def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]:
+    """The config, the environment and the tools, all validated (MCP servers not yet
+    connected: call ``Tools.start``)."""
     environment = Environment()
     config = load_config(config_path(cli_config, environment))
     try:
         registry = build_registry(config.tools)
     except ToolDefinitionError as exc:
         raise ConfigError(str(exc)) from None
-    problems = role_errors(config.roles, registry.names())
+    # With MCP servers, a pattern may name tools that are only listed once they connect:
+    # those are checked after start-up, as warnings.
+    problems = role_errors(
+        config.roles, registry.fixed_names(), check_patterns=not config.mcp.servers
+    )
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
-    return config, environment, registry
+    mcp = McpManager(config.mcp)
+    registry.add_source(mcp)
+    return config, environment, Tools(config, registry, mcp)
 
 
 def build_services(cli_config: Path | None = None) -> Services:
     """Everything validated up front; any problem is a :class:`ConfigError` naming the key."""
-    config, environment, registry = load(cli_config)
+    config, environment, tools = load(cli_config)
     base_url = environment.openai_base_url or config.llm.base_url
     api_key = environment.openai_api_key.get_secret_value() if environment.openai_api_key else None
     if not api_key and not base_url:
@@ -77,4 +117,4 @@ def build_services(cli_config: Path | None = None) -> Services:
     # The Slack directory (user groups, workspace admins) is added by the Slack service.
     resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
     policy = Policy(config.roles, resolver, state.switches)
-    return Services(config, environment, registry, model, loop_settings(config), state, policy)
+    return Services(config, environment, tools, model, loop_settings(config), state, policy)

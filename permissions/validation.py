@@ -11,8 +11,14 @@ from permissions.patterns import matches_any
 _MEMBER = re.compile(r"^[UWS][A-Z0-9]{2,}$")
 
 
-def role_errors(roles: Mapping[str, RoleConfig], tool_names: Collection[str]) -> list[str]:
-    """Every problem, each naming its key; empty when the roles are fine."""
+def role_errors(
+    roles: Mapping[str, RoleConfig], tool_names: Collection[str], *, check_patterns: bool = True
+) -> list[str]:
+    """Every problem, each naming its key; empty when the roles are fine.
+
+    ``check_patterns=False`` leaves out patterns that match no tool (with MCP servers, their
+    tools are only known once the servers have listed them: see :func:`unmatched_patterns`).
+    """
     if not roles:
         return []
     errors = []
@@ -20,7 +26,6 @@ def role_errors(roles: Mapping[str, RoleConfig], tool_names: Collection[str]) ->
         errors.append(
             "roles: no role has `default: true`; one must, for everyone who matches no other role"
         )
-    known = ", ".join(sorted(tool_names)) or "none"
     for name, role in roles.items():
         for index, member in enumerate(role.members):
             if not _MEMBER.match(member):
@@ -28,9 +33,16 @@ def role_errors(roles: Mapping[str, RoleConfig], tool_names: Collection[str]) ->
                     f"roles.{name}.members[{index}]: {member!r} is not a Slack user ID "
                     "(U… or W…) or user-group ID (S…)"
                 )
-        for index, pattern in enumerate(role.tools):
-            if not matches_any(pattern, tool_names):
-                errors.append(
-                    f"roles.{name}.tools[{index}]: {pattern!r} matches no tool (tools: {known})"
-                )
+    if check_patterns:
+        errors.extend(unmatched_patterns(roles, tool_names))
     return errors
+
+
+def unmatched_patterns(roles: Mapping[str, RoleConfig], tool_names: Collection[str]) -> list[str]:
+    known = ", ".join(sorted(tool_names)) or "none"
+    return [
+        f"roles.{name}.tools[{index}]: {pattern!r} matches no tool (tools: {known})"
+        for name, role in roles.items()
+        for index, pattern in enumerate(role.tools)
+        if not matches_any(pattern, tool_names)
+    ]

@@ -12,6 +12,7 @@ from bot.config.schema import AppConfig, LLMConfig
 from bot.llm.client import OpenAIChatModel
 from bot.state.store import State, open_state
 from tests.fakes.llm_server import FakeLLM
+from tests.fakes.mcp_servers import HttpMcpServer
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import SlackHarness
 from tests.fakes.slack_server import FakeSlack
@@ -128,3 +129,16 @@ async def slack_app(
         yield harness
     finally:
         await harness.stop()
+
+
+# --- MCP -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def http_mcp_server() -> Iterator[HttpMcpServer]:
+    server = HttpMcpServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

@@ -3,19 +3,38 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from tools.builtin import builtin_tools
 from tools.config import ToolsConfig
 from tools.definition import Tool
 from tools.errors import ToolDefinitionError, ToolUnavailable
 
+log = logging.getLogger(__name__)
+
+
+class ToolSource(Protocol):
+    """Tools that come and go (MCP servers): what is available right now."""
+
+    def tools(self) -> Sequence[Tool]: ...
+
+    def get(self, name: str) -> Tool | None: ...
+
 
 class ToolRegistry:
-    """Tools by name. Also a :class:`tools.toolset.Toolset` offering every tool."""
+    """Tools by name. Also a :class:`tools.toolset.Toolset` offering every tool.
+
+    Python tools (built-ins, modules) are fixed at start-up; sources such as MCP servers add
+    the tools they have right now. A source's tool whose name a fixed tool already has is
+    left out, with a warning.
+    """
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._sources: list[ToolSource] = []
+        self._shadowed: set[str] = set()
 
     def add(self, tool: Tool, source: str | None = None) -> Tool:
         entry = tool.with_source(source) if source else tool
@@ -52,23 +71,55 @@ class ToolRegistry:
             added.append(self.add(tool, f"module {module_name}"))
         return added
 
+    def add_source(self, source: ToolSource) -> None:
+        self._sources.append(source)
+
     def names(self) -> list[str]:
+        """Every tool available now (fixed ones first)."""
+        return [tool.name for tool in self.current()]
+
+    def fixed_names(self) -> list[str]:
         return list(self._tools)
 
+    def current(self) -> list[Tool]:
+        tools = list(self._tools.values())
+        for source in self._sources:
+            for tool in source.tools():
+                if tool.name in self._tools:
+                    if tool.name not in self._shadowed:
+                        self._shadowed.add(tool.name)
+                        log.warning(
+                            "%s offers a tool named %s, which %s already has; "
+                            "leaving it out (give the server a prefix)",
+                            tool.source,
+                            tool.name,
+                            self._tools[tool.name].source,
+                        )
+                    continue
+                tools.append(tool)
+        return tools
+
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if tool is not None:
+            return tool
+        for source in self._sources:
+            found = source.get(name)
+            if found is not None:
+                return found
+        return None
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return isinstance(name, str) and self.get(name) is not None
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self.current())
 
     async def list_tools(self) -> Sequence[Tool]:
-        return list(self._tools.values())
+        return self.current()
 
     async def get_tool(self, name: str) -> Tool:
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is None:
             raise ToolUnavailable.unknown(name)
         return tool

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bot.llm.pricing import Price
 from permissions.config import RoleConfig
 from tools.config import ToolsConfig
+from tools.mcp.config import McpConfig
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant working inside Slack. Answer clearly and concisely. "
@@ -118,6 +119,7 @@ class AppConfig(_Strict):
     queue: QueueConfig = Field(default_factory=QueueConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
     @field_validator("roles")
     @classmethod

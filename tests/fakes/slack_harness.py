@@ -113,6 +113,7 @@ class SlackHarness:
         self.monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
         self.services = build_services(path)
         self.service = build_slack_service(self.services, http=True)
+        await self.services.start()  # MCP servers, as `slack-agent run` does
         self.service.worker.block_ms = 200
         self._runner = web.AppRunner(
             http_app(self.service.app, self.services.state), access_log=None
