@@ -10,7 +10,6 @@ import asyncio
 import base64
 import os
 import sys
-from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
@@ -92,6 +91,3 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv)
-
-
-__all__: list[Any] = []

@@ -257,3 +257,32 @@ async def test_bad_roles_stop_start_up_naming_the_key(tmp_path: Path) -> None:
     assert "roles: no role has `default: true`" in err
     assert "roles.clerk.members[0]: 'bob' is not a Slack user ID" in err
     assert "roles.clerk.tools[0]: 'serch_*' matches no tool" in err
+
+
+async def test_tools_lists_mcp_tools_with_source_schema_and_roles(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        f"""
+mcp:
+  servers:
+    warehouse:
+      command: {sys.executable}
+      args: ["-m", "tests.fakes.mcp_server", "stdio"]
+      prefix: wh_
+      allow: ["lookup_*"]
+roles:
+  clerk: {{members: [U0CLERK], tools: ["wh_*"]}}
+  member: {{default: true, tools: ["get_time"]}}
+""",
+        "mcp.yaml",
+    )
+    code, out, err = await run_cli("tools", "--json", "--config", str(config))
+    assert code == 0, err
+    listed = {row["name"]: row for row in json.loads(out)}
+    assert set(listed) == {"get_time", "calculate", "wh_lookup_stock"}
+    stock = listed["wh_lookup_stock"]
+    assert stock["source"] == "mcp warehouse"
+    assert stock["parameters"]["required"] == ["item"]
+    assert stock["roles"] == ["clerk"]
+    assert listed["get_time"]["roles"] == ["member"]
+    assert listed["calculate"]["roles"] == []
