@@ -70,6 +70,12 @@ def whoami() -> str:
 
 
 @server.tool()
+def server_pid() -> int:
+    """The server process's id (tests kill it)."""
+    return os.getpid()
+
+
+@server.tool()
 async def add_tool(name: str, ctx: Context) -> str:
     """Adds a tool at run time and tells the client its tool list changed."""
 

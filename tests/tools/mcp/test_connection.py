@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -133,6 +134,16 @@ async def test_a_killed_server_drops_its_tools_and_they_return(
     await until(lambda: "lookup_stock" in connection.tools, 20)
     assert "flour: 12 bags" in await connection.tools["lookup_stock"].invoke({"item": "flour"})
     assert any("is back" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_killed_stdio_server_is_started_again(connect: Callable[..., Any]) -> None:
+    connection = await connect(stdio())
+    pid = json.loads(await connection.tools["server_pid"].invoke({}))["result"]
+    os.kill(pid, signal.SIGKILL)
+    await until(lambda: not connection.tools, 15)
+    await until(lambda: "server_pid" in connection.tools, 20)  # a new process
+    new_pid = json.loads(await connection.tools["server_pid"].invoke({}))["result"]
+    assert new_pid != pid
 
 
 async def test_a_slow_server_does_not_hold_up_start(tmp_path: Any) -> None:
