@@ -15,6 +15,7 @@ import redis.exceptions
 from bot.state.errors import REDIS_DOWN
 from bot.state.queue import Entry
 from bot.state.store import State
+from bot.turn import Turn
 from bot.worker.processor import TurnProcessor
 
 log = logging.getLogger(__name__)
@@ -98,9 +99,9 @@ class Worker:
             task = asyncio.create_task(self._handle(entry_id, turn))
             self.active[entry_id] = task
 
-    async def _handle(self, entry_id: str, turn: object) -> None:
+    async def _handle(self, entry_id: str, turn: Turn | None) -> None:
         try:
-            await self.processor.handle(entry_id, turn)  # type: ignore[arg-type]
+            await self.processor.handle(entry_id, turn)
         except asyncio.CancelledError:
             raise
         except Exception:
