@@ -17,8 +17,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
 from bot.slack.ingress import Ingress
-from bot.slack.listeners import assistant, commands, home, messages
+from bot.slack.listeners import actions, assistant, commands, home, messages
 from bot.state.errors import StateUnavailable
+from bot.state.stops import StopRequests
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
 
@@ -59,6 +60,7 @@ def build_app(
     admin: AdminCommands,
     policy: Policy,
     registry: ToolRegistry,
+    stops: StopRequests,
 ) -> AsyncApp:
     app = AsyncApp(
         client=client,
@@ -72,6 +74,7 @@ def build_app(
     assistant.register(app, settings)
     commands.register(app, settings.command, admin)
     home.register(app, settings.command, policy, registry)
+    actions.register(app, stops, policy)
 
     @app.error
     async def on_error(error: Exception, body: dict[str, Any], response: BoltResponse) -> None:

@@ -37,13 +37,36 @@ def progress_text(lines: list[ToolLine], note: str = "", finished: bool = False)
     return "\n".join(rows)
 
 
-def progress_blocks(lines: list[ToolLine], note: str = "", finished: bool = False) -> Blocks:
-    return [
+STOP_ACTION = "stop_turn"
+
+
+def progress_blocks(
+    lines: list[ToolLine], note: str = "", finished: bool = False, stop: str | None = None
+) -> Blocks:
+    """The progress message; while the turn runs, ``stop`` (the turn's address) adds a Stop
+    button."""
+    blocks: Blocks = [
         {
             "type": "context",
             "elements": [{"type": "mrkdwn", "text": progress_text(lines, note, finished)}],
         }
     ]
+    if stop is not None and not finished:
+        blocks.append(
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": STOP_ACTION,
+                        "text": {"type": "plain_text", "text": "Stop"},
+                        "style": "danger",
+                        "value": stop,
+                    }
+                ],
+            }
+        )
+    return blocks
 
 
 def tool_list_text(tools: list[tuple[str, str]]) -> str:

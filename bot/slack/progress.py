@@ -4,6 +4,7 @@ progress message listing each tool as running, done in N ms, or failed."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -86,6 +87,16 @@ class ProgressView:
 
     def _render(self, finished: bool = False) -> None:
         lines = list(self.lines.values())
+        stop = stop_value(self.turn)
         self.message.set(
-            progress_text(lines, self.note, finished), progress_blocks(lines, self.note, finished)
+            progress_text(lines, self.note, finished),
+            progress_blocks(lines, self.note, finished, stop),
         )
+
+
+def stop_value(turn: Turn) -> str:
+    """What the Stop button carries: the thread, and who asked."""
+    return json.dumps(
+        {"team": turn.team, "channel": turn.channel, "thread": turn.thread_ts, "user": turn.user},
+        separators=(",", ":"),
+    )

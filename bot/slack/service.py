@@ -92,6 +92,7 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         admin=admin,
         policy=policy,
         registry=services.registry,
+        stops=state.stops,
     )
     return SlackService(services, client, ingress, worker, app)
 

@@ -30,6 +30,9 @@ class Keys:
     def cache(self, key: str) -> str:
         return f"{self.prefix}cache:{key}"
 
+    def stop(self, thread: ThreadKey) -> str:
+        return f"{self.prefix}stop:{thread}"
+
     def lock(self, thread: ThreadKey) -> str:
         return f"{self.prefix}lock:{thread}"
 

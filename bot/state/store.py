@@ -15,6 +15,7 @@ from bot.state.participation import ThreadParticipation
 from bot.state.progress import TurnProgress
 from bot.state.queue import TurnQueue
 from bot.state.role_cache import RedisCache
+from bot.state.stops import StopRequests
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 
@@ -33,6 +34,7 @@ class State:
     audit: AuditLog
     participation: ThreadParticipation
     cache: RedisCache
+    stops: StopRequests
 
     @property
     def client(self) -> Redis:
@@ -65,6 +67,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         audit=AuditLog(client, keys),
         participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),
+        stops=StopRequests(client, keys),
     )
 
 

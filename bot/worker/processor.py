@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 ToolsetFor = Callable[[Turn], Awaitable[Toolset]]
 ARGUMENTS_IN_AUDIT = 500
+STOP_POLL_S = 0.5  # how often a running turn looks for a Stop request from another process
 
 
 @dataclass
@@ -171,15 +172,26 @@ class TurnProcessor:
     async def _cancel_event(
         self, thread: ThreadKey, lost: asyncio.Event
     ) -> AsyncIterator[asyncio.Event]:
-        """One event that is set by a Stop request or by losing the thread's lock."""
+        """One event that is set by a Stop request (in this process, or from any replica
+        through Redis) or by losing the thread's lock."""
         cancel = asyncio.Event()
         self._stops[thread] = cancel
+        stops = self.state.stops
+        await stops.clear(thread)  # a Stop clicked for an earlier turn does not carry over
 
-        async def follow_lost() -> None:
-            await lost.wait()
+        async def watch() -> None:
+            while not lost.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(lost.wait(), STOP_POLL_S)
+                try:
+                    if await stops.requested(thread):
+                        log.info("stop requested in %s", thread)
+                        break
+                except Exception:
+                    log.debug("could not check for a stop request", exc_info=True)
             cancel.set()
 
-        watcher = asyncio.create_task(follow_lost())
+        watcher = asyncio.create_task(watch())
         try:
             yield cancel
         finally:

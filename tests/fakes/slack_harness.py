@@ -183,6 +183,37 @@ class SlackHarness:
             assert response.status == 200, await response.text()
             return await response.json()
 
+    async def click(self, action_id: str, value: str, user: str, message_ts: str) -> int:
+        """Press a button as Slack would: a signed form post with a block_actions payload."""
+        payload = {
+            "type": "block_actions",
+            "token": "legacy",
+            "api_app_id": "A0APP",
+            "user": {"id": user},
+            "team": {"id": TEAM},
+            "channel": {"id": "C0CHAN"},
+            "container": {"type": "message", "message_ts": message_ts, "channel_id": "C0CHAN"},
+            "message": {"ts": message_ts},
+            "trigger_id": "t",
+            "response_url": self.slack.response_url,
+            "actions": [
+                {
+                    "action_id": action_id,
+                    "block_id": "b",
+                    "type": "button",
+                    "value": value,
+                    "action_ts": str(time.time()),
+                }
+            ],
+        }
+        body = urlencode({"payload": json.dumps(payload)})
+        headers = signed_headers(body, "application/x-www-form-urlencoded")
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.url + "/slack/events", data=body, headers=headers) as response,
+        ):
+            return response.status
+
     def envelope(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
         return event_envelope(event, event_id or f"Ev{next(self._ids):06d}")
 

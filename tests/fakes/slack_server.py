@@ -98,6 +98,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
         app.router.add_get("/api/{method}", self._handle)  # users.info and friends use GET
+        app.router.add_post("/response/{id}", self._response_url)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -107,6 +108,15 @@ class FakeSlack:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    @property
+    def response_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/response/1"
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        """What Bolt's respond() sends to an interaction's response_url."""
+        self.calls.append(Call("response_url", await request.json(), time.monotonic()))
+        return web.Response(text="ok")
 
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]

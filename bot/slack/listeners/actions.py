@@ -1,0 +1,40 @@
+"""Buttons: Stop, on the progress message of a running turn."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
+from bot.history.store import ThreadKey
+from bot.slack.blocks import STOP_ACTION
+from bot.state.stops import StopRequests
+from permissions.policy import Person, Policy
+
+log = logging.getLogger(__name__)
+
+
+def register(app: AsyncApp, stops: StopRequests, policy: Policy) -> None:
+    @app.action(STOP_ACTION)
+    async def on_stop(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            turn = json.loads(body["actions"][0]["value"])
+            thread = ThreadKey(turn["team"], turn["channel"], turn["thread"])
+        except (KeyError, IndexError, ValueError, TypeError):
+            log.warning("a Stop button with an unreadable value")
+            return
+        clicker = (body.get("user") or {}).get("id") or ""
+        person = Person(thread.team, clicker, thread.channel)
+        if clicker != turn.get("user") and not await policy.is_admin(person):
+            await respond(
+                text="Only the person who asked, or an admin, can stop this answer.",
+                response_type="ephemeral",
+                replace_original=False,
+            )
+            return
+        await stops.request(thread, clicker)

@@ -1,0 +1,95 @@
+"""The Stop button on the progress message: cancels the running tools and ends the turn."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.history.store import ThreadKey
+from tests.fakes import slow_tools
+from tests.fakes.llm_server import calls, text
+from tests.fakes.slack_harness import SlackHarness, is_progress, mention
+from tests.fakes.slack_server import Message
+from tests.waiting import until
+
+CONFIG: dict[str, Any] = {
+    "tools": {"modules": ["tests.fakes.slow_tools"]},
+    "slack": {"streaming": False, "edit_interval_s": 0.2},
+    "roles": {
+        "admin": {"admin": True, "members": ["U0ADMIN"], "tools": ["*"]},
+        "member": {"default": True, "tools": ["*"]},
+    },
+}
+
+
+def stop_button(message: Message) -> dict[str, Any] | None:
+    for block in message.blocks:
+        for element in block.get("elements", []):
+            if element.get("action_id") == "stop_turn":
+                return dict(element)
+    return None
+
+
+async def running_progress(app: SlackHarness, thread: str) -> Message:
+    def find() -> Message | None:
+        for message in app.slack.thread("C0CHAN", thread):
+            if is_progress(message) and stop_button(message) and "running" in message.text:
+                return message
+        return None
+
+    await until(lambda: find() is not None, 15)
+    found = find()
+    assert found is not None
+    return found
+
+
+async def test_the_asker_stops_a_long_tool(slack_app: SlackHarness) -> None:
+    app = await slack_app.start(**CONFIG)
+    slow_tools.CANCELLED.clear()
+    app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")), text("never asked"))
+    await app.post(app.envelope(mention("take your time", "400.000001", user="U0ALICE")))
+    progress = await running_progress(app, "400.000001")
+    button = stop_button(progress)
+    assert button is not None and json.loads(button["value"])["user"] == "U0ALICE"
+
+    assert await app.click("stop_turn", button["value"], "U0ALICE", progress.ts) == 200
+    answers = await app.answered("C0CHAN", "400.000001", within=10)
+    assert [a.shown for a in answers] == ["Stopped before the answer was finished."]
+    assert slow_tools.CANCELLED == [30]  # the running tool was cancelled
+    assert len(app.llm.requests) == 1  # no further model call
+    final = next(m for m in app.slack.thread("C0CHAN", "400.000001") if is_progress(m))
+    assert "`wait_a_while` stopped" in final.text
+    assert stop_button(final) is None  # the button goes once the turn is over
+    # The turn is stored whole: the call has its (cancelled) result.
+    assert app.services is not None
+    [stored] = await app.services.state.history.load_turns(
+        ThreadKey("T0TEAM", "C0CHAN", "400.000001")
+    )
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool"]
+
+
+async def test_only_the_asker_or_an_admin_may_stop(slack_app: SlackHarness) -> None:
+    app = await slack_app.start(**CONFIG)
+    app.llm.add(calls(("wait_a_while", {"seconds": 1.5}, "w1")), text("Done waiting."))
+    await app.post(app.envelope(mention("wait", "401.000001", user="U0ALICE")))
+    progress = await running_progress(app, "401.000001")
+    button = stop_button(progress)
+    assert button is not None
+    assert await app.click("stop_turn", button["value"], "U0BOB", progress.ts) == 200
+    [refusal] = app.slack.calls_to("response_url")
+    assert refusal.args["text"] == "Only the person who asked, or an admin, can stop this answer."
+    assert refusal.args["response_type"] == "ephemeral"
+    answers = await app.answered("C0CHAN", "401.000001", within=10)
+    assert [a.shown for a in answers] == ["Done waiting."]
+
+
+async def test_an_admin_may_stop_anyones_turn(slack_app: SlackHarness) -> None:
+    app = await slack_app.start(**CONFIG)
+    app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")), text("never"))
+    await app.post(app.envelope(mention("wait", "402.000001", user="U0ALICE")))
+    progress = await running_progress(app, "402.000001")
+    button = stop_button(progress)
+    assert button is not None
+    await app.click("stop_turn", button["value"], "U0ADMIN", progress.ts)
+    answers = await app.answered("C0CHAN", "402.000001", within=10)
+    assert [a.shown for a in answers] == ["Stopped before the answer was finished."]
