@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from bot.history.store import ThreadKey
 from bot.state.connection import Redis
 from bot.state.keys import Keys
@@ -15,10 +17,18 @@ class StopRequests:
         self.keys = keys
 
     async def request(self, thread: ThreadKey, by: str) -> None:
-        await self.client.set(self.keys.stop(thread), by, ex=KEEP_S)
+        """Ask the thread's running turn to stop. Stored with the time, so a request made
+        before a turn started never stops it."""
+        await self.client.set(self.keys.stop(thread), f"{time.time()} {by}", ex=KEEP_S)
 
-    async def requested(self, thread: ThreadKey) -> bool:
-        return bool(await self.client.exists(self.keys.stop(thread)))
-
-    async def clear(self, thread: ThreadKey) -> None:
-        await self.client.delete(self.keys.stop(thread))
+    async def requested_since(self, since: dict[ThreadKey, float]) -> list[ThreadKey]:
+        """Which threads were asked to stop after the given times (one round trip)."""
+        if not since:
+            return []
+        threads = list(since)
+        values = await self.client.mget([self.keys.stop(t) for t in threads])
+        return [
+            thread
+            for thread, value in zip(threads, values, strict=True)
+            if value and float(str(value).split(" ", 1)[0]) >= since[thread]
+        ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 ToolsetFor = Callable[[Turn], Awaitable[Toolset]]
 ARGUMENTS_IN_AUDIT = 500
-STOP_POLL_S = 0.5  # how often a running turn looks for a Stop request from another process
+STOP_POLL_S = 0.5  # how often running turns look for Stop requests from other processes
 
 
 @dataclass
@@ -65,14 +66,17 @@ class TurnProcessor:
         self.responder = responder
         self.max_attempts = max_attempts
         self.retry_delay_s = retry_delay_s
-        self._stops: dict[ThreadKey, asyncio.Event] = {}
+        # Turns running in this process: their cancel event, their lock's "lost" event, and
+        # when they started (a Stop pressed before that was for an earlier turn).
+        self._running: dict[ThreadKey, tuple[asyncio.Event, asyncio.Event, float]] = {}
+        self._watcher: asyncio.Task[None] | None = None
 
     def stop(self, thread: ThreadKey) -> bool:
         """Stop the turn running in ``thread`` in this process (a Stop button)."""
-        event = self._stops.get(thread)
-        if event is None:
+        running = self._running.get(thread)
+        if running is None:
             return False
-        event.set()
+        running[0].set()
         return True
 
     async def handle(self, entry_id: str, turn: Turn | None) -> None:
@@ -175,28 +179,32 @@ class TurnProcessor:
         """One event that is set by a Stop request (in this process, or from any replica
         through Redis) or by losing the thread's lock."""
         cancel = asyncio.Event()
-        self._stops[thread] = cancel
-        stops = self.state.stops
-        await stops.clear(thread)  # a Stop clicked for an earlier turn does not carry over
-
-        async def watch() -> None:
-            while not lost.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(lost.wait(), STOP_POLL_S)
-                try:
-                    if await stops.requested(thread):
-                        log.info("stop requested in %s", thread)
-                        break
-                except Exception:
-                    log.debug("could not check for a stop request", exc_info=True)
-            cancel.set()
-
-        watcher = asyncio.create_task(watch())
+        self._running[thread] = (cancel, lost, time.time())
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.create_task(self._watch_running())
         try:
             yield cancel
         finally:
-            watcher.cancel()
-            self._stops.pop(thread, None)
+            self._running.pop(thread, None)
+
+    async def _watch_running(self) -> None:
+        """One task for every running turn of this process: every STOP_POLL_S, pass on a lost
+        lock, and ask Redis in one round trip whether any of them was asked to stop."""
+        while self._running:
+            await asyncio.sleep(STOP_POLL_S)
+            running = dict(self._running)
+            for cancel, lost, _ in running.values():
+                if lost.is_set():
+                    cancel.set()
+            try:
+                started = {thread: at for thread, (_, _, at) in running.items()}
+                requested = await self.state.stops.requested_since(started)
+            except Exception:
+                log.debug("could not check for stop requests", exc_info=True)
+                continue
+            for thread in requested:
+                log.info("stop requested in %s", thread)
+                running[thread][0].set()
 
     async def _commit(self, entry_id: str, turn: Turn, result: TurnResult) -> None:
         """History, the stored answer, usage and the audit entries, all at once."""

@@ -93,3 +93,20 @@ async def test_an_admin_may_stop_anyones_turn(slack_app: SlackHarness) -> None:
     await app.click("stop_turn", button["value"], "U0ADMIN", progress.ts)
     answers = await app.answered("C0CHAN", "402.000001", within=10)
     assert [a.shown for a in answers] == ["Stopped before the answer was finished."]
+
+
+async def test_a_stop_for_an_earlier_turn_does_not_stop_the_next(slack_app: SlackHarness) -> None:
+    app = await slack_app.start(**CONFIG)
+    app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")))  # stopped: no second call
+    await app.post(app.envelope(mention("wait", "403.000001", user="U0ALICE")))
+    progress = await running_progress(app, "403.000001")
+    button = stop_button(progress)
+    assert button is not None
+    await app.click("stop_turn", button["value"], "U0ALICE", progress.ts)
+    await app.answered("C0CHAN", "403.000001", within=10)
+    # The next question in the same thread runs to its answer (a tool round included).
+    app.llm.add(calls(("wait_a_while", {"seconds": 0.8}, "w2")), text("Finished this time."))
+    follow_up = mention("again", "403.000002", user="U0ALICE", thread_ts="403.000001")
+    await app.post(app.envelope(follow_up))
+    answers = await app.answered("C0CHAN", "403.000001", count=2, within=15)
+    assert answers[-1].shown == "Finished this time."
