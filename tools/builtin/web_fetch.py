@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import ipaddress
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -44,17 +45,49 @@ _BLOCK_TAGS = {
 
 
 def host_allowed(url: str, patterns: list[str]) -> bool:
+    return _matching_pattern(url, patterns) is not None
+
+
+def _matching_pattern(url: str, patterns: list[str]) -> str | None:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if not host:
-        return False
+        return None
     with_port = f"{host}:{parts.port}" if parts.port else host
     for pattern in patterns:
         pattern = pattern.lower().strip()
         target = with_port if ":" in pattern else host
         if fnmatch.fnmatchcase(target, pattern):
-            return True
-    return False
+            return pattern
+    return None
+
+
+async def check_address(url: str, pattern: str) -> None:
+    """Refuse internal addresses a glob let through (SSRF).
+
+    Link-local addresses (cloud metadata services live there) are always refused. Loopback
+    and private addresses are refused unless the allow-list names the host exactly, without
+    wildcards, so ``*.example.com`` cannot be turned against the bot's own network.
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        addresses = [ipaddress.ip_address(host)]
+    except ValueError:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, parts.port or 443)
+        except OSError:
+            raise ToolError(f"Could not resolve {host}.") from None
+        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    exact = not any(ch in pattern for ch in "*?[")
+    for address in addresses:
+        if address.is_link_local or address.is_multicast or address.is_unspecified:
+            raise ToolError(f"{host} points to a link-local or reserved address; refused.")
+        if (address.is_private or address.is_loopback or address.is_reserved) and not exact:
+            raise ToolError(
+                f"{host} points to an internal address ({address}); only hosts named exactly "
+                "in the allow-list may be internal."
+            )
 
 
 class _TextExtractor(HTMLParser):
@@ -120,11 +153,13 @@ async def _fetch(
 ) -> dict[str, Any]:
     current = url
     for _ in range(config.max_redirects + 1):
-        if not host_allowed(current, config.allowed_hosts):
+        pattern = _matching_pattern(current, config.allowed_hosts)
+        if pattern is None:
             raise ToolError(
                 f"The host of {current} is not on the allow-list. "
                 f"Allowed: {', '.join(config.allowed_hosts)}."
             )
+        await check_address(current, pattern)
         async with session.get(current, allow_redirects=False) as response:
             if response.status in (301, 302, 303, 307, 308) and "Location" in response.headers:
                 current = urljoin(current, response.headers["Location"])

@@ -136,3 +136,21 @@ async def test_the_tool_describes_its_hosts(site: str) -> None:
     assert fetch_url.parameters["required"] == ["url"]
     result = await fetch_url.invoke({"url": f"{site}/page"})
     assert result["title"] == "Flour guide"
+
+
+async def test_internal_addresses_need_an_exact_allow_entry(site: str) -> None:
+    port = site.rsplit(":", 1)[1]
+    # A glob that happens to cover a loopback address is not enough...
+    with pytest.raises(ToolError, match="internal address"):
+        await fetch_text(f"{site}/page", FetchUrlConfig(allowed_hosts=["127.0.0.*"]))
+    # ...nor is a name that resolves to one.
+    with pytest.raises(ToolError, match="internal address"):
+        await fetch_text(f"http://localhost:{port}/page", FetchUrlConfig(allowed_hosts=["local*"]))
+    # Naming the host exactly allows it (an intranet wiki, say).
+    exact = FetchUrlConfig(allowed_hosts=["localhost"])
+    assert (await fetch_text(f"http://localhost:{port}/page", exact))["title"] == "Flour guide"
+    # Link-local (cloud metadata) never.
+    with pytest.raises(ToolError, match="link-local"):
+        await fetch_text(
+            "http://169.254.169.254/latest/", FetchUrlConfig(allowed_hosts=["169.254.169.254"])
+        )
