@@ -20,7 +20,8 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks import answer_blocks
-from bot.slack.coalesced import CoalescedMessage, safe_call
+from bot.slack.calls import safe_call
+from bot.slack.coalesced import CoalescedMessage
 from bot.slack.text.split import split_markdown
 from bot.turn import Turn
 
@@ -183,6 +184,12 @@ class AnswerWriter:
     async def _post(self, parts: list[str]) -> None:
         for part in parts:
             await post_markdown(self.client, self.turn.channel, self.turn.thread_ts, part)
+
+
+async def post_answer(client: AsyncWebClient, turn: Turn, text: str) -> None:
+    """Post a whole answer in the turn's thread, split into as many messages as it needs."""
+    for part in split_markdown(text):
+        await post_markdown(client, turn.channel, turn.thread_ts, part)
 
 
 async def post_markdown(client: AsyncWebClient, channel: str, thread_ts: str, text: str) -> Any:

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks import Blocks
-
-log = logging.getLogger(__name__)
+from bot.slack.calls import safe_call
 
 
 class CoalescedMessage:
@@ -90,20 +86,3 @@ class CoalescedMessage:
                     )
                 self._shown = content
                 self._last_write = loop.time()
-
-
-async def safe_call(method: Callable[..., Awaitable[Any]], **kwargs: Any) -> Any:
-    """Call a Slack method; a failure is logged (without the token) and gives None."""
-    try:
-        return await method(**kwargs)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        error = getattr(getattr(exc, "response", None), "get", lambda _k: None)("error")
-        log.warning(
-            "Slack call %s failed in %s: %s",
-            getattr(method, "__name__", "?"),
-            kwargs.get("channel"),
-            error or type(exc).__name__,
-        )
-        return None

@@ -11,7 +11,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.events import ToolFinished, ToolStarted
 from bot.slack.blocks import ToolLine, progress_blocks, progress_text
-from bot.slack.coalesced import CoalescedMessage, safe_call
+from bot.slack.calls import safe_call
+from bot.slack.coalesced import CoalescedMessage
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)

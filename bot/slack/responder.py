@@ -16,10 +16,9 @@ from bot.agent.events import (
 )
 from bot.agent.result import TurnResult
 from bot.config.schema import SlackConfig
-from bot.slack.answer import AnswerWriter, post_markdown
-from bot.slack.coalesced import safe_call
+from bot.slack.answer import AnswerWriter, post_answer, post_markdown
+from bot.slack.calls import safe_call
 from bot.slack.progress import ProgressView
-from bot.slack.text.split import split_markdown
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -87,7 +86,7 @@ class SlackResponder:
                 result.error_detail,
             )
         if view is None:  # delivered again after a crash: only the text is known
-            await _post_all(self.client, turn, text)
+            await post_answer(self.client, turn, text)
             return
         await view.finish(text)
 
@@ -119,8 +118,3 @@ def _with_title(view: TurnView, client: AsyncWebClient, turn: Turn, title: str) 
         await view(event)
 
     return observe
-
-
-async def _post_all(client: AsyncWebClient, turn: Turn, text: str) -> None:
-    for part in split_markdown(text):
-        await post_markdown(client, turn.channel, turn.thread_ts, part)

@@ -8,7 +8,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config.schema import SlackConfig
-from bot.slack.coalesced import safe_call
+from bot.slack.calls import safe_call
 
 
 def register(app: AsyncApp, settings: SlackConfig) -> None:

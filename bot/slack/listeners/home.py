@@ -9,7 +9,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks import home_view
-from bot.slack.coalesced import safe_call
+from bot.slack.calls import safe_call
 from permissions.policy import Person, Policy
 from tools.registry import ToolRegistry
 
