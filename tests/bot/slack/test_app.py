@@ -10,6 +10,7 @@ import logging
 import time
 from typing import Any
 
+import aiohttp
 from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
@@ -23,6 +24,7 @@ from tests.fakes.slack_harness import (
     direct_message,
     is_progress,
     mention,
+    signed_headers,
 )
 from tests.waiting import until
 
@@ -412,3 +414,17 @@ async def test_the_slash_command_and_the_home_tab(slack_app: SlackHarness) -> No
     view = publish.args["view"]
     view = json.loads(view) if isinstance(view, str) else view
     assert "`get_time`" in json.dumps(view)
+
+
+async def test_the_request_url_challenge(slack_app: SlackHarness) -> None:
+    """Slack checks the Request URL once, when it is saved in the app settings."""
+    await slack_app.start()
+    body = json.dumps({"token": "legacy", "challenge": "abc123", "type": "url_verification"})
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            slack_app.url + "/slack/events", data=body, headers=signed_headers(body)
+        ) as response,
+    ):
+        assert response.status == 200
+        assert (await response.json()) == {"challenge": "abc123"}
