@@ -31,6 +31,7 @@ T = TypeVar("T")
 
 EMPTY_ANSWER = "The model gave an empty answer. Please try rephrasing your question."
 STOPPED = "Stopped before the answer was finished."
+CUT_SHORT = "_(This answer reached the model's length limit. Ask me to continue.)_"
 
 
 @dataclass(frozen=True)
@@ -203,12 +204,13 @@ class _Turn:
             return self.result(exc.user_message, StopReason.FAILED, str(exc))
 
     def answered(self, response: ModelResponse, reason: StopReason) -> TurnResult:
-        text = response.text.strip()
-        if response.finish_reason == "length":
-            log.warning("the model's answer hit max_tokens and may be incomplete")
-        if not text:
+        if not response.text.strip():
             return self.result(EMPTY_ANSWER, reason)
         self.new.append(assistant_message(response.text))  # stored with the turn, not journaled
+        if response.finish_reason == "length":
+            # The model stopped at its token limit: say so rather than end mid-sentence silently.
+            log.warning("the model's answer hit its token limit (llm.max_tokens)")
+            return self.result(response.text.rstrip() + "\n\n" + CUT_SHORT, reason)
         return self.result(response.text, reason)
 
 

@@ -592,3 +592,19 @@ async def test_rounds_are_announced(fake_llm: FakeLLM, make_model: MakeModel) ->
     assert [e.round for e in recorder.of(RoundStarted)] == [1, 2]
     finished = recorder.of(ToolFinished)[0]
     assert finished.ok and finished.preview == "2" and finished.error is None
+
+
+async def test_an_answer_cut_by_the_token_limit_says_so(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    fake_llm.add(text("The list goes: one, two, thr", finish_reason="length"))
+    result = await run_turn(make_model(), SETTINGS, [], "list", TOOLS)
+    assert result.text == (
+        "The list goes: one, two, thr\n\n"
+        "_(This answer reached the model's length limit. Ask me to continue.)_"
+    )
+    # The history keeps what the model wrote, so "continue" can pick up from it.
+    assert result.new_messages[-1] == {
+        "role": "assistant",
+        "content": "The list goes: one, two, thr",
+    }
