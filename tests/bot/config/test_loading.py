@@ -64,6 +64,15 @@ def test_no_file_and_an_empty_file_give_defaults(tmp_path: Path) -> None:
         ("system_prompt: ''", "system_prompt: String should have at least 1 character"),
         ("- just a list", "expected a mapping of keys at the top, got a list"),
         ("llm: {model: [", "not valid YAML at line 1"),
+        (
+            "mcp: {servers: {jira: {command: npx, env: {T: '${SURELY_UNSET_VARIABLE}'}}}}",
+            "mcp.servers.jira: env.T: ${SURELY_UNSET_VARIABLE} is not set in the environment",
+        ),
+        (
+            "mcp: {servers: {x: {command: a, url: 'http://b'}}}",
+            "mcp.servers.x: give either `command` (stdio) or `url` (streamable HTTP), not both",
+        ),
+        ("mcp: {servers: {x: {url: 'http://b', prefix: 'bad prefix'}}}", "mcp.servers.x.prefix"),
     ],
 )
 def test_errors_name_the_key(text: str, expected: str) -> None:
