@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,9 +30,6 @@ class TokenEstimator:
 
     def chars_tokens(self, chars: int) -> int:
         return round(chars / self.chars_per_token)
-
-    def tools_tokens(self, tools: Sequence[dict[str, Any]]) -> int:
-        return self.chars_tokens(len(json.dumps(list(tools)))) if tools else 0
 
     def observe(
         self, messages: Sequence[Message], prompt_tokens: int, tools_chars: int = 0

@@ -86,6 +86,3 @@ class RedisHistory:
         """The newest whole turns that fit ``budget`` tokens, flattened."""
         turns = fit_turns(await self.load_turns(thread), budget, estimator)
         return [message for turn in turns for message in turn]
-
-    async def clear(self, thread: ThreadKey) -> None:
-        await self.client.delete(self.keys.history(thread), self.keys.history_bytes(thread))
