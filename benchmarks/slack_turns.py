@@ -33,7 +33,7 @@ from bot.config.schema import AppConfig
 from bot.state.store import open_state
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
-from tests.fakes.slack_harness import SECRET, event_envelope, mention, signed_headers
+from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
 from tests.fakes.slack_server import FakeSlack
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -91,15 +91,11 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
             }
         )
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_"))}
-    env.update(
-        OPENAI_BASE_URL=llm.base_url,
-        OPENAI_API_KEY="sk-bench",
-        REDIS_URL=REDIS_URL,
-        SLACK_BOT_TOKEN="xoxb-bench",
-        SLACK_SIGNING_SECRET=SECRET,
-        SLACK_API_URL=slack.api_url,
-        SLACK_AGENT_CONFIG=str(config),
+    env = app_environment(
+        slack.api_url,
+        llm.base_url,
+        REDIS_URL,
+        config,
         BENCH_TOOL_MS=str(tool_ms),
         LOG_LEVEL="WARNING",
     )

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,25 @@ SECRET = "test-signing-secret"
 def sign(body: str, timestamp: int, secret: str = SECRET) -> str:
     base = f"v0:{timestamp}:{body}".encode()
     return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
+def app_environment(
+    slack_api_url: str, llm_base_url: str, redis_url: str, config: Path, **extra: str
+) -> dict[str, str]:
+    """The environment of a `slack-agent` process wired to the fakes (nothing inherited from
+    the caller's OPENAI_, SLACK_ or REDIS_ variables)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "REDIS_"))}
+    env.update(
+        OPENAI_BASE_URL=llm_base_url,
+        OPENAI_API_KEY="sk-test",
+        REDIS_URL=redis_url,
+        SLACK_BOT_TOKEN="xoxb-test",
+        SLACK_SIGNING_SECRET=SECRET,
+        SLACK_API_URL=slack_api_url,
+        SLACK_AGENT_CONFIG=str(config),
+        **extra,
+    )
+    return env
 
 
 def signed_headers(
@@ -244,17 +264,9 @@ def is_progress(message: Message) -> bool:
 def mention(
     text: str, ts: str, channel: str = "C0CHAN", user: str = "U0ALICE", thread_ts: str | None = None
 ) -> dict[str, Any]:
-    event = {
-        "type": "app_mention",
-        "user": user,
-        "text": f"<@{BOT_USER}> {text}",
-        "ts": ts,
-        "channel": channel,
-        "event_ts": ts,
-        "team": TEAM,
-    }
-    if thread_ts:
-        event["thread_ts"] = thread_ts
+    event = channel_message(f"<@{BOT_USER}> {text}", ts, channel, user, thread_ts)
+    event["type"] = "app_mention"
+    del event["channel_type"]  # app_mention events carry none
     return event
 
 

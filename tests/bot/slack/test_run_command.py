@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 import time
@@ -18,7 +17,13 @@ from bot.state.store import State
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeLLM, text
 from tests.fakes.redis_server import free_port
-from tests.fakes.slack_harness import SECRET, event_envelope, mention, signed_headers
+from tests.fakes.slack_harness import (
+    SECRET,
+    app_environment,
+    event_envelope,
+    mention,
+    signed_headers,
+)
 from tests.fakes.slack_server import FakeSlack
 from tests.waiting import until
 
@@ -34,17 +39,13 @@ async def processes() -> AsyncIterator[list[asyncio.subprocess.Process]]:
 
 
 def environment(fake_slack: FakeSlack, fake_llm: FakeLLM, config: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "REDIS"))}
-    env.update(
-        OPENAI_BASE_URL=fake_llm.base_url,
-        OPENAI_API_KEY="sk-test",
-        REDIS_URL=REDIS_URL,
-        SLACK_BOT_TOKEN="xoxb-test",
-        SLACK_SIGNING_SECRET=SECRET,
-        SLACK_API_URL=fake_slack.api_url,
-        SLACK_AGENT_CONFIG=str(config),
-    )
-    return env
+    return app_environment(fake_slack.api_url, fake_llm.base_url, REDIS_URL, config)
+
+
+def http_config(tmp_path: Path, key_prefix: str) -> Path:
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"redis: {{key_prefix: '{key_prefix}'}}\nslack: {{streaming: false}}\n")
+    return config
 
 
 async def spawn(
@@ -107,8 +108,7 @@ async def test_run_serves_http_answers_and_stops_cleanly(
     processes: list[asyncio.subprocess.Process],
     state: State,
 ) -> None:
-    config = tmp_path / "agent.yaml"
-    config.write_text(f"redis: {{key_prefix: '{key_prefix}'}}\nslack: {{streaming: false}}\n")
+    config = http_config(tmp_path, key_prefix)
     port = free_port()
     fake_llm.add(text("Served over HTTP."))
     process = await spawn(
@@ -132,8 +132,7 @@ async def test_ingress_and_workers_scale_apart(
     processes: list[asyncio.subprocess.Process],
     state: State,
 ) -> None:
-    config = tmp_path / "agent.yaml"
-    config.write_text(f"redis: {{key_prefix: '{key_prefix}'}}\nslack: {{streaming: false}}\n")
+    config = http_config(tmp_path, key_prefix)
     env = environment(fake_slack, fake_llm, config)
     port = free_port()
     fake_llm.add(text("Answered by a worker process."))
