@@ -7,7 +7,17 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bot.history.store import ThreadKey
+
+@dataclass(frozen=True)
+class ThreadKey:
+    """One conversation: a Slack thread, or a console thread."""
+
+    team: str
+    channel: str
+    thread: str
+
+    def __str__(self) -> str:
+        return f"{self.team}:{self.channel}:{self.thread}"
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from bot.agent.execution import Approver
 from bot.agent.loop import run_turn
 from bot.config import ConfigError
 from bot.console.display import ConsoleDisplay
-from bot.history.store import ThreadKey
 from bot.services import Services
+from bot.turn import ThreadKey
 from permissions.policy import Person
 from permissions.sources import role_names
 from tools.definition import Tool

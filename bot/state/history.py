@@ -7,11 +7,13 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from bot.history.budget import fit_turns
-from bot.history.store import Message, ThreadKey, TurnMessages
 from bot.llm.tokens import TokenEstimator
 from bot.state.connection import Redis
 from bot.state.keys import Keys
+from bot.turn import ThreadKey
+
+Message = dict[str, Any]
+TurnMessages = list[Message]
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,25 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 return count
 """
+
+
+def fit_turns(
+    turns: Sequence[TurnMessages], budget: int, estimator: TokenEstimator
+) -> list[TurnMessages]:
+    """The newest turns whose estimated tokens fit ``budget``; the newest turn always stays.
+
+    Turns are never split, so a tool call is never separated from its result.
+    """
+    kept: list[TurnMessages] = []
+    used = 0
+    for turn in reversed(turns):
+        cost = estimator.tokens(turn)
+        if kept and used + cost > budget:
+            break
+        kept.append(turn)
+        used += cost
+    kept.reverse()
+    return kept
 
 
 class RedisHistory:

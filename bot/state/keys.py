@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.history.store import ThreadKey
+from bot.turn import ThreadKey
 
 
 class Keys:

@@ -8,10 +8,10 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 
-from bot.history.store import ThreadKey
 from bot.state.connection import Redis
 from bot.state.errors import REDIS_DOWN
 from bot.state.keys import Keys
+from bot.turn import ThreadKey
 
 log = logging.getLogger(__name__)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.history.store import ThreadKey
 from bot.state.connection import Redis
 from bot.state.keys import Keys
+from bot.turn import ThreadKey
 
 
 class ThreadParticipation:

@@ -17,11 +17,10 @@ from typing import Any, TypeVar
 
 import redis.exceptions
 
-from bot.history.store import ThreadKey
 from bot.state.connection import Redis
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.keys import Keys
-from bot.turn import Turn
+from bot.turn import ThreadKey, Turn
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from bot.history.store import ThreadKey
 from bot.state.connection import Redis
 from bot.state.keys import Keys
+from bot.turn import ThreadKey
 
 KEEP_S = 600
 

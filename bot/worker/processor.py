@@ -23,13 +23,12 @@ from typing import Any
 
 from bot.agent.loop import LoopSettings, run_turn
 from bot.agent.result import TurnResult
-from bot.history.store import ThreadKey
 from bot.llm.client import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.audit import AuditEntry
 from bot.state.progress import ANSWERED
 from bot.state.store import State
-from bot.turn import Turn
+from bot.turn import ThreadKey, Turn
 from bot.worker.responder import GAVE_UP, Responder
 from tools.toolset import Toolset
 

@@ -10,9 +10,9 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from bot.history.store import ThreadKey
 from bot.slack.blocks import STOP_ACTION
 from bot.state.stops import StopRequests
+from bot.turn import ThreadKey
 from permissions.policy import Person, Policy
 
 log = logging.getLogger(__name__)

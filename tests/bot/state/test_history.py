@@ -6,9 +6,9 @@ import asyncio
 import json
 from collections.abc import Callable
 
-from bot.history.store import ThreadKey
 from bot.llm.tokens import TokenEstimator
 from bot.state.store import State
+from bot.turn import ThreadKey
 
 THREAD = ThreadKey("T1", "C1", "1700000000.000100")
 

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.agent.messages import repair
-from bot.history.budget import fit_turns
 from bot.llm.tokens import TokenEstimator
+from bot.state.history import fit_turns
 
 ESTIMATOR = TokenEstimator()
 
