@@ -6,6 +6,7 @@ import asyncio
 import functools
 import inspect
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
@@ -23,6 +24,25 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Sync handlers run here rather than in asyncio's default pool, which has only
 # cpu_count + 4 threads: 16 parallel sync tools on a 2-core box would queue.
 _SYNC_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
+_busy = 0  # sync handlers running in the pool now
+_busy_lock = threading.Lock()
+
+
+def busy_sync_tools() -> int:
+    """How many sync tool handlers are running in the pool right now. A process that is
+    shutting down uses it to exit without waiting for a stuck one."""
+    return _busy
+
+
+def _counted(call: Callable[[], Any]) -> Any:
+    global _busy
+    with _busy_lock:
+        _busy += 1
+    try:
+        return call()
+    finally:
+        with _busy_lock:
+            _busy -= 1
 
 
 def check_name(name: str) -> None:
@@ -47,6 +67,7 @@ class Tool:
         invoke: Invoker,
         timeout_s: float | None = None,
         confirm: bool = False,
+        idempotent: bool = True,
         source: str = "python",
         fn: Callable[..., Any] | None = None,
     ) -> None:
@@ -59,6 +80,9 @@ class Tool:
         self.invoke = invoke
         self.timeout_s = timeout_s
         self.confirm = confirm
+        # Safe to run again when a worker died mid-call (at most once). False: the model is
+        # told that the interrupted call's outcome is unknown instead.
+        self.idempotent = idempotent
         self.source = source
         self.fn = fn
 
@@ -81,6 +105,7 @@ class Tool:
             invoke=self.invoke,
             timeout_s=self.timeout_s,
             confirm=self.confirm,
+            idempotent=self.idempotent,
             source=source,
             fn=self.fn,
         )
@@ -102,6 +127,7 @@ def python_tool(
     description: str | None = None,
     timeout: float | None = None,
     confirm: bool = False,
+    idempotent: bool = True,
 ) -> Tool:
     """Make a :class:`Tool` from a sync or async function."""
     tool_name = name or fn.__name__
@@ -121,6 +147,7 @@ def python_tool(
         invoke=_invoker(fn, tool_name, model),
         timeout_s=timeout,
         confirm=confirm,
+        idempotent=idempotent,
         source=module,
         fn=fn,
     )
@@ -138,7 +165,7 @@ def _invoker(fn: Callable[..., Any], tool_name: str, model: type[ToolArguments])
         if is_async:
             return await fn(**kwargs)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_SYNC_POOL, functools.partial(fn, **kwargs))
+        return await loop.run_in_executor(_SYNC_POOL, _counted, functools.partial(fn, **kwargs))
 
     return invoke
 
@@ -154,6 +181,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     confirm: bool = False,
+    idempotent: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -165,18 +193,26 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     confirm: bool = False,
+    idempotent: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a tool: ``@tool`` or ``@tool(name=..., timeout=..., confirm=...)``.
 
     The name comes from the function, the description from its docstring, and the JSON
     schema from its type hints (pydantic). ``Args:`` lines describe each parameter.
     ``timeout`` is in seconds (default: ``llm.tool_timeout_s``); ``confirm=True`` marks a
-    tool that needs a person's confirmation before it runs.
+    tool that needs a person's confirmation before it runs. ``idempotent=False`` marks a
+    tool that must not run again by itself when its worker died mid-call (the model is
+    told the outcome is unknown instead).
     """
 
     def wrap(func: Callable[..., Any]) -> Tool:
         return python_tool(
-            func, name=name, description=description, timeout=timeout, confirm=confirm
+            func,
+            name=name,
+            description=description,
+            timeout=timeout,
+            confirm=confirm,
+            idempotent=idempotent,
         )
 
     if fn is not None:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, ToolFinished, ToolStarted, notify
 from bot.agent.result import ToolExecution
 from bot.agent.truncation import truncate_middle
@@ -63,21 +64,9 @@ async def execute_round(
         )
         for call in calls
     ]
-    everything = asyncio.gather(*tasks)
-    waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-    try:
-        await asyncio.wait(
-            [everything] + ([waiter] if waiter else []), return_when=asyncio.FIRST_COMPLETED
-        )
-    except asyncio.CancelledError:
-        await _cancel_all([*tasks, everything])
-        raise
-    finally:
-        if waiter is not None:
-            waiter.cancel()
-    if everything.done():
-        return list(everything.result()), False
-    await _cancel_all([*tasks, everything])
+    outcome = await unless(asyncio.gather(*tasks), cancel)
+    if not isinstance(outcome, Interrupted):
+        return list(outcome), False
     executions = []
     for call, task in zip(calls, tasks, strict=True):
         if task.done() and not task.cancelled() and task.exception() is None:
@@ -90,12 +79,6 @@ async def execute_round(
         )
         executions.append(execution)
     return executions, True
-
-
-async def _cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _cancelled(call: ToolCall, round_number: int) -> ToolExecution:

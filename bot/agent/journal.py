@@ -18,7 +18,13 @@ Message = dict[str, Any]
 
 
 class Journal(Protocol):
-    async def record(self, message: Message) -> None: ...
+    async def record(self, message: Message) -> None:
+        """Save a message the moment it is final."""
+        ...
+
+    async def claim_rerun(self, call_id: str) -> bool:
+        """Note that a call cut off by a crash runs again; False when it already did once."""
+        ...
 
 
 @dataclass

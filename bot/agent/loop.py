@@ -10,8 +10,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, RoundStarted, TextDelta, TurnFinished, notify
 from bot.agent.execution import Approver, ExecutionSettings, execute_round
 from bot.agent.journal import Journal, resume_from
@@ -23,6 +24,7 @@ from bot.llm.errors import LLMError
 from bot.llm.pricing import Price, cost_of
 from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage
+from tools.output import error_output
 from tools.toolset import Toolset
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,32 @@ class LoopSettings:
 
 class _Cancelled(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """The model answered without asking for tools: the turn ends with this response."""
+
+    response: ModelResponse
+
+
+@dataclass(frozen=True)
+class NextRound:
+    """Tool results were added: ask the model again."""
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """The turn was cancelled (a Stop) while a round ran."""
+
+
+# What one step of the loop leads to. The approvals work adds a parked outcome here.
+RoundOutcome = FinalAnswer | NextRound | Stopped
+
+INTERRUPTED_CALL = (
+    "{name} was interrupted when the worker running it stopped; whether it took effect is "
+    "unknown. Check before calling it again."
+)
 
 
 class _Turn:
@@ -101,23 +129,10 @@ class _Turn:
         return sink
 
     async def until_cancelled(self, awaitable: Awaitable[T]) -> T:
-        if self.cancel is None:
-            return await awaitable
-        if self.cancel.is_set():
-            _close(awaitable)
+        outcome = await unless(awaitable, self.cancel)
+        if isinstance(outcome, Interrupted):
             raise _Cancelled
-        work = asyncio.ensure_future(awaitable)
-        waiter = asyncio.ensure_future(self.cancel.wait())
-        try:
-            await asyncio.wait([work, waiter], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            if not work.done():
-                work.cancel()
-                await asyncio.gather(work, return_exceptions=True)
-        if work.cancelled():
-            raise _Cancelled
-        return work.result()
+        return outcome
 
     async def record(self, message: Message) -> None:
         self.new.append(message)
@@ -132,12 +147,17 @@ class _Turn:
         if self.journal is not None:
             await self.journal.record(tool_message(execution.call_id, execution.output))
 
-    async def run_tools(self, response: ModelResponse) -> bool:
-        """Run the round's calls; return True when the turn was cancelled meanwhile."""
+    async def round(self) -> RoundOutcome:
+        """Ask the model; run the tools it asks for."""
+        response = await self.ask()
+        if not response.tool_calls:
+            return FinalAnswer(response)
         await self.record(assistant_message(response.text, response.tool_calls))
         return await self.run_calls(response.tool_calls, {})
 
-    async def run_calls(self, calls: Sequence[ToolCall], saved: dict[str, Message]) -> bool:
+    async def run_calls(
+        self, calls: Sequence[ToolCall], saved: dict[str, Message]
+    ) -> NextRound | Stopped:
         """Run ``calls`` (the last round's, minus those with ``saved`` results) and append
         every result of the round in call order."""
         assistant = self.new[-1]
@@ -158,19 +178,46 @@ class _Turn:
             result = fresh.get(call_id) or saved.get(call_id)
             if result is not None:
                 self.new.append(result)
-        return cancelled
+        return Stopped() if cancelled else NextRound()
 
-    async def start(self, user_message: Message, resume: Sequence[Message]) -> bool:
-        """Begin, or pick up a saved turn. Return True when cancelled while finishing a round."""
+    async def start(self, user_message: Message, resume: Sequence[Message]) -> RoundOutcome:
+        """Begin, or pick up a saved turn: a round that was cut off runs its open calls."""
         if not resume:
             await self.record(user_message)
-            return False
+            return NextRound()
         resumed = resume_from(resume)
         self.new = resumed.messages
         self.rounds = resumed.rounds
-        if resumed.open_calls:
-            return await self.run_calls(resumed.open_calls, resumed.saved_results)
-        return False
+        if not resumed.open_calls:
+            return NextRound()
+        saved = dict(resumed.saved_results)
+        rerun = []
+        for call in resumed.open_calls:
+            if await self._may_rerun(call):
+                rerun.append(call)
+                continue
+            execution = interrupted_call(call, self.rounds)
+            self.executions.append(execution)
+            saved[call.id] = tool_message(call.id, execution.output)
+            await self._record_execution(execution)
+        return await self.run_calls(rerun, saved)
+
+    async def _may_rerun(self, call: ToolCall) -> bool:
+        """A call that was running when its worker died runs again at most once, and only
+        when its tool is idempotent."""
+        try:
+            tool = await self.toolset.get_tool(call.name)
+        except Exception:
+            return True  # running it again gives the model the refusal as its result
+        if not tool.idempotent:
+            return False
+        if self.journal is None:
+            return True  # nothing keeps count: the caller resumes at most once
+        try:
+            return await self.journal.claim_rerun(call.id)
+        except Exception:
+            log.exception("could not record the rerun of %s; not running it again", call.name)
+            return False
 
     def result(self, text: str, reason: StopReason, detail: str | None = None) -> TurnResult:
         return TurnResult(
@@ -186,14 +233,13 @@ class _Turn:
 
     async def run(self, user_message: Message, resume: Sequence[Message]) -> TurnResult:
         try:
-            if await self.start(user_message, resume):
-                raise _Cancelled
-            while self.rounds < self.settings.max_rounds:
-                response = await self.ask()
-                if not response.tool_calls:
-                    return self.answered(response, StopReason.ANSWERED)
-                if await self.run_tools(response):
-                    raise _Cancelled
+            outcome = await self.start(user_message, resume)
+            while isinstance(outcome, NextRound) and self.rounds < self.settings.max_rounds:
+                outcome = await self.round()
+            if isinstance(outcome, Stopped):
+                return self.result(STOPPED, StopReason.CANCELLED)
+            if isinstance(outcome, FinalAnswer):
+                return self.answered(outcome.response, StopReason.ANSWERED)
             # Round limit: one last call that may not use tools, so the turn ends in an answer.
             final = await self.ask(tool_choice="none")
             return self.answered(final, StopReason.ROUND_LIMIT)
@@ -244,7 +290,15 @@ async def run_turn(
     return result
 
 
-def _close(awaitable: Awaitable[Any]) -> None:
-    close = getattr(awaitable, "close", None)
-    if close is not None:
-        close()
+def interrupted_call(call: ToolCall, round_number: int) -> ToolExecution:
+    """The result of a call cut off by a dead worker that is not run again."""
+    return ToolExecution(
+        call_id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        ok=False,
+        output=error_output("Interrupted", INTERRUPTED_CALL.format(name=call.name)),
+        duration_ms=0.0,
+        round=round_number,
+        error="Interrupted",
+    )

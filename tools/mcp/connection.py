@@ -253,6 +253,7 @@ class McpConnection:
             parameters=schema,
             invoke=invoke,
             timeout_s=self.config.call_timeout_s,
+            idempotent=_idempotent(remote),
             source=self.source,
         )
 
@@ -306,3 +307,13 @@ def _describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
+
+
+def _idempotent(remote: Any) -> bool:
+    """Whether a call may run again after a crash: only when the server says the tool
+    reads only or is idempotent (MCP's defaults assume neither)."""
+    hints = getattr(remote, "annotations", None)
+    return bool(
+        hints is not None
+        and (getattr(hints, "read_only_hint", None) or getattr(hints, "idempotent_hint", None))
+    )

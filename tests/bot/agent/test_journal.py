@@ -31,12 +31,29 @@ async def work(name: str, ms: int = 0) -> str:
 TOOLS = StaticToolset([work])
 
 
+@tool(idempotent=False)
+async def pay(name: str) -> str:
+    """Pay someone (must not run twice)."""
+    RUNS.append("pay " + name)
+    return f"paid {name}"
+
+
+TOOLS_WITH_PAY = StaticToolset([work, pay])
+
+
 class ListJournal:
     def __init__(self) -> None:
         self.saved: list[dict[str, Any]] = []
+        self.reruns: set[str] = set()
 
     async def record(self, message: dict[str, Any]) -> None:
         self.saved.append(message)
+
+    async def claim_rerun(self, call_id: str) -> bool:
+        if call_id in self.reruns:
+            return False
+        self.reruns.add(call_id)
+        return True
 
 
 def round_of(*names: str) -> dict[str, Any]:
@@ -95,6 +112,47 @@ async def test_resume_runs_only_the_calls_without_saved_results(
     assert [e.call_id for e in result.executions] == ["a", "c"]
     # Only the new results were journaled; the user message was not saved again.
     assert sorted(m["tool_call_id"] for m in journal.saved) == ["a", "c"]
+
+
+async def test_a_call_cut_off_twice_is_not_run_a_third_time(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    RUNS.clear()
+    saved = [user_message("go"), round_of("a", "b")]
+    journal = ListJournal()
+    journal.reruns.add("a")  # a crash already cut off the rerun of "a"
+    fake_llm.add(text("done"))
+    result = await run_turn(make_model(), SETTINGS, [], "go", TOOLS, journal=journal, resume=saved)
+    assert RUNS == ["b"]  # "b" runs again once; "a" does not run a third time
+    results = tool_results(fake_llm.requests[0])
+    assert json.loads(results["a"])["error"] == "Interrupted"
+    assert "whether it took effect is unknown" in json.loads(results["a"])["message"]
+    assert results["b"] == "did b"
+    assert {m["tool_call_id"] for m in journal.saved} == {"a", "b"}  # both results saved
+    assert [e.error for e in result.executions] == ["Interrupted", None]
+
+
+async def test_a_tool_that_is_not_idempotent_is_never_rerun(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    RUNS.clear()
+    cut_off = assistant_message(
+        "",
+        [
+            ToolCall("p", "pay", json.dumps({"name": "bob"})),
+            ToolCall("w", "work", json.dumps({"name": "w"})),
+        ],
+    )
+    saved = [user_message("go"), cut_off]
+    journal = ListJournal()
+    fake_llm.add(text("I could not tell whether bob was paid."))
+    await run_turn(make_model(), SETTINGS, [], "go", TOOLS_WITH_PAY, journal=journal, resume=saved)
+    assert RUNS == ["w"]  # pay is not run again
+    assert "pay bob" not in RUNS
+    assert journal.reruns == {"w"}
+    results = tool_results(fake_llm.requests[0])
+    assert json.loads(results["p"])["error"] == "Interrupted"
+    assert set(results) == {"p", "w"}
 
 
 async def test_resume_after_a_complete_round_asks_the_model_next(
