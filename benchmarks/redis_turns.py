@@ -13,27 +13,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from redis.asyncio.connection import Connection
 
-from bot.agent.events import Observer
-from bot.agent.loop import LoopSettings
-from bot.agent.result import TurnResult
+from bot.agent.events import AgentEvent
 from bot.config.schema import AppConfig
+from bot.lifecycle.responder import DeliveryRecord, Fence
 from bot.llm import ModelResponse, ToolCall, Usage
-from bot.llm.tokens import TokenEstimator
+from bot.state.notices import Notice
 from bot.state.store import State, open_state
 from bot.turn import Turn
 from bot.worker.consumer import Worker
-from bot.worker.processor import Agent, TurnProcessor
 from tests.fakes.function_model import FunctionModel
-from tools import StaticToolset, Toolset, tool
+from tests.fakes.worker_kit import make_worker as kit_worker
+from tools import tool
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 ROUND_TRIPS = 0
@@ -57,20 +57,31 @@ def noop(n: int) -> str:
 
 
 class Responder:
+    """Counts deliveries; the view does nothing else."""
+
     def __init__(self) -> None:
         self.done = 0
         self.finished = asyncio.Event()
         self.expected = 0
 
-    def observer(self, turn: Turn) -> Observer | None:
+    @contextlib.asynccontextmanager
+    async def view(
+        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+    ) -> AsyncIterator[Responder]:
+        yield self
+
+    async def observe(self, event: AgentEvent) -> None:
         return None
 
-    async def deliver(self, turn: Turn, text: str, result: TurnResult | None) -> None:
+    async def deliver(self, text: str, outcome: str) -> None:
         self.done += 1
         if self.done >= self.expected:
             self.finished.set()
 
-    async def give_up(self, turn: Turn, text: str) -> None:
+    def delivery(self) -> DeliveryRecord:
+        return {}
+
+    async def post_notice(self, notice: Notice) -> None:
         raise AssertionError("a benchmark turn failed")
 
 
@@ -173,16 +184,9 @@ async def main(turns: int) -> None:
 def make_worker(
     state: State, fn_model: FunctionModel, responder: Responder, concurrency: int
 ) -> Worker:
-    toolset = StaticToolset([noop])
-
-    async def toolset_for(turn: Turn) -> Toolset:
-        return toolset
-
-    agent = Agent(
-        fn_model, LoopSettings(system_prompt="bench"), toolset_for, 16000, TokenEstimator()
+    return kit_worker(
+        state, fn_model, responder, tools=[noop], concurrency=concurrency, claim_idle_s=60
     )
-    processor = TurnProcessor(state, agent, responder, max_attempts=3)
-    return Worker(state, processor, concurrency=concurrency, claim_idle_s=60)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from bot.config.schema import AppConfig
 from bot.console.chat import ChatOptions, console_toolset, run_chat
 from bot.services import Services, Tools, build_services, load
 from permissions.rules import roles_allowing
+from tools.definition import busy_sync_tools
 
 
 def parser() -> argparse.ArgumentParser:
@@ -84,9 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
             return asyncio.run(_chat(build_services(args.config), options))
         if args.command == "run":
-            return asyncio.run(_run(build_services(args.config), args))
+            return _exit_now_if_stuck(asyncio.run(_run(build_services(args.config), args)))
         if args.command == "worker":
-            return asyncio.run(_worker(build_services(args.config)))
+            return _exit_now_if_stuck(asyncio.run(_worker(build_services(args.config))))
         if args.command == "tools":
             config, _, tools = load(args.config)  # listing tools needs no model credentials
             return asyncio.run(_list_tools(config, tools, args.json))
@@ -96,6 +97,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 1
+
+
+def _exit_now_if_stuck(code: int) -> int:
+    """A sync tool still running in its thread would hold the interpreter's exit (its pool
+    is joined at exit) for as long as it takes; its turn was handed back already."""
+    stuck = busy_sync_tools()
+    if stuck:
+        logging.getLogger(__name__).warning(
+            "exiting with %d sync tool call(s) still running; their turns were handed back",
+            stuck,
+        )
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 async def _chat(services: Services, options: ChatOptions) -> int:

@@ -34,6 +34,15 @@ class Turn:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def order(self) -> float:
+        """Where the message sits in its thread: its Slack ts (to the microsecond, which a
+        float keeps apart), or when it arrived for a turn without one."""
+        try:
+            return float(self.message_ts)
+        except ValueError:
+            return self.received_at
+
+    @property
     def thread_key(self) -> ThreadKey:
         return ThreadKey(self.team, self.channel, self.thread_ts)
 

@@ -62,11 +62,25 @@ class HistoryConfig(_Strict):
 class QueueConfig(_Strict):
     concurrency: int = Field(default=8, ge=1, le=1000, description="Turns a process runs at once.")
     claim_idle_s: float = Field(
-        default=60.0, gt=0, description="A turn pending this long with a dead worker is claimed."
+        default=10.0,
+        gt=0,
+        description="A turn whose owner stopped heart-beating this long is taken over.",
     )
     max_attempts: int = Field(default=3, ge=1, le=20, description="Then it is dead-lettered.")
     lock_ttl_s: float = Field(
-        default=30.0, gt=1, description="Thread lock lifetime; renewed while the turn runs."
+        default=10.0,
+        gt=1,
+        description="Thread lock lifetime; the heartbeat renews it every third of it.",
+    )
+    deliver_timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="How long delivery is retried while Slack refuses, then dead-lettered.",
+    )
+    shutdown_grace_s: float = Field(
+        default=25.0,
+        ge=0,
+        description="On SIGTERM, how long running turns may finish before they are handed back.",
     )
     dedup_ttl_s: int = Field(
         default=24 * 3600, ge=60, description="How long a delivered event id is remembered."

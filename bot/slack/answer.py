@@ -1,12 +1,15 @@
 """Writing the answer into the thread: streamed while the model writes it, split into
-several messages when it is long, and posted plainly when streaming is off or fails.
+several messages when it is long, posted and edited when streaming is off or fails, and
+finished exactly once even when an earlier attempt died half-way.
 
-Streaming uses ``chat.startStream`` / ``appendStream`` / ``stopStream`` through slack_sdk's
-``chat_stream`` helper (which buffers appends). A background task feeds it, so the agent
-loop never waits on Slack. When streaming is unavailable, or the stream expired
-(``message_not_in_streaming_state``), the text goes into an ordinary message that is posted
-and then edited at most once per interval. At the end, the answer is split at paragraph or
-code-fence boundaries and the first part replaces what was streamed; the rest follow.
+While the loop runs, writing is best effort: a background task feeds slack_sdk's
+``chat_stream`` (buffered appends), so the loop never waits on Slack; when streaming is
+unavailable or the stream ends early, the text goes into an ordinary message edited at most
+once per interval. :meth:`AnswerWriter.finish` is strict: it makes the thread show the
+answer exactly, in as many parts as it needs, and raises what Slack refused so delivery can
+retry. Every message it creates is recorded (before and after) in the delivery record and
+tagged, and a resumed attempt continues from the record: it ends a stream left open, edits
+the first part into the message already there, and posts only the missing parts.
 """
 
 from __future__ import annotations
@@ -14,14 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.blocks import answer_blocks
-from bot.slack.calls import safe_call
+from bot.lifecycle.responder import Aborted
+from bot.slack.blocks import answer_blocks, message_text
 from bot.slack.coalesced import CoalescedMessage
+from bot.slack.errors import MESSAGE_GONE, error_code, for_delivery, is_temporary
+from bot.slack.ledger import DeliveryLedger
+from bot.slack.tagging import Me, OwnMessage, own_messages, tag
 from bot.slack.text.split import split_markdown
 from bot.turn import Turn
 
@@ -31,12 +37,17 @@ log = logging.getLogger(__name__)
 START_AFTER_CHARS = 80
 STREAM_LIMIT = 10_000  # past this, the rest waits for the final split
 
+WhoAmI = Callable[[], Awaitable[Me]]
+
 
 class AnswerWriter:
     def __init__(
         self,
         client: AsyncWebClient,
         turn: Turn,
+        entry_id: str,
+        ledger: DeliveryLedger,
+        who_am_i: WhoAmI,
         *,
         streaming: bool,
         buffer_chars: int,
@@ -44,16 +55,38 @@ class AnswerWriter:
     ) -> None:
         self.client = client
         self.turn = turn
-        self.streaming = streaming
+        self.entry_id = entry_id
+        self.ledger = ledger
+        self.who_am_i = who_am_i
         self.buffer_chars = buffer_chars
         self.interval_s = interval_s
+        record = ledger.record
+        # A resumed turn writes into what an earlier attempt left, not into a second stream.
+        self.streaming = streaming and not record.first_ts and not record.first_posting
         self.round = 0
         self.held = ""  # this round's text not yet shown
         self.shown = ""  # text already sent to the current answer message
         self.stream: AsyncChatStream | None = None
-        self.fallback: CoalescedMessage | None = None
+        self.first: CoalescedMessage | None = None  # the first part's message when not streaming
+        if record.first_ts:
+            self._first_message().adopt(record.first_ts)
         self._outbox: asyncio.Queue[str] = asyncio.Queue()
         self._sender: asyncio.Task[None] | None = None
+
+    # --- picking up an earlier attempt -----------------------------------------------------
+
+    async def resume(self) -> None:
+        """End a stream an earlier attempt left open, and find a first message it created but
+        did not record. Best effort here; :meth:`finish` does it for sure."""
+        record = self.ledger.record
+        with contextlib.suppress(Aborted):
+            try:
+                if record.first_posting and not record.first_ts:
+                    await self._find_first()
+                if record.first_ts and record.first_streaming:
+                    await self._end_stream(record.first_ts)
+            except Exception as exc:
+                log.info("could not tidy %s yet (%s)", self.turn.channel, error_code(exc))
 
     # --- while the turn runs -----------------------------------------------------------
 
@@ -78,12 +111,12 @@ class AnswerWriter:
         if len(self.shown) + len(piece) > STREAM_LIMIT:
             return  # the final split takes over from here
         self.shown += piece
-        if self.streaming and self.fallback is None:
+        if self.streaming:
             self._outbox.put_nowait(piece)
             if self._sender is None:
                 self._sender = asyncio.create_task(self._send())
         else:
-            self._fallback().set(self.shown, answer_blocks(self.shown))
+            self._first_message().set(message_text(self.shown), answer_blocks(self.shown))
 
     async def _send(self) -> None:
         while True:
@@ -97,10 +130,15 @@ class AnswerWriter:
                     self._outbox.task_done()
 
     async def _append(self, piece: str) -> None:
-        if self.fallback is not None:
+        if not self.streaming:
             return
+        record = self.ledger.record
         try:
+            if not self.ledger.valid():
+                raise Aborted("the turn's lease is gone")
             if self.stream is None:
+                record.first_posting = True
+                await self.ledger.save()
                 self.stream = await self.client.chat_stream(
                     channel=self.turn.channel,
                     thread_ts=self.turn.thread_ts,
@@ -109,102 +147,230 @@ class AnswerWriter:
                     buffer_size=self.buffer_chars,
                 )
             await self.stream.append(markdown_text=piece)
+            if self.stream.ts and record.first_ts != self.stream.ts:
+                record.first_ts, record.first_streaming = self.stream.ts, True
+                record.first_posting = False
+                await self.ledger.save()
         except asyncio.CancelledError:
             raise
+        except Aborted:
+            self.streaming = False
         except Exception as exc:
             self._stream_failed(exc)
 
     def _stream_failed(self, exc: Exception) -> None:
-        error = _error_code(exc)
         log.info(
-            "streaming stopped in %s (%s); posting and editing instead", self.turn.channel, error
+            "streaming stopped in %s (%s); posting and editing instead",
+            self.turn.channel,
+            error_code(exc),
         )
-        message = self._fallback()
+        self.streaming = False
+        message = self._first_message()
         if self.stream is not None and self.stream.ts:
             message.adopt(self.stream.ts)  # keep writing into the message we streamed to
-        message.set(self.shown, answer_blocks(self.shown))
+        message.set(message_text(self.shown), answer_blocks(self.shown))
 
-    def _fallback(self) -> CoalescedMessage:
-        if self.fallback is None:
-            self.fallback = CoalescedMessage(
-                self.client, self.turn.channel, self.turn.thread_ts, self.interval_s
+    def _first_message(self) -> CoalescedMessage:
+        if self.first is None:
+            self.first = CoalescedMessage(
+                self.client,
+                self.turn.channel,
+                self.turn.thread_ts,
+                self.interval_s,
+                guard=self.ledger.valid,
+                metadata=tag(self.turn.message_ts, self.entry_id, "answer", 0),
+                on_posting=self._first_posting,
+                on_posted=self._first_posted,
             )
-        return self.fallback
+        return self.first
+
+    async def _first_posting(self) -> None:
+        self.ledger.record.first_posting = True
+        await self.ledger.save()
+
+    async def _first_posted(self, ts: str) -> None:
+        record = self.ledger.record
+        record.first_ts, record.first_posting, record.first_streaming = ts, False, False
+        await self.ledger.save()
 
     async def _drain(self) -> None:
         """Let everything queued reach Slack before the end."""
         if self._sender is None:
             return
-        await self._outbox.join()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._outbox.join(), self.interval_s * 10)
         self._sender.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._sender
         self._sender = None
 
     async def _close_current(self) -> None:
-        """End the message being written (a remark streamed before tool calls) as it is."""
+        """End the message being written (a remark streamed before tool calls) as it is.
+        A posted message is reused for the answer, which replaces its text."""
         await self._drain()
-        if self.stream is not None and self.fallback is None:
-            await self._stop_stream()
-        elif self.fallback is not None:
-            await self.fallback.flush()
-        self.stream, self.fallback, self.shown = None, None, ""
+        if self.stream is not None and self.streaming and self.stream.ts:
+            try:
+                if not self.ledger.valid():
+                    return
+                await self.stream.stop(metadata=tag(self.turn.message_ts, self.entry_id, "remark"))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._stream_failed(exc)  # the answer will be written into it instead
+            else:
+                record = self.ledger.record
+                record.first_ts, record.first_streaming, record.first_posting = "", False, False
+                with contextlib.suppress(Aborted):
+                    await self.ledger.save()
+        self.stream, self.shown = None, ""
 
-    async def _stop_stream(self, final: str | None = None) -> bool:
-        assert self.stream is not None
-        try:
-            await self.stream.stop(markdown_text=final or None)
-            return True
-        except Exception as exc:
-            log.info("stopping the stream in %s failed (%s)", self.turn.channel, _error_code(exc))
-            return False
+    async def close(self) -> None:
+        """Stop the background work (no Slack call)."""
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sender
+            self._sender = None
+        if self.first is not None:
+            await self.first.close()
 
     # --- the end -----------------------------------------------------------------------
 
     async def finish(self, answer: str) -> None:
-        """Make the thread show ``answer`` exactly, in as many messages as it needs."""
+        """Make the thread show ``answer`` exactly, in as many messages as it needs. Raises
+        DeliveryFailed / Undeliverable; calling it again continues where it stopped."""
         await self._drain()
+        record = self.ledger.record
         parts = split_markdown(answer)
-        first, rest = parts[0], parts[1:]
-        if self.stream is not None and self.fallback is None:
-            tail = first[len(self.shown) :] if first.startswith(self.shown) else None
-            if await self._stop_stream(tail) and tail is not None:
-                await self._post(rest)
+        if not record.part_ts(0):
+            ts = await self._finish_first(parts[0])
+            record.parts["0"], record.first_ts, record.first_streaming = ts, ts, False
+            await self.ledger.save()
+        for number in range(1, len(parts)):
+            if not record.part_ts(number):
+                await self._post_part(number, parts[number])
+
+    async def _finish_first(self, text: str) -> str:
+        record = self.ledger.record
+        stream = self.stream
+        if stream is not None and self.streaming:
+            # This attempt's own stream: end it with the rest of the first part.
+            self.streaming = False
+            tail = text[len(self.shown) :] if text.startswith(self.shown) else None
+            if tail is not None:
+                self._guard()
+                try:
+                    await stream.stop(
+                        markdown_text=tail or None,
+                        metadata=tag(self.turn.message_ts, self.entry_id, "answer", 0),
+                    )
+                    return str(stream.ts)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    if stream.ts:
+                        record.first_ts, record.first_streaming = stream.ts, True
+                        record.first_posting = False
+                        await self.ledger.save()
+                    if is_temporary(exc):
+                        raise for_delivery(exc) from exc
+            elif stream.ts:
+                record.first_ts, record.first_streaming = stream.ts, True
+            # The stream ended early or holds more than the first part: replace its text.
+        if self.first is None and record.first_posting and not record.first_ts:
+            await self._find_first()
+        if record.first_ts and record.first_streaming:
+            await self._end_stream(record.first_ts)
+        message = self._first_message()
+        if record.first_ts and message.ts is None:
+            message.adopt(record.first_ts)
+        try:
+            await message.write_now(message_text(text), answer_blocks(text))
+        except (asyncio.CancelledError, Aborted):
+            raise
+        except Exception as exc:
+            if message.ts is None or error_code(exc) not in MESSAGE_GONE:
+                raise for_delivery(exc) from exc
+            log.info("the answer's message in %s is gone; posting it again", self.turn.channel)
+            record.first_ts, self.first = "", None
+            message = self._first_message()
+            try:
+                await message.write_now(message_text(text), answer_blocks(text))
+            except (asyncio.CancelledError, Aborted):
+                raise
+            except Exception as exc2:
+                raise for_delivery(exc2) from exc2
+        assert message.ts is not None
+        return message.ts
+
+    async def _end_stream(self, ts: str) -> None:
+        """End a stream an earlier attempt left open; a stream that is over already is fine."""
+        self._guard()
+        try:
+            await self.client.chat_stopStream(channel=self.turn.channel, ts=ts)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if is_temporary(exc):
+                raise for_delivery(exc) from exc
+        record = self.ledger.record
+        record.first_streaming = False
+        await self.ledger.save()
+
+    async def _find_first(self) -> None:
+        """A first message was being created when an earlier attempt died: find it (tagged,
+        or the bot's untagged stream after the person's message)."""
+        found = await self._own_messages()
+        ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "answer", 0)), "")
+        streaming = False
+        if not ts:
+            untagged = [m.ts for m in found if m.payload is None]
+            ts, streaming = (untagged[0], True) if untagged else ("", False)
+        record = self.ledger.record
+        record.first_ts, record.first_streaming, record.first_posting = ts, streaming, False
+        if ts:
+            log.info("found the answer message an earlier attempt posted in %s", self.turn.channel)
+            self._first_message().adopt(ts)
+        await self.ledger.save()
+
+    async def _post_part(self, number: int, text: str) -> None:
+        record = self.ledger.record
+        if record.posting_part == number:
+            found = await self._own_messages()
+            ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "answer", number)), "")
+            if ts:
+                record.parts[str(number)], record.posting_part = ts, -1
+                await self.ledger.save()
                 return
-            # The stream expired, or holds more than the first part: replace its text.
-            if self.stream.ts:
-                self._fallback().adopt(self.stream.ts)
-        if self.fallback is not None:
-            self.fallback.set(first, answer_blocks(first))
-            await self.fallback.flush()
-            await self._post(rest)
-            return
-        await self._post(parts)
+        record.posting_part = number
+        await self.ledger.save()
+        self._guard()
+        try:
+            response = await self.client.chat_postMessage(
+                channel=self.turn.channel,
+                thread_ts=self.turn.thread_ts,
+                text=message_text(text),
+                blocks=answer_blocks(text),
+                metadata=tag(self.turn.message_ts, self.entry_id, "answer", number),
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise for_delivery(exc) from exc
+        record.parts[str(number)], record.posting_part = str(response["ts"]), -1
+        await self.ledger.save()
 
-    async def _post(self, parts: list[str]) -> None:
-        for part in parts:
-            await post_markdown(self.client, self.turn.channel, self.turn.thread_ts, part)
+    async def _own_messages(self) -> list[OwnMessage]:
+        try:
+            me = await self.who_am_i()
+            return await own_messages(
+                self.client, self.turn.channel, self.turn.thread_ts, me, self.turn.message_ts
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise for_delivery(exc) from exc
 
-
-async def post_answer(client: AsyncWebClient, turn: Turn, text: str) -> None:
-    """Post a whole answer in the turn's thread, split into as many messages as it needs."""
-    for part in split_markdown(text):
-        await post_markdown(client, turn.channel, turn.thread_ts, part)
-
-
-async def post_markdown(client: AsyncWebClient, channel: str, thread_ts: str, text: str) -> Any:
-    return await safe_call(
-        client.chat_postMessage,
-        channel=channel,
-        thread_ts=thread_ts,
-        text=text,
-        blocks=answer_blocks(text),
-    )
-
-
-def _error_code(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if response is not None:
-        with contextlib.suppress(Exception):
-            return str(response.get("error"))
-    return type(exc).__name__
+    def _guard(self) -> None:
+        if not self.ledger.valid():
+            raise Aborted("the turn's lease is gone")

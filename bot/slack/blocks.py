@@ -8,6 +8,7 @@ from typing import Any
 Blocks = list[dict[str, Any]]
 
 REASON_CHARS = 120
+TEXT_FIELD_CHARS = 3_900  # a message's `text` (its notification fallback): Slack allows 4,000
 
 
 @dataclass
@@ -22,6 +23,13 @@ class ToolLine:
 def answer_blocks(markdown: str) -> Blocks:
     """One part of an answer: Slack renders standard markdown in a ``markdown`` block."""
     return [{"type": "markdown", "text": markdown}]
+
+
+def message_text(markdown: str) -> str:
+    """The ``text`` of a message whose content is in blocks: within Slack's limit."""
+    if len(markdown) <= TEXT_FIELD_CHARS:
+        return markdown
+    return markdown[: TEXT_FIELD_CHARS - 1] + "…"
 
 
 def progress_text(lines: list[ToolLine], note: str = "", finished: bool = False) -> str:

@@ -1,11 +1,18 @@
 """What the person sees while a turn runs: the assistant status at once, and one threaded
-progress message listing each tool as running, done in N ms, or failed."""
+progress message listing each tool as running, done in N ms, or failed, with a Stop button.
+
+The message is tagged and recorded in the delivery record (its ts, and the tool rows shown),
+so a turn resumed on another worker takes it over instead of leaving a "running…" message
+with a live Stop button behind. At the end its final form is written at once: the tools
+used, without the button (or the message goes, when no tool ran).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from dataclasses import asdict
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -13,6 +20,8 @@ from bot.agent.events import ToolFinished, ToolStarted
 from bot.slack.blocks import ToolLine, progress_blocks, progress_text
 from bot.slack.calls import safe_call
 from bot.slack.coalesced import CoalescedMessage
+from bot.slack.ledger import DeliveryLedger
+from bot.slack.tagging import tag
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -22,17 +31,46 @@ STATUS_REFRESH_S = 90.0  # Slack drops a status after two minutes without a repl
 
 class ProgressView:
     def __init__(
-        self, client: AsyncWebClient, turn: Turn, *, interval_s: float, status_text: str
+        self,
+        client: AsyncWebClient,
+        turn: Turn,
+        entry_id: str,
+        ledger: DeliveryLedger,
+        *,
+        interval_s: float,
+        status_text: str,
     ) -> None:
         self.client = client
         self.turn = turn
+        self.ledger = ledger
         self.status_text = status_text
-        self.message = CoalescedMessage(client, turn.channel, turn.thread_ts, interval_s)
-        self.lines: dict[str, ToolLine] = {}
+        record = ledger.record
+        self.message = CoalescedMessage(
+            client,
+            turn.channel,
+            turn.thread_ts,
+            interval_s,
+            guard=ledger.valid,
+            metadata=tag(turn.message_ts, entry_id, "progress"),
+            on_posting=self._posting,
+            on_posted=self._posted,
+            on_written=self._written,
+        )
+        if record.progress_ts:
+            self.message.adopt(record.progress_ts)
+        self.lines: dict[str, ToolLine] = {
+            str(line["call_id"]): ToolLine(**line) for line in record.progress_lines
+        }
         self.note = ""
         self.status_shown = False
         self._status_at = 0.0
         self._started = False
+        self._saved_lines = list(record.progress_lines)
+
+    async def adopt(self, ts: str) -> None:
+        """Take over a progress message an earlier attempt posted but did not record."""
+        self.message.adopt(ts)
+        await self._posted(ts)
 
     async def start(self) -> None:
         """Show that the bot is working: the assistant status, or else a progress message."""
@@ -40,10 +78,14 @@ class ProgressView:
             return
         self._started = True
         if await self._set_status(self.status_text):
+            if self.lines and self.message.ts:
+                self._render()  # resumed: the message shows this attempt's tools again
             return
         self._render()  # no status here: a threaded "Working on it…" message instead
 
     async def _set_status(self, status: str) -> bool:
+        if not self.ledger.valid():
+            return False
         response = await safe_call(
             self.client.assistant_threads_setStatus,
             channel_id=self.turn.channel,
@@ -79,20 +121,46 @@ class ProgressView:
         self._render()
 
     async def finish(self) -> None:
-        """Leave a record of the tools used; remove a bare "Working on it…" message."""
-        if not self.lines:
-            await self.message.delete()
+        """Write the final form now: the tools used and no Stop button, or no message at all
+        when no tool ran. Raises Slack's error, so delivery tries again."""
+        record = self.ledger.record
+        if record.progress_closed:
             return
-        self._render(finished=True)
-        await self.message.flush()
+        if self.lines:
+            lines = list(self.lines.values())
+            await self.message.write_now(
+                progress_text(lines, self.note, True), progress_blocks(lines, self.note, True)
+            )
+        else:
+            await self.message.delete_now()
+        record.progress_closed = True
+        await self.ledger.save()
 
-    def _render(self, finished: bool = False) -> None:
+    async def close(self) -> None:
+        await self.message.close()
+
+    def _render(self) -> None:
         lines = list(self.lines.values())
-        stop = stop_value(self.turn)
         self.message.set(
-            progress_text(lines, self.note, finished),
-            progress_blocks(lines, self.note, finished, stop),
+            progress_text(lines, self.note, False),
+            progress_blocks(lines, self.note, False, stop_value(self.turn)),
         )
+
+    async def _posting(self) -> None:
+        self.ledger.record.progress_posting = True
+        await self.ledger.save()
+
+    async def _posted(self, ts: str) -> None:
+        record = self.ledger.record
+        record.progress_ts, record.progress_posting = ts, False
+        await self.ledger.save()
+
+    async def _written(self) -> None:
+        lines = [asdict(line) for line in self.lines.values()]
+        if lines != self._saved_lines:
+            self.ledger.record.progress_lines = lines
+            await self.ledger.save()
+            self._saved_lines = lines
 
 
 def stop_value(turn: Turn) -> str:

@@ -1,49 +1,105 @@
-"""The worker's way into Slack: progress while a turn runs, then the answer in the thread."""
+"""The worker's way into Slack: one view per turn (progress, then the answer), and notices.
+
+A :class:`SlackTurnView` lives exactly as long as its turn's owner holds it (an async
+context). It starts from the turn's delivery record, so a resumed turn takes over what an
+earlier attempt left in the thread, and everything it creates is recorded through the
+owner's fence. Leaving the context stops its background writers and makes no Slack call.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent.events import (
-    AgentEvent,
-    Observer,
-    RoundStarted,
-    TextDelta,
-    ToolFinished,
-    ToolStarted,
-)
-from bot.agent.result import TurnResult
+from bot.agent.events import AgentEvent, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from bot.config.schema import SlackConfig
-from bot.slack.answer import AnswerWriter, post_answer, post_markdown
+from bot.lifecycle.responder import Aborted, DeliveryRecord, Fence
+from bot.slack.answer import AnswerWriter
+from bot.slack.blocks import ToolLine, answer_blocks, message_text, progress_blocks
 from bot.slack.calls import safe_call
+from bot.slack.delivery import SlackDelivery
+from bot.slack.errors import error_code, for_delivery, is_temporary
+from bot.slack.ledger import DeliveryLedger
 from bot.slack.progress import ProgressView
+from bot.slack.tagging import Me, own_messages, tag
+from bot.state.notices import Notice
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
 
 TITLE_CHARS = 60
+STOPPED_NOTE = "Could not finish this answer."
 
 
-class TurnView:
-    """Everything shown for one turn; its ``__call__`` is the loop's observer."""
+class SlackTurnView:
+    """Everything shown for one turn; :meth:`observe` is the loop's observer."""
 
-    def __init__(self, client: AsyncWebClient, turn: Turn, settings: SlackConfig) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        turn: Turn,
+        entry_id: str,
+        ledger: DeliveryLedger,
+        settings: SlackConfig,
+        responder: SlackResponder,
+    ) -> None:
         self.client = client
         self.turn = turn
+        self.ledger = ledger
+        self.responder = responder
         self.progress = ProgressView(
-            client, turn, interval_s=settings.edit_interval_s, status_text=settings.status_text
+            client,
+            turn,
+            entry_id,
+            ledger,
+            interval_s=settings.edit_interval_s,
+            status_text=settings.status_text,
         )
         self.answer = AnswerWriter(
             client,
             turn,
+            entry_id,
+            ledger,
+            responder.me,
             streaming=settings.streaming,
             buffer_chars=settings.stream_buffer_chars,
             interval_s=settings.edit_interval_s,
         )
+        self._titled = not (turn.kind == "assistant" and turn.extra.get("new_thread"))
 
-    async def __call__(self, event: AgentEvent) -> None:
+    async def resume(self) -> None:
+        """Take over what an earlier attempt left: a progress message it posted but did not
+        record, a stream it left open. Best effort; delivery does it for sure."""
+        record = self.ledger.record
+        if record.progress_posting and not record.progress_ts:
+            with contextlib.suppress(Exception):
+                found = await own_messages(
+                    self.client,
+                    self.turn.channel,
+                    self.turn.thread_ts,
+                    await self.responder.me(),
+                    self.turn.message_ts,
+                )
+                ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "progress")), "")
+                if ts:
+                    await self.progress.adopt(ts)
+        await self.answer.resume()
+
+    async def observe(self, event: AgentEvent) -> None:
+        if not self._titled:
+            self._titled = True
+            title = " ".join(self.turn.text.split())[:TITLE_CHARS]
+            await safe_call(
+                self.client.assistant_threads_setTitle,
+                channel_id=self.turn.channel,
+                thread_ts=self.turn.thread_ts,
+                title=title,
+            )
         if isinstance(event, RoundStarted):
             await self.progress.start()
         elif isinstance(event, TextDelta):
@@ -54,67 +110,99 @@ class TurnView:
         elif isinstance(event, ToolFinished):
             self.progress.tool_finished(event)
 
-    async def finish(self, text: str) -> None:
-        await self.progress.finish()
+    async def deliver(self, text: str, outcome: str) -> None:
+        """The answer first (nothing waits for an edit window), then the progress message's
+        final form. Both are recorded, so a retry continues where this one stopped."""
         await self.answer.finish(text)
+        try:
+            await self.progress.finish()
+        except (asyncio.CancelledError, Aborted):
+            raise
+        except Exception as exc:
+            raise for_delivery(exc) from exc
+
+    def delivery(self) -> DeliveryRecord:
+        return self.ledger.record.to_record()
+
+    async def close(self) -> None:
+        await self.answer.close()
+        await self.progress.close()
 
 
 class SlackResponder:
     def __init__(self, client: AsyncWebClient, settings: SlackConfig) -> None:
         self.client = client
         self.settings = settings
-        self.views: dict[tuple[str, str, str], TurnView] = {}
+        self._me: Me | None = None
 
-    def observer(self, turn: Turn) -> Observer | None:
-        view = TurnView(self.client, turn, self.settings)
-        self.views[_key(turn)] = view
-        if turn.kind == "assistant" and turn.extra.get("new_thread"):
-            title = " ".join(turn.text.split())[:TITLE_CHARS]
-            return _with_title(view, self.client, turn, title)
-        return view
+    async def me(self) -> Me:
+        """Who the bot is (auth.test, once per process)."""
+        if self._me is None:
+            response = await self.client.auth_test()
+            self._me = Me(str(response.get("user_id") or ""), str(response.get("bot_id") or ""))
+        return self._me
 
-    async def deliver(self, turn: Turn, text: str, result: TurnResult | None) -> None:
-        view = self.views.pop(_key(turn), None)
-        if result is not None and result.error_detail:
-            log.warning(
-                "turn in %s/%s (message %s, event %s) ended %s: %s",
-                turn.channel,
-                turn.thread_ts,
-                turn.message_ts,
-                turn.event_id,
-                result.stop_reason.value,
-                result.error_detail,
+    @contextlib.asynccontextmanager
+    async def view(
+        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+    ) -> AsyncIterator[SlackTurnView]:
+        ledger = DeliveryLedger(SlackDelivery.from_record(delivery), fence)
+        view = SlackTurnView(self.client, turn, entry_id, ledger, self.settings, self)
+        try:
+            if delivery:
+                await view.resume()
+            yield view
+        finally:
+            await view.close()
+
+    async def post_notice(self, notice: Notice) -> None:
+        """Close what the turn left open (a stream, a progress message with a Stop button),
+        then post the notice once (tagged, and looked for first when retried)."""
+        record = SlackDelivery.from_record(notice.delivery)
+        try:
+            if record.first_ts and record.first_streaming:
+                await self._quietly(
+                    self.client.chat_stopStream(channel=notice.channel, ts=record.first_ts)
+                )
+            if record.progress_ts and not record.progress_closed:
+                lines = [ToolLine(**line) for line in record.progress_lines]
+                await self._quietly(
+                    self.client.chat_update(
+                        channel=notice.channel,
+                        ts=record.progress_ts,
+                        text=STOPPED_NOTE,
+                        blocks=progress_blocks(lines, STOPPED_NOTE, True),
+                    )
+                )
+            if notice.attempts and await self._notice_posted(notice):
+                return
+            await self.client.chat_postMessage(
+                channel=notice.channel,
+                thread_ts=notice.thread_ts,
+                text=message_text(notice.text),
+                blocks=answer_blocks(notice.text),
+                metadata=tag(notice.message_ts, notice.id, "notice"),
             )
-        if view is None:  # delivered again after a crash: only the text is known
-            await post_answer(self.client, turn, text)
-            return
-        await view.finish(text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise for_delivery(exc) from exc
 
-    async def give_up(self, turn: Turn, text: str) -> None:
-        view = self.views.pop(_key(turn), None)
-        if view is not None:
-            await view.progress.finish()
-        await post_markdown(self.client, turn.channel, turn.thread_ts, text)
+    async def _notice_posted(self, notice: Notice) -> bool:
+        found = await own_messages(
+            self.client, notice.channel, notice.thread_ts, await self.me(), notice.message_ts
+        )
+        return any(m.is_for(notice.message_ts, "notice") for m in found)
 
-
-def _key(turn: Turn) -> tuple[str, str, str]:
-    return (turn.channel, turn.thread_ts, turn.message_ts)
-
-
-def _with_title(view: TurnView, client: AsyncWebClient, turn: Turn, title: str) -> Observer:
-    """Name a new agent-pane thread after its first question, once, at the first event."""
-    titled = False
-
-    async def observe(event: AgentEvent) -> None:
-        nonlocal titled
-        if not titled:
-            titled = True
-            await safe_call(
-                client.assistant_threads_setTitle,
-                channel_id=turn.channel,
-                thread_ts=turn.thread_ts,
-                title=title,
-            )
-        await view(event)
-
-    return observe
+    @staticmethod
+    async def _quietly(call: Awaitable[Any]) -> None:
+        """A tidying call: what Slack refuses for good (the message is gone, the stream is
+        over) is fine; what it refuses for now is raised."""
+        try:
+            await call
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if is_temporary(exc):
+                raise
+            log.info("tidying up failed for good (%s)", error_code(exc))

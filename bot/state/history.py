@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.llm.tokens import TokenEstimator
+from bot.state.commands import Commands
 from bot.state.connection import Redis
 from bot.state.keys import Keys
 from bot.turn import ThreadKey
@@ -19,19 +20,46 @@ log = logging.getLogger(__name__)
 
 # Append one turn, then drop the oldest turns while over the turn or byte cap (never the
 # newest), and refresh the idle expiry. Atomic: a reader sees the turn whole or not at all.
-APPEND = """
-redis.call('RPUSH', KEYS[1], ARGV[1])
-local total = redis.call('INCRBY', KEYS[2], string.len(ARGV[1]))
-local count = redis.call('LLEN', KEYS[1])
-while count > 1 and (count > tonumber(ARGV[2]) or total > tonumber(ARGV[3])) do
-  local dropped = redis.call('LPOP', KEYS[1])
-  total = redis.call('DECRBY', KEYS[2], string.len(dropped))
-  count = count - 1
+# A function, so the fenced turn transitions (bot/state/turns.py) can run it in their step.
+APPEND_FUNCTION = """
+local function append_history(list_key, bytes_key, payload, max_turns, max_bytes, ttl)
+  redis.call('RPUSH', list_key, payload)
+  local total = redis.call('INCRBY', bytes_key, string.len(payload))
+  local count = redis.call('LLEN', list_key)
+  while count > 1 and (count > max_turns or total > max_bytes) do
+    local dropped = redis.call('LPOP', list_key)
+    total = redis.call('DECRBY', bytes_key, string.len(dropped))
+    count = count - 1
+  end
+  redis.call('EXPIRE', list_key, ttl)
+  redis.call('EXPIRE', bytes_key, ttl)
+  return count
 end
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-return count
 """
+APPEND = (
+    APPEND_FUNCTION
+    + "return append_history(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), "
+    + "ARGV[4])"
+)
+
+UNDELIVERED = (
+    "(My answer to this message never reached the person: Slack did not take it. They have "
+    "not seen it.)"
+)
+
+
+def for_model(messages: TurnMessages, delivered: bool) -> TurnMessages:
+    """A stored turn as the model may see it: an answer the person never saw is not shown
+    to the model as its own words."""
+    if delivered:
+        return messages
+    shown = list(messages)
+    last = shown[-1] if shown else {}
+    if last.get("role") == "assistant" and not last.get("tool_calls"):
+        shown[-1] = {"role": "assistant", "content": UNDELIVERED}
+    else:
+        shown.append({"role": "assistant", "content": UNDELIVERED})
+    return shown
 
 
 def fit_turns(
@@ -70,21 +98,46 @@ class RedisHistory:
         self.max_bytes = max_bytes
         self._append = client.register_script(APPEND)
 
+    def _entry(self, messages: Sequence[Message], turn: str, delivered: bool) -> str:
+        entry = {"turn": turn, "delivered": delivered, "messages": list(messages)}
+        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+
     async def append(
-        self, thread: ThreadKey, messages: Sequence[Message], pipe: Any = None
+        self,
+        thread: ThreadKey,
+        messages: Sequence[Message],
+        *,
+        turn: str = "",
+        delivered: bool = True,
     ) -> None:
-        """Store one turn. Given ``pipe`` (a transaction), the append is queued on it."""
-        payload = json.dumps(list(messages), separators=(",", ":"), ensure_ascii=False)
+        """Store one turn's messages, marked as shown to the person or not."""
         keys = [self.keys.history(thread), self.keys.history_bytes(thread)]
-        args = [payload, self.max_turns, self.max_bytes, self.idle_ttl_s]
-        if pipe is not None:
-            # EVAL, not EVALSHA: a pipeline would first ask SCRIPT EXISTS, a round trip more.
-            pipe.eval(APPEND, len(keys), *keys, *args)
-            return
-        await self._append(keys=keys, args=args)
+        args = [self._entry(messages, turn, delivered), self.max_turns, self.max_bytes]
+        await self._append(keys=keys, args=[*args, self.idle_ttl_s])
+
+    def append_to(
+        self,
+        commands: Commands,
+        thread: ThreadKey,
+        messages: Sequence[Message],
+        *,
+        turn: str,
+        delivered: bool,
+    ) -> None:
+        """Queue the append on a fenced turn transition."""
+        commands.special(
+            "__history",
+            self.keys.history(thread),
+            self.keys.history_bytes(thread),
+            self._entry(messages, turn, delivered),
+            self.max_turns,
+            self.max_bytes,
+            self.idle_ttl_s,
+        )
 
     async def load_turns(self, thread: ThreadKey) -> list[TurnMessages]:
-        """Every stored turn, oldest first. Reading counts as use: the expiry is refreshed."""
+        """Every stored turn, oldest first, as the model may see it. Reading counts as use:
+        the expiry is refreshed."""
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.lrange(self.keys.history(thread), 0, -1)
             pipe.expire(self.keys.history(thread), self.idle_ttl_s)
@@ -93,12 +146,14 @@ class RedisHistory:
         turns = []
         for number, item in enumerate(raw):
             try:
-                turn = json.loads(item)
+                entry = json.loads(item)
             except ValueError:
                 log.warning("skipping unreadable turn %d of %s", number, thread)
                 continue
-            if isinstance(turn, list):
-                turns.append(turn)
+            if isinstance(entry, list):  # stored before turns carried a delivered mark
+                turns.append(entry)
+            elif isinstance(entry, dict) and isinstance(entry.get("messages"), list):
+                turns.append(for_model(entry["messages"], bool(entry.get("delivered", True))))
         return turns
 
     async def for_model(

@@ -11,6 +11,8 @@ class Keys:
         self.turns = f"{prefix}turns"  # the stream of accepted turns
         self.dead_turns = f"{prefix}turns:dead"  # turns that failed every attempt
         self.workers = "workers"  # the stream's consumer group
+        self.notices = f"{prefix}notices"  # plain messages owed to people, by due time
+        self.notice_data = f"{prefix}notices:data"
         self.switches = f"{prefix}switches"
         self.audit = f"{prefix}audit"
 
@@ -20,9 +22,13 @@ class Keys:
     def history_bytes(self, thread: ThreadKey) -> str:
         return f"{self.prefix}history:{thread}:bytes"
 
-    def thread_pending(self, thread: ThreadKey) -> str:
-        """Entry ids of the thread's turns, in arrival order, until each is finished."""
-        return f"{self.prefix}thread:{thread}:pending"
+    def thread_queue(self, thread: ThreadKey) -> str:
+        """Entry ids of the thread's unfinished turns, scored by their Slack message ts."""
+        return f"{self.prefix}thread:{thread}:queue"
+
+    def thread_current(self, thread: ThreadKey) -> str:
+        """The entry id of the thread's turn that has started and is not finished."""
+        return f"{self.prefix}thread:{thread}:current"
 
     def participation(self, thread: ThreadKey) -> str:
         return f"{self.prefix}joined:{thread}"
@@ -42,11 +48,16 @@ class Keys:
     def seen_message(self, team: str, channel: str, ts: str) -> str:
         return f"{self.prefix}seen:message:{team}:{channel}:{ts}"
 
-    def turn_state(self, entry_id: str) -> str:
+    def turn(self, entry_id: str) -> str:
+        """The turn's record: its state, round, attempts, what to show, the delivery."""
         return f"{self.prefix}turn:{entry_id}"
 
     def journal(self, entry_id: str) -> str:
         return f"{self.prefix}turn:{entry_id}:journal"
+
+    def reruns(self, entry_id: str) -> str:
+        """Tool calls of the turn that were run again after a crash."""
+        return f"{self.prefix}turn:{entry_id}:reruns"
 
     def grants(self, team: str, user: str) -> str:
         return f"{self.prefix}grants:{team}:{user}"

@@ -1,4 +1,17 @@
-"""Per-thread locks: an owner token, a TTL renewed while the turn runs, release by the owner."""
+"""Per-thread leases: an owner token with a short TTL, kept alive by a heartbeat.
+
+Whoever holds a thread's lock owns its turns. The heartbeat (every third of ``lock_ttl_s``)
+renews the lock and refreshes the idle time of the turn's stream entry, so a live owner's
+entry is never reclaimed however long its tools run, while a dead owner's lock expires and
+its entry becomes claimable within ``claim_idle_s``. Handing back (at shutdown) frees the
+lock and marks the entry as long idle, so another worker claims it at its next look instead
+of waiting for the takeover time.
+
+Redis is the judge of ownership (every write to the turn's record checks the token), but a
+Slack call cannot be fenced by Redis: :meth:`ThreadLease.valid` says, without a round trip,
+whether the lease can still be trusted (no failed renewal, and well inside the TTL since the
+last renewal that worked).
+"""
 
 from __future__ import annotations
 
@@ -15,12 +28,28 @@ from bot.turn import ThreadKey
 
 log = logging.getLogger(__name__)
 
-RELEASE = """
+TRUSTED_SHARE = 0.8  # of the TTL after a renewal, the lease counts as held
+HANDED_BACK_IDLE_MS = 10**12  # an entry handed back looks idle for ages: claimed at once
+
+# KEYS: lock, stream; ARGV: token, ttl ms, group, consumer, entry id ('' for none)
+HEARTBEAT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[5] ~= '' then
+  redis.call('XCLAIM', KEYS[2], ARGV[3], ARGV[4], 0, ARGV[5], 'JUSTID')
+end
+return 1
+"""
+# KEYS: lock, stream; ARGV: token, group, consumer, entry id ('' for none), idle ms
+HAND_BACK = """
+if ARGV[4] ~= '' then
+  redis.call('XCLAIM', KEYS[2], ARGV[2], ARGV[3], 0, ARGV[4], 'IDLE', ARGV[5], 'JUSTID')
+end
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
-RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
 
@@ -30,26 +59,52 @@ class ThreadLocks:
         self.client = client
         self.keys = keys
         self.ttl_ms = int(ttl_s * 1000)
+        self._heartbeat = client.register_script(HEARTBEAT)
+        self._hand_back = client.register_script(HAND_BACK)
         self._release = client.register_script(RELEASE)
-        self._renew = client.register_script(RENEW)
 
-    async def try_acquire(self, thread: ThreadKey) -> ThreadLock | None:
+    async def try_acquire(self, thread: ThreadKey, consumer: str) -> ThreadLease | None:
         token = secrets.token_hex(16)
         key = self.keys.lock(thread)
+        loop = asyncio.get_running_loop()
+        asked_at = loop.time()
         if await self.client.set(key, token, nx=True, px=self.ttl_ms):
-            return ThreadLock(self, key, token)
+            return ThreadLease(self, key, token, consumer, asked_at)
         return None
 
 
-class ThreadLock:
-    def __init__(self, locks: ThreadLocks, key: str, token: str) -> None:
+class ThreadLease:
+    def __init__(
+        self, locks: ThreadLocks, key: str, token: str, consumer: str, renewed_at: float
+    ) -> None:
         self.locks = locks
         self.key = key
         self.token = token
+        self.consumer = consumer
+        self.entry = ""  # the stream entry of the turn being worked on
         self.lost = asyncio.Event()  # set when another owner may have the thread now
+        self._trusted_until = renewed_at + TRUSTED_SHARE * locks.ttl_ms / 1000
+
+    def valid(self) -> bool:
+        """Whether Slack may still be written to for this thread (no round trip)."""
+        if self.lost.is_set():
+            return False
+        if asyncio.get_running_loop().time() >= self._trusted_until:
+            self.lost.set()
+            return False
+        return True
 
     async def renew(self) -> bool:
-        return bool(await self.locks._renew(keys=[self.key], args=[self.token, self.locks.ttl_ms]))
+        loop = asyncio.get_running_loop()
+        asked_at = loop.time()
+        locks = self.locks
+        renewed = await locks._heartbeat(
+            keys=[self.key, locks.keys.turns],
+            args=[self.token, locks.ttl_ms, locks.keys.workers, self.consumer, self.entry],
+        )
+        if renewed:
+            self._trusted_until = asked_at + TRUSTED_SHARE * locks.ttl_ms / 1000
+        return bool(renewed)
 
     async def release(self) -> bool:
         """Free the lock if we still own it; a lock someone else holds is left alone."""
@@ -59,9 +114,28 @@ class ThreadLock:
             log.warning("could not release %s; it frees itself when its TTL ends", self.key)
             return False
 
+    async def hand_back(self) -> None:
+        """Let another worker take the thread now: free the lock, and make the turn's entry
+        claimable at once."""
+        locks = self.locks
+        self.lost.set()
+        try:
+            await locks._hand_back(
+                keys=[self.key, locks.keys.turns],
+                args=[
+                    self.token,
+                    locks.keys.workers,
+                    self.consumer,
+                    self.entry,
+                    HANDED_BACK_IDLE_MS,
+                ],
+            )
+        except REDIS_DOWN:
+            log.warning("could not hand back %s; it frees itself when its TTL ends", self.key)
+
     @contextlib.asynccontextmanager
     async def kept_alive(self) -> AsyncIterator[asyncio.Event]:
-        """Renew every third of the TTL while the body runs; yield the ``lost`` event.
+        """Heartbeat every third of the TTL while the body runs; yield the ``lost`` event.
 
         If the lock cannot be renewed before it would expire (taken over, or Redis away too
         long), ``lost`` is set so the turn stops instead of running twice.
@@ -76,18 +150,14 @@ class ThreadLock:
 
     async def _keep(self) -> None:
         interval = self.locks.ttl_ms / 3000
-        loop = asyncio.get_running_loop()
-        valid_until = loop.time() + self.locks.ttl_ms / 1000
-        while True:
+        while not self.lost.is_set():
             await asyncio.sleep(interval)
             try:
                 if not await self.renew():
                     log.warning("lost %s to another owner", self.key)
                     self.lost.set()
                     return
-                valid_until = loop.time() + self.locks.ttl_ms / 1000
             except REDIS_DOWN:
-                if loop.time() >= valid_until:
+                if not self.valid():
                     log.warning("could not renew %s before it expired", self.key)
-                    self.lost.set()
                     return

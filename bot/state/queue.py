@@ -1,10 +1,12 @@
-"""The turn queue: a Redis Stream with a consumer group, plus a pending list per thread.
+"""The turn queue: a Redis Stream with a consumer group, plus an ordered set per thread.
 
 Enqueueing is one atomic script: drop duplicates (the event id, and channel + message ts,
 so a message's ``message`` and ``app_mention`` events count once), add the turn to the
-stream, and append its entry id to its thread's pending list. The thread list is what keeps
-turns of one thread in arrival order across workers; the stream is what gets a turn
-delivered, reclaimed when its worker dies, and acknowledged only when it is finished.
+stream, and add its entry id to its thread's set, scored by the Slack message ts. The thread
+set is what runs a thread's turns one at a time in the order people wrote them, whichever
+worker read them and however late Slack redelivered one; the stream is what gets a turn to
+a worker, to another worker when its owner stops heart-beating, and acknowledged only when
+it is finished.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, TypeVar
 
 import redis.exceptions
 
+from bot.state.commands import Commands
 from bot.state.connection import Redis
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.keys import Keys
@@ -25,8 +28,9 @@ from bot.turn import ThreadKey, Turn
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# KEYS: seen-event, seen-message, stream, thread-pending
-# ARGV: dedup ttl, turn json, stream max length, check event (1/0), check message (1/0)
+# KEYS: seen-event, seen-message, stream, thread queue
+# ARGV: dedup ttl, turn json, stream max length, check event (1/0), check message (1/0),
+#       the message's order in its thread (its ts)
 ENQUEUE = """
 for i = 1, 2 do
   if ARGV[3 + i] == '1' and redis.call('EXISTS', KEYS[i]) == 1 then
@@ -39,7 +43,7 @@ for i = 1, 2 do
     redis.call('SET', KEYS[i], id, 'EX', ARGV[1])
   end
 end
-redis.call('RPUSH', KEYS[4], id)
+redis.call('ZADD', KEYS[4], ARGV[6], id)
 return id
 """
 
@@ -65,7 +69,7 @@ class TurnQueue:
             self.keys.seen_event(turn.team, turn.event_id),
             self.keys.seen_message(turn.team, turn.channel, turn.message_ts),
             self.keys.turns,
-            self.keys.thread_pending(turn.thread_key),
+            self.keys.thread_queue(turn.thread_key),
         ]
         args = [
             self.dedup_ttl_s,
@@ -73,6 +77,7 @@ class TurnQueue:
             self.max_len,
             "1" if turn.event_id else "0",
             "1" if turn.message_ts else "0",
+            repr(turn.order),
         ]
         entry_id = await guarded(self._enqueue(keys=keys, args=args))
         if entry_id:
@@ -103,6 +108,10 @@ class TurnQueue:
         except redis.exceptions.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
+            log.warning(
+                "the turn queue's consumer group is gone (did Redis restart without its data?); "
+                "recreating it"
+            )
             await self.ensure_group()
             return []
         return [_entry(entry_id, fields) for _, items in reply or () for entry_id, fields in items]
@@ -116,17 +125,27 @@ class TurnQueue:
         except redis.exceptions.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
+            log.warning(
+                "the turn queue's consumer group is gone (did Redis restart without its data?); "
+                "recreating it"
+            )
             await self.ensure_group()
             return []
         return [_entry(entry_id, fields) for entry_id, fields in reply[1] if fields]
 
     async def head(self, thread: ThreadKey) -> str | None:
-        """The entry id of the thread's oldest unfinished turn."""
-        head = await self.client.lindex(self.keys.thread_pending(thread), 0)
-        return str(head) if head is not None else None
+        """The entry id of the thread's turn to work on next: the one already started, else
+        the pending one written first."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(self.keys.thread_current(thread))
+            pipe.zrange(self.keys.thread_queue(thread), 0, 0)
+            current, first = await pipe.execute()
+        if current:
+            return str(current)
+        return str(first[0]) if first else None
 
     async def has_pending(self, thread: ThreadKey) -> bool:
-        return bool(await self.client.llen(self.keys.thread_pending(thread)))
+        return bool(await self.client.zcard(self.keys.thread_queue(thread)))
 
     async def fetch(self, entry_id: str) -> Entry | None:
         """The entry, or None when it is gone (finished and deleted)."""
@@ -136,17 +155,23 @@ class TurnQueue:
         return _entry(*items[0])
 
     async def forget(self, thread: ThreadKey, entry_id: str) -> None:
-        """Drop an id from the thread's list (its entry is already gone)."""
-        await self.client.lrem(self.keys.thread_pending(thread), 1, entry_id)
+        """Drop an id whose entry is already gone from the thread's set (and pointer)."""
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.zrem(self.keys.thread_queue(thread), entry_id)
+            pipe.delete(self.keys.thread_current(thread))
+            await pipe.execute()
 
-    def finish(self, pipe: Any, thread: ThreadKey, entry_id: str) -> None:
-        """Queue, on a transaction, what ends a turn: ack, delete, leave the thread list."""
-        pipe.xack(self.keys.turns, self.keys.workers, entry_id)
-        pipe.xdel(self.keys.turns, entry_id)
-        pipe.lrem(self.keys.thread_pending(thread), 1, entry_id)
+    def finish(self, commands: Commands | Any, thread: ThreadKey, entry_id: str) -> None:
+        """Queue what ends a turn: ack, delete, leave the thread's set and pointer."""
+        commands.xack(self.keys.turns, self.keys.workers, entry_id)
+        commands.xdel(self.keys.turns, entry_id)
+        commands.zrem(self.keys.thread_queue(thread), entry_id)
+        commands.delete(self.keys.thread_current(thread))
 
-    def dead_letter(self, pipe: Any, turn: Turn | None, entry_id: str, reason: str) -> None:
-        pipe.xadd(
+    def dead_letter(
+        self, commands: Commands | Any, turn: Turn | None, entry_id: str, reason: str
+    ) -> None:
+        commands.xadd(
             self.keys.dead_turns,
             {
                 "entry_id": entry_id,

@@ -11,12 +11,13 @@ from bot.state.grants import RoleGrants
 from bot.state.history import RedisHistory
 from bot.state.keys import Keys
 from bot.state.locks import ThreadLocks
+from bot.state.notices import Notices
 from bot.state.participation import ThreadParticipation
-from bot.state.progress import TurnProgress
 from bot.state.queue import TurnQueue
 from bot.state.role_cache import RedisCache
 from bot.state.stops import StopRequests
 from bot.state.switches import ToolSwitches
+from bot.state.turns import TurnRecords
 from bot.state.usage import UsageCounters
 
 
@@ -27,7 +28,8 @@ class State:
     history: RedisHistory
     queue: TurnQueue
     locks: ThreadLocks
-    progress: TurnProgress
+    records: TurnRecords
+    notices: Notices
     switches: ToolSwitches
     grants: RoleGrants
     usage: UsageCounters
@@ -60,7 +62,8 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
             client, keys, dedup_ttl_s=config.queue.dedup_ttl_s, max_len=config.queue.stream_max_len
         ),
         locks=ThreadLocks(client, keys, config.queue.lock_ttl_s),
-        progress=TurnProgress(client, keys),
+        records=TurnRecords(client, keys),
+        notices=Notices(client, keys),
         switches=ToolSwitches(client, keys),
         grants=RoleGrants(client, keys),
         usage=UsageCounters(client, keys),

@@ -1,5 +1,10 @@
 """The worker loop: read turns from the stream, reclaim those of dead workers, run them with
-bounded concurrency, and ride out Redis outages with backoff instead of crashing."""
+bounded concurrency, post the notices owed to people, and ride out Redis outages with
+backoff instead of crashing.
+
+Shutdown (SIGTERM): stop reading, let running turns finish within the grace period, then
+hand the rest back at once so another replica resumes them from their records.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +14,27 @@ import logging
 import os
 import secrets
 import socket
+import time
 
 import redis.exceptions
 
+from bot.agent.cancellation import sleep_unless
+from bot.lifecycle.responder import DeliveryFailed, Responder, Undeliverable
 from bot.state.errors import REDIS_DOWN
-from bot.state.queue import Entry
-from bot.state.store import State
+from bot.state.notices import GIVE_UP_AFTER_S, Notice, Notices
+from bot.state.queue import Entry, TurnQueue
 from bot.turn import Turn
-from bot.worker.processor import TurnProcessor
+from bot.worker.processor import ThreadProcessor
 
 log = logging.getLogger(__name__)
 
 BLOCK_MS = 2000
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 10.0
-SHUTDOWN_GRACE_S = 30.0
+CLAIM_EVERY_MAX_S = 2.5  # how often, at most, a worker looks for turns of dead workers
+HAND_BACK_WAIT_S = 5.0  # after the grace period, how long handing back may take
+NOTICE_LEASE_S = 30.0
+NOTICE_RETRY_MAX_S = 300.0
 RETRYABLE: tuple[type[BaseException], ...] = (*REDIS_DOWN, redis.exceptions.ResponseError)
 
 
@@ -34,59 +45,77 @@ def consumer_name() -> str:
 class Worker:
     def __init__(
         self,
-        state: State,
-        processor: TurnProcessor,
+        queue: TurnQueue,
+        processor: ThreadProcessor,
+        notices: Notices,
+        responder: Responder,
         *,
         concurrency: int,
         claim_idle_s: float,
+        shutdown_grace_s: float = 25.0,
+        embedded: bool = False,
         name: str | None = None,
         block_ms: int = BLOCK_MS,
     ) -> None:
-        self.state = state
-        self.block_ms = block_ms  # how long a read waits for new turns (and so for a stop)
+        self.queue = queue
         self.processor = processor
+        self.notices = notices
+        self.responder = responder
+        self.block_ms = block_ms  # how long a read waits for new turns (and so for a stop)
         self.concurrency = concurrency
         self.claim_idle_ms = int(claim_idle_s * 1000)
-        self.claim_every_s = max(claim_idle_s / 4, 0.05)
+        self.claim_every_s = min(max(claim_idle_s / 4, 0.05), CLAIM_EVERY_MAX_S)
+        self.shutdown_grace_s = shutdown_grace_s
+        self.embedded = embedded
         self.name = name or consumer_name()
         self.active: dict[str, asyncio.Task[None]] = {}  # entry id -> its task
+        self.alive = False  # the loop runs (for readiness checks)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Work until ``stop`` is set, then let running turns finish (up to a grace period)."""
+        """Work until ``stop`` is set, then let running turns finish (up to the grace period)
+        and hand back the rest."""
         loop = asyncio.get_running_loop()
         backoff = BACKOFF_START_S
         next_claim = 0.0
         log.info("worker %s started (concurrency %d)", self.name, self.concurrency)
-        while not stop.is_set():
-            try:
-                if len(self.active) >= self.concurrency:
-                    await self._wait_for_a_slot(stop)
-                    continue
-                if loop.time() >= next_claim:
-                    await self.state.queue.ensure_group()
-                    claimed = await self.state.queue.claim_stale(
-                        self.name, self.claim_idle_ms, count=self._free()
+        self.alive = True
+        notices = asyncio.create_task(self._post_notices(stop))
+        try:
+            while not stop.is_set():
+                try:
+                    if len(self.active) >= self.concurrency:
+                        await self._wait_for_a_slot(stop)
+                        continue
+                    if loop.time() >= next_claim:
+                        await self.queue.ensure_group()
+                        claimed = await self.queue.claim_stale(
+                            self.name, self.claim_idle_ms, count=self._free()
+                        )
+                        self._start(claimed)
+                        next_claim = loop.time() + self.claim_every_s
+                    entries = await self.queue.read(
+                        self.name, self._free(), 0 if self.embedded else self.block_ms
                     )
-                    self._start(claimed)
-                    next_claim = loop.time() + self.claim_every_s
-                entries = await self.state.queue.read(
-                    self.name, self._free(), 0 if self.state.handle.embedded else self.block_ms
-                )
-                self._start(entries)
-                if not entries:
-                    await self._idle(stop, next_claim - loop.time())
-                backoff = BACKOFF_START_S
-            except RETRYABLE as exc:
-                log.warning(
-                    "Redis problem in worker %s (%s: %s); retrying in %.1f s",
-                    self.name,
-                    type(exc).__name__,
-                    exc,
-                    backoff,
-                )
-                await _sleep_unless(stop, backoff)
-                backoff = min(backoff * 2, BACKOFF_MAX_S)
-        await self._finish_running()
+                    self._start(entries)
+                    if not entries:
+                        await self._idle(stop, next_claim - loop.time())
+                    backoff = BACKOFF_START_S
+                except RETRYABLE as exc:
+                    log.warning(
+                        "Redis problem in worker %s (%s: %s); retrying in %.1f s",
+                        self.name,
+                        type(exc).__name__,
+                        exc,
+                        backoff,
+                    )
+                    await sleep_unless(backoff, stop)
+                    backoff = min(backoff * 2, BACKOFF_MAX_S)
+        finally:
+            self.alive = False
+            notices.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await notices
+            await self._finish_running()
         log.info("worker %s stopped", self.name)
 
     def _free(self) -> int:
@@ -104,9 +133,14 @@ class Worker:
             await self.processor.handle(entry_id, turn)
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             # The entry stays pending and is reclaimed after claim_idle_s.
-            log.exception("handling turn %s failed; it will be retried", entry_id)
+            if isinstance(exc, REDIS_DOWN):
+                log.warning(
+                    "Redis failed while handling turn %s (%s); it will be retried", entry_id, exc
+                )
+            else:
+                log.exception("handling turn %s failed; it will be retried", entry_id)
         finally:
             self.active.pop(entry_id, None)
 
@@ -122,9 +156,9 @@ class Worker:
     async def _idle(self, stop: asyncio.Event, until_claim_s: float) -> None:
         """With the embedded Redis (which cannot block on reads), wait for an in-process
         enqueue; with a real Redis the blocking read already waited."""
-        if not self.state.handle.embedded:
+        if not self.embedded:
             return
-        arrived = self.state.queue.arrived
+        arrived = self.queue.arrived
         arrived.clear()
         waiters = [asyncio.create_task(arrived.wait()), asyncio.create_task(stop.wait())]
         try:
@@ -140,14 +174,47 @@ class Worker:
     async def _finish_running(self) -> None:
         if not self.active:
             return
-        _, pending = await asyncio.wait(list(self.active.values()), timeout=SHUTDOWN_GRACE_S)
-        for task in pending:
+        log.info(
+            "waiting up to %.0f s for %d running turn(s) to finish",
+            self.shutdown_grace_s,
+            len(self.active),
+        )
+        _, pending = await asyncio.wait(list(self.active.values()), timeout=self.shutdown_grace_s)
+        if not pending:
+            return
+        log.warning("handing %d unfinished turn(s) back to other workers", len(pending))
+        self.processor.hand_back()
+        _, stuck = await asyncio.wait(pending, timeout=HAND_BACK_WAIT_S)
+        for task in stuck:
             task.cancel()  # left pending in the stream: another worker reclaims it
-        for task in pending:
+        for task in stuck:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
+    async def _post_notices(self, stop: asyncio.Event) -> None:
+        """Post the plain messages owed to people, as soon as Slack takes them."""
+        while not stop.is_set():
+            try:
+                for notice in await self.notices.take_due(NOTICE_LEASE_S):
+                    await self._post_notice(notice)
+            except REDIS_DOWN as exc:
+                log.debug("could not look for notices: %s", exc)
+            except Exception:
+                log.exception("posting notices failed")
+            await sleep_unless(self.claim_every_s, stop)
 
-async def _sleep_unless(stop: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), seconds)
+    async def _post_notice(self, notice: Notice) -> None:
+        try:
+            await self.responder.post_notice(notice)
+        except DeliveryFailed as exc:
+            if time.time() - notice.since > GIVE_UP_AFTER_S:
+                log.error("dropping the notice for turn %s: Slack refused it for a day", notice.id)
+                await self.notices.done(notice)
+                return
+            delay = min(NOTICE_RETRY_MAX_S, 2.0 ** (notice.attempts + 1))
+            log.warning("Slack did not take the notice for turn %s (%s)", notice.id, exc)
+            await self.notices.retry_later(notice, delay)
+            return
+        except Undeliverable as exc:
+            log.error("the notice for turn %s can never be posted: %s", notice.id, exc)
+        await self.notices.done(notice)

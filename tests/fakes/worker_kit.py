@@ -1,22 +1,102 @@
-"""Building workers for tests: an agent on the fake LLM with the step tool, and responders."""
+"""Building workers for tests: an agent on the fake LLM with the step tool, and responders
+that stand in for Slack (in memory, or in Redis across processes)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from bot.agent.events import Observer
+from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
-from bot.agent.result import TurnResult
 from bot.config.schema import AppConfig, LLMConfig
+from bot.lifecycle.owner import Agent, Timing, TurnStores
+from bot.lifecycle.responder import DeliveryFailed, DeliveryRecord, Fence
 from bot.llm.client import ChatModel, OpenAIChatModel
 from bot.llm.tokens import TokenEstimator
+from bot.state.notices import Notice
 from bot.state.store import State, open_state
 from bot.turn import Turn
 from bot.worker.consumer import Worker
-from bot.worker.processor import Agent, TurnProcessor
+from bot.worker.processor import ThreadProcessor
+from bot.worker.stops import StopWatcher
 from tools import StaticToolset, Tool, Toolset
+
+
+class MemoryView:
+    def __init__(self, responder: MemoryResponder, turn: Turn, delivery: DeliveryRecord) -> None:
+        self.responder = responder
+        self.turn = turn
+        self.record = dict(delivery)
+
+    async def observe(self, event: AgentEvent) -> None:
+        self.responder.events.append(event)
+
+    async def deliver(self, text: str, outcome: str) -> None:
+        if self.responder.fail_next:
+            self.responder.fail_next -= 1
+            raise self.responder.failure
+        self.responder.delivered.append((self.turn, text, outcome))
+
+    def delivery(self) -> DeliveryRecord:
+        return self.record
+
+
+class MemoryResponder:
+    """Records deliveries in memory; can be told to fail the next N deliveries."""
+
+    def __init__(self) -> None:
+        self.delivered: list[tuple[Turn, str, str]] = []
+        self.gave_up: list[Notice] = []
+        self.events: list[AgentEvent] = []
+        self.fail_next = 0
+        self.failure: Exception = DeliveryFailed("service_unavailable")
+
+    @contextlib.asynccontextmanager
+    async def view(
+        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+    ) -> AsyncIterator[MemoryView]:
+        yield MemoryView(self, turn, delivery)
+
+    async def post_notice(self, notice: Notice) -> None:
+        self.gave_up.append(notice)
+
+    def texts(self) -> list[str]:
+        return [text for _, text, _ in self.delivered]
+
+
+class ListView:
+    """Delivers by pushing onto a Redis list, recorded like a Slack post: "posting" before,
+    "posted" after, and a resumed attempt looks for its entry before pushing again."""
+
+    def __init__(
+        self, state: State, key: str, entry_id: str, delivery: DeliveryRecord, fence: Fence
+    ) -> None:
+        self.state = state
+        self.key = key
+        self.entry_id = entry_id
+        self.record = dict(delivery)
+        self.fence = fence
+
+    async def observe(self, event: AgentEvent) -> None:
+        return None
+
+    async def deliver(self, text: str, outcome: str) -> None:
+        if self.record.get("posted"):
+            return
+        item = json.dumps({"turn": self.entry_id, "text": text})
+        if self.record.get("posting") and item in await self.state.client.lrange(self.key, 0, -1):
+            return
+        self.record["posting"] = True
+        await self.fence.save_delivery(self.record)
+        await self.state.client.rpush(self.key, item)
+        self.record["posted"] = True
+        await self.fence.save_delivery(self.record)
+
+    def delivery(self) -> DeliveryRecord:
+        return self.record
 
 
 class ListResponder:
@@ -26,38 +106,18 @@ class ListResponder:
         self.state = state
         self.key = key
 
-    def observer(self, turn: Turn) -> Observer | None:
-        return None
+    @contextlib.asynccontextmanager
+    async def view(
+        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+    ) -> AsyncIterator[ListView]:
+        yield ListView(self.state, self.key, entry_id, delivery, fence)
 
-    async def deliver(self, turn: Turn, text: str, result: TurnResult | None) -> None:
-        await self.state.client.rpush(self.key, text)
-
-    async def give_up(self, turn: Turn, text: str) -> None:
-        await self.state.client.rpush(self.key, "GAVE UP: " + text)
+    async def post_notice(self, notice: Notice) -> None:
+        await self.state.client.rpush(self.key, json.dumps({"turn": notice.id, "text": "GAVE UP"}))
 
 
-class MemoryResponder:
-    """Records deliveries in memory; can be told to fail the next N deliveries."""
-
-    def __init__(self) -> None:
-        self.delivered: list[tuple[Turn, str, TurnResult | None]] = []
-        self.gave_up: list[Turn] = []
-        self.fail_next = 0
-
-    def observer(self, turn: Turn) -> Observer | None:
-        return None
-
-    async def deliver(self, turn: Turn, text: str, result: TurnResult | None) -> None:
-        if self.fail_next:
-            self.fail_next -= 1
-            raise RuntimeError("Slack is having a bad day")
-        self.delivered.append((turn, text, result))
-
-    async def give_up(self, turn: Turn, text: str) -> None:
-        self.gave_up.append(turn)
-
-    def texts(self) -> list[str]:
-        return [text for _, text, _ in self.delivered]
+async def delivered_texts(state: State, key: str) -> list[str]:
+    return [json.loads(item)["text"] for item in await state.client.lrange(key, 0, -1)]
 
 
 def worker_config(prefix: str, **queue: Any) -> AppConfig:
@@ -75,6 +135,8 @@ def make_worker(
     concurrency: int = 4,
     claim_idle_s: float = 1.0,
     max_attempts: int = 3,
+    deliver_timeout_s: float = 600.0,
+    shutdown_grace_s: float = 25.0,
     toolset: Toolset | None = None,
 ) -> Worker:
     chosen = toolset or StaticToolset(tools)
@@ -83,15 +145,39 @@ def make_worker(
         return chosen
 
     agent = Agent(model, LoopSettings(system_prompt="test"), toolset_for, 16000, TokenEstimator())
-    processor = TurnProcessor(
-        state, agent, responder, max_attempts=max_attempts, retry_delay_s=0.01
+    consumer = name or "worker"
+    processor = ThreadProcessor(
+        TurnStores(
+            records=state.records,
+            queue=state.queue,
+            history=state.history,
+            audit=state.audit,
+            usage=state.usage,
+            notices=state.notices,
+        ),
+        state.locks,
+        agent,
+        responder,
+        StopWatcher(state.stops, poll_s=0.1),
+        Timing(
+            max_attempts=max_attempts,
+            deliver_timeout_s=deliver_timeout_s,
+            retry_start_s=0.05,
+            retry_max_s=0.2,
+        ),
+        consumer=consumer,
+        failure_backoff_s=0.01,
     )
     return Worker(
-        state,
+        state.queue,
         processor,
+        state.notices,
+        responder,
         concurrency=concurrency,
         claim_idle_s=claim_idle_s,
-        name=name,
+        shutdown_grace_s=shutdown_grace_s,
+        embedded=state.handle.embedded,
+        name=consumer,
         block_ms=200,
     )
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 
 from bot.llm.tokens import TokenEstimator
+from bot.state.history import UNDELIVERED
 from bot.state.store import State
 from bot.turn import ThreadKey
 
@@ -60,7 +61,9 @@ async def test_caps_drop_the_oldest_turns_but_never_the_newest(
     kept = await capped.history.load_turns(THREAD)
     assert len(kept) == 1 and kept[0][0]["content"].startswith("q9")
     stored = await capped.client.get(capped.keys.history_bytes(THREAD))
-    assert int(stored) == len(json.dumps(turn(9, size=20_000), separators=(",", ":")))
+    [entry] = await capped.client.lrange(capped.keys.history(THREAD), 0, -1)
+    assert int(stored) == len(entry.encode())
+    assert json.loads(entry)["messages"] == turn(9, size=20_000)
 
 
 async def test_idle_expiry_is_set_and_refreshed_on_use(state: State) -> None:
@@ -90,3 +93,18 @@ async def test_an_unreadable_turn_is_skipped(state: State) -> None:
     await state.history.append(THREAD, turn(1))
     await state.client.rpush(state.keys.history(THREAD), "{not json")
     assert await state.history.load_turns(THREAD) == [turn(1)]
+
+
+async def test_an_answer_the_person_never_saw_is_not_shown_as_said(state: State) -> None:
+    await state.history.append(THREAD, turn(1), turn="e1", delivered=False)
+    await state.history.append(THREAD, turn(2), turn="e2")
+    # A turn given up before it had an answer: only the question and a finished round.
+    await state.history.append(THREAD, turn(3)[:3], turn="e3", delivered=False)
+    first, second, third = await state.history.load_turns(THREAD)
+    assert first[:-1] == turn(1)[:-1]
+    assert first[-1] == {"role": "assistant", "content": UNDELIVERED}
+    assert second == turn(2)
+    assert third == [*turn(3)[:3], {"role": "assistant", "content": UNDELIVERED}]
+    # A turn stored before the delivered mark existed reads as it was.
+    await state.client.rpush(state.keys.history(THREAD), json.dumps(turn(4)))
+    assert (await state.history.load_turns(THREAD))[-1] == turn(4)

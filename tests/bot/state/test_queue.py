@@ -26,6 +26,20 @@ async def test_enqueue_returns_an_id_and_keeps_the_thread_order(state: State) ->
     assert entry is not None and entry[1] is not None and entry[1].text == "one"
 
 
+async def test_a_thread_runs_in_message_order_whatever_the_arrival_order(state: State) -> None:
+    thread = message("x", "0").thread_key
+    late = await state.queue.enqueue(message("m2", "100.2"))
+    first = await state.queue.enqueue(message("m1", "100.1"))  # redelivered late by Slack
+    third = await state.queue.enqueue(message("m3", "100.3"))
+    assert late and first and third
+    assert await state.queue.head(thread) == first
+    await state.queue.forget(thread, first)
+    assert await state.queue.head(thread) == late
+    # A turn that has started stays first, even when an older message arrives meanwhile.
+    await state.client.set(state.keys.thread_current(thread), third)
+    assert await state.queue.head(thread) == third
+
+
 async def test_duplicates_by_event_id_and_by_message_ts(state: State) -> None:
     assert await state.queue.enqueue(message("hi", "100.1", event="Ev1"))
     # A retry of the same event.
@@ -34,7 +48,7 @@ async def test_duplicates_by_event_id_and_by_message_ts(state: State) -> None:
     assert await state.queue.enqueue(message("hi", "100.1", event="Ev2")) is None
     # A new message.
     assert await state.queue.enqueue(message("hi again", "100.2", event="Ev3"))
-    assert await state.client.llen(state.keys.thread_pending(message("", "").thread_key)) == 2
+    assert await state.client.zcard(state.keys.thread_queue(message("", "").thread_key)) == 2
 
 
 async def test_concurrent_duplicates_from_two_replicas_make_one_turn(
@@ -83,9 +97,9 @@ async def test_a_lost_group_is_recreated(state: State) -> None:
 async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State]) -> None:
     state = make_state(queue={"lock_ttl_s": 1.5})
     thread = message("", "").thread_key
-    lock = await state.locks.try_acquire(thread)
+    lock = await state.locks.try_acquire(thread, "w1")
     assert lock is not None
-    assert await state.locks.try_acquire(thread) is None
+    assert await state.locks.try_acquire(thread, "w1") is None
     assert await lock.renew()
     # Only the owner releases it.
     other = await state.client.get(state.keys.lock(thread))
@@ -95,10 +109,10 @@ async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State])
     assert await state.client.get(state.keys.lock(thread)) == "someone-else"
     await state.client.delete(state.keys.lock(thread))
     # A dead owner's lock frees itself.
-    orphan = await state.locks.try_acquire(thread)
+    orphan = await state.locks.try_acquire(thread, "w1")
     assert orphan is not None
     await asyncio.sleep(1.7)
-    assert await state.locks.try_acquire(thread) is not None
+    assert await state.locks.try_acquire(thread, "w1") is not None
 
 
 async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
@@ -106,7 +120,7 @@ async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
 ) -> None:
     state = make_state(queue={"lock_ttl_s": 1.2})
     thread = message("", "").thread_key
-    lock = await state.locks.try_acquire(thread)
+    lock = await state.locks.try_acquire(thread, "w1")
     assert lock is not None
     async with lock.kept_alive() as lost:
         await asyncio.sleep(2.0)  # longer than the TTL: renewals kept it

@@ -16,7 +16,7 @@ from bot.state.store import State
 from bot.turn import Turn
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
-from tests.fakes.worker_kit import build_worker
+from tests.fakes.worker_kit import build_worker, delivered_texts
 from tests.waiting import until_true
 
 StartWorker = Callable[[], Awaitable[asyncio.subprocess.Process]]
@@ -66,7 +66,7 @@ async def survive(fake_llm: FakeLLM, state: State, prefix: str) -> list[str]:
         stop.set()
         await asyncio.wait_for(task, 40)
         await own_state.aclose()
-    return list(await state.client.lrange(prefix + "delivered", 0, -1))
+    return await delivered_texts(state, prefix + "delivered")
 
 
 async def test_killed_while_the_model_answers(

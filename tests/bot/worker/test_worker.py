@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from bot.lifecycle.responder import GAVE_UP, NOT_DELIVERED
 from bot.llm import ModelResponse, ToolCall
 from bot.state import StateUnavailable
+from bot.state.history import UNDELIVERED
 from bot.state.store import State
 from bot.turn import Turn
 from bot.worker.consumer import Worker
@@ -106,28 +108,57 @@ async def test_concurrent_duplicate_deliveries_give_one_answer(
     assert len(timeline) == 1
 
 
-async def test_a_failing_turn_is_retried_then_dead_lettered(state: State) -> None:
+async def test_slack_refusing_for_too_long_dead_letters_the_turn(state: State) -> None:
     responder = MemoryResponder()
-    responder.fail_next = 100  # every delivery fails
+    responder.fail_next = 10_000  # Slack refuses every delivery
     timeline: Timeline = []
-    worker = make_worker(state, slow_echo(timeline, 0), responder, max_attempts=3)
+    worker = make_worker(state, slow_echo(timeline, 0), responder, deliver_timeout_s=0.5)
+    thread = turn_in("F", "", "").thread_key
     async with running(worker):
         await state.queue.enqueue(turn_in("F", "doomed", "4.0"))
         await until(lambda: len(responder.gave_up) == 1)
-        await asyncio.sleep(0.2)
-    assert [t.text for t in responder.gave_up] == ["doomed"]
-    # The answer was worked out once and stored; later attempts only retried delivery.
-    assert len(timeline) == 1
+        responder.fail_next = 0
+        await state.queue.enqueue(turn_in("F", "next", "4.1"))
+        await until(lambda: len(responder.delivered) == 1)
+    [notice] = responder.gave_up
+    assert notice.text == NOT_DELIVERED and notice.message_ts == "4.0"
+    # The answer was worked out once; only delivery was retried.
+    assert len(timeline) == 2
     [dead] = await state.queue.dead_letters()
     assert Turn.from_json(dead["turn"]).text == "doomed"
-    assert dead["reason"] == "failed every attempt"
+    assert dead["reason"] == "Slack refused the answer"
+    # The thread went on, and the model was not shown the answer nobody saw as its own.
+    assert responder.texts() == ["answer to next (after doomed)"]
+    first, _ = await state.history.load_turns(thread)
+    assert first[-1]["content"] == UNDELIVERED
     assert await state.queue.pending_count() == 0
-    assert await state.queue.head(turn_in("F", "", "").thread_key) is None
+    assert await state.notices.pending() == 0
+    [audit] = [e for e in await state.audit.latest(10) if e.kind == "turn"]
+    assert (audit.action, audit.outcome) == ("dead_letter", "Slack refused the answer")
+
+
+async def test_a_turn_that_keeps_failing_is_dead_lettered_after_its_attempts(
+    state: State,
+) -> None:
+    responder = MemoryResponder()
+    responder.fail_next = 10_000
+    responder.failure = RuntimeError("a bug in delivery")  # not a Slack refusal: a crash
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder, max_attempts=3)
+    async with running(worker):
+        await state.queue.enqueue(turn_in("G", "doomed", "4.5"))
+        await until(lambda: len(responder.gave_up) == 1)
+    assert responder.gave_up[0].text == GAVE_UP
+    assert len(timeline) == 1  # answered once; the later attempts only tried to deliver
+    [dead] = await state.queue.dead_letters()
+    assert dead["reason"] == "failed 3 attempts"
+    assert await state.queue.pending_count() == 0
+    assert await state.queue.head(turn_in("G", "", "").thread_key) is None
 
 
 async def test_a_stored_answer_is_delivered_without_asking_the_model_again(state: State) -> None:
     responder = MemoryResponder()
-    responder.fail_next = 1  # the first delivery fails, as if Slack hiccuped
+    responder.fail_next = 2  # the first deliveries fail, as if Slack hiccuped
     timeline: Timeline = []
     worker = make_worker(state, slow_echo(timeline, 0), responder)
     async with running(worker):
@@ -152,11 +183,11 @@ async def test_stop_cancels_the_running_turn(state: State) -> None:
     thread = turn_in("X", "", "").thread_key
     async with running(worker):
         await state.queue.enqueue(turn_in("X", "long question", "6.0"))
-        await until(lambda: worker.processor.stop(thread))
+        await until(lambda: worker.processor.stops.stop(thread))
         await until(lambda: len(responder.delivered) == 1)
-    _, text, result = responder.delivered[0]
+    _, text, outcome = responder.delivered[0]
     assert text == "Stopped before the answer was finished."
-    assert result is not None and result.stop_reason == "cancelled"
+    assert outcome == "cancelled"
     assert (await state.history.load_turns(thread))[0][0]["content"] == "long question"
 
 

@@ -1,0 +1,338 @@
+"""One turn, from the moment its thread's lock is held until it is acknowledged.
+
+The owner reads the turn's record and carries it forward, one fenced move at a time::
+
+    begin ─► (running) run the loop ─► settle ─► deliver (retried) ─► delivered ─► done
+                                                          └─ too long ─► dead-lettered
+
+Whatever the previous owner left (a journal, a settled answer, a half-written Slack thread)
+is picked up from the record, so a crash anywhere repeats no finished work and shows
+nothing twice. The Slack view is an async context held for the whole turn; leaving it only
+stops its background work. Losing the lease or handing the turn back at shutdown raises
+:class:`Aborted`: the owner stops at once and writes nothing more, and the next owner
+continues from the record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.agent.cancellation import Interrupted, sleep_unless, unless
+from bot.agent.journal import resume_from
+from bot.agent.loop import LoopSettings, run_turn
+from bot.agent.messages import user_message
+from bot.agent.result import TurnResult
+from bot.lifecycle.responder import (
+    GAVE_UP,
+    NOT_DELIVERED,
+    Aborted,
+    DeliveryFailed,
+    DeliveryRecord,
+    Responder,
+    TurnView,
+    Undeliverable,
+)
+from bot.lifecycle.states import TERMINAL, TurnState, settled_state
+from bot.llm.client import ChatModel
+from bot.llm.tokens import TokenEstimator
+from bot.state.audit import AuditEntry, AuditLog
+from bot.state.commands import Commands
+from bot.state.history import RedisHistory
+from bot.state.locks import ThreadLease
+from bot.state.notices import Notice, Notices
+from bot.state.queue import TurnQueue
+from bot.state.turns import FINISHED_KEEP_S, Stale, TurnRecord, TurnRecords
+from bot.turn import Turn
+from tools.toolset import Toolset
+
+log = logging.getLogger(__name__)
+
+ToolsetFor = Callable[[Turn], Awaitable[Toolset]]
+ARGUMENTS_IN_AUDIT = 500
+
+
+@dataclass
+class Agent:
+    """What running a turn needs besides state: the model, loop settings and tools."""
+
+    model: ChatModel
+    settings: LoopSettings
+    toolset_for: ToolsetFor
+    history_budget: int
+    estimator: TokenEstimator
+
+
+@dataclass
+class TurnStores:
+    """The Redis stores a turn's owner writes to, and nothing else."""
+
+    records: TurnRecords
+    queue: TurnQueue
+    history: RedisHistory
+    audit: AuditLog
+    usage: Any  # UsageCounters (add_to)
+    notices: Notices
+
+
+@dataclass(frozen=True)
+class Timing:
+    max_attempts: int = 3
+    deliver_timeout_s: float = 600.0  # then the turn is dead-lettered and the person told
+    retry_start_s: float = 1.0  # first wait before delivering again
+    retry_max_s: float = 30.0
+
+
+class TurnOwner:
+    def __init__(
+        self,
+        entry_id: str,
+        turn: Turn,
+        lease: ThreadLease,
+        stores: TurnStores,
+        agent: Agent,
+        responder: Responder,
+        timing: Timing,
+        *,
+        cancel: Any = None,  # asyncio.Event: a Stop request
+        handing_back: Any = None,  # asyncio.Event: the process is shutting down
+    ) -> None:
+        self.entry_id = entry_id
+        self.turn = turn
+        self.lease = lease
+        self.stores = stores
+        self.agent = agent
+        self.responder = responder
+        self.timing = timing
+        self.cancel = cancel
+        self.handing_back = handing_back
+        self.owned = stores.records.owned(entry_id, turn.thread_key, lease.token)
+
+    # --- the Fence the Slack view writes through -----------------------------------------
+
+    def valid(self) -> bool:
+        return self.lease.valid() and not (self.handing_back and self.handing_back.is_set())
+
+    async def save_delivery(self, record: DeliveryRecord) -> None:
+        if not self.valid():
+            raise Aborted(f"turn {self.entry_id}: the lease is gone")
+        try:
+            await self.owned.save(delivery=record)
+        except Stale as exc:
+            self.lease.lost.set()
+            raise Aborted(f"lost the lock of {self.turn.thread_key}") from exc
+
+    # --- the life of the turn ------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        except Stale as exc:
+            self.lease.lost.set()
+            raise Aborted(f"lost the lock of {self.turn.thread_key}") from exc
+
+    async def _run(self) -> None:
+        record = await self.owned.begin()
+        if record.state in TERMINAL:
+            return  # finished by an earlier owner; its last move cleared the queue
+        if record.state is TurnState.DELIVERED:
+            await self._done()
+            return
+        if record.attempts > self.timing.max_attempts:
+            await self._dead_letter(
+                record, record.delivery, f"failed {self.timing.max_attempts} attempts", GAVE_UP
+            )
+            return
+        if record.attempts > 1:
+            log.info(
+                "resuming turn %s in %s (attempt %d, %s, round %d)",
+                self.entry_id,
+                self.turn.thread_key,
+                record.attempts,
+                record.state.value,
+                record.round,
+            )
+        async with self.responder.view(self.turn, self.entry_id, record.delivery, self) as view:
+            if record.state is TurnState.RUNNING:
+                record = await self._run_loop(view, record)
+            if not await self._deliver(view, record):
+                return
+        await self._done()
+
+    async def _run_loop(self, view: TurnView, record: TurnRecord) -> TurnRecord:
+        agent, turn = self.agent, self.turn
+        history = await self.stores.history.for_model(
+            turn.thread_key, agent.history_budget, agent.estimator
+        )
+        toolset = await agent.toolset_for(turn)
+        outcome = await unless(
+            run_turn(
+                agent.model,
+                agent.settings,
+                history,
+                turn.text,
+                toolset,
+                observer=view.observe,
+                cancel=self.cancel,
+                journal=self.owned,
+                resume=record.journal,
+            ),
+            self.lease.lost,
+            self.handing_back,
+        )
+        if isinstance(outcome, Interrupted):
+            raise Aborted(f"turn {self.entry_id} interrupted")
+        return await self._settle(outcome, record)
+
+    async def _settle(self, result: TurnResult, record: TurnRecord) -> TurnRecord:
+        """Store what to show, the turn's messages, usage and audit: one fenced move."""
+        if result.error_detail:
+            log.warning(
+                "turn %s in %s ended %s: %s",
+                self.entry_id,
+                self.turn.thread_key,
+                result.stop_reason.value,
+                result.error_detail,
+            )
+        turn = self.turn
+        commands = Commands()
+        for execution in result.executions:
+            self.stores.audit.add_to(
+                commands,
+                AuditEntry(
+                    kind="tool",
+                    actor=turn.user,
+                    action=execution.name,
+                    outcome="ok" if execution.ok else str(execution.error),
+                    detail={
+                        "arguments": execution.arguments[:ARGUMENTS_IN_AUDIT],
+                        "duration_ms": round(execution.duration_ms, 1),
+                        "channel": turn.channel,
+                        "thread": turn.thread_ts,
+                        "turn": self.entry_id,
+                    },
+                ),
+            )
+        self.stores.usage.add_to(commands, turn.team, turn.user, result.usage, result.cost)
+        state = settled_state(result.stop_reason)
+        fields = {
+            "text": result.text,
+            "outcome": result.stop_reason.value,
+            "messages": result.new_messages,
+        }
+        await self.owned.move(state, fields, commands)
+        return TurnRecord(
+            state=state,
+            attempts=record.attempts,
+            round=result.rounds,
+            text=result.text,
+            outcome=result.stop_reason.value,
+            messages=result.new_messages,
+            delivering_since=record.delivering_since,
+        )
+
+    async def _deliver(self, view: TurnView, record: TurnRecord) -> bool:
+        """Deliver until Slack takes it; False when the turn was dead-lettered instead."""
+        since = record.delivering_since
+        if since is None:
+            since = time.time()
+            await self.owned.save(delivering_since=repr(since))
+        delay = self.timing.retry_start_s
+        while True:
+            if not self.valid():
+                raise Aborted(f"turn {self.entry_id}: lease gone before delivery")
+            try:
+                await view.deliver(record.text, record.outcome)
+                break
+            except Undeliverable as exc:
+                log.error("turn %s can never be delivered: %s", self.entry_id, exc)
+                await self._dead_letter(record, view.delivery(), f"undeliverable: {exc}", None)
+                return False
+            except DeliveryFailed as exc:
+                waited = time.time() - since
+                left = self.timing.deliver_timeout_s - waited
+                if left <= 0:
+                    log.error(
+                        "Slack refused turn %s for %.0f s (%s); giving up on it",
+                        self.entry_id,
+                        waited,
+                        exc,
+                    )
+                    await self._dead_letter(
+                        record, view.delivery(), "Slack refused the answer", NOT_DELIVERED
+                    )
+                    return False
+                log.warning(
+                    "Slack did not take turn %s (%s); trying again in %.0f s",
+                    self.entry_id,
+                    exc,
+                    min(delay, left),
+                )
+                if not await sleep_unless(min(delay, left), self.lease.lost, self.handing_back):
+                    raise Aborted(f"turn {self.entry_id} interrupted while delivering") from None
+                delay = min(delay * 2, self.timing.retry_max_s)
+        commands = Commands()
+        self.stores.history.append_to(
+            commands, self.turn.thread_key, record.messages, turn=self.entry_id, delivered=True
+        )
+        await self.owned.move(TurnState.DELIVERED, {}, commands)
+        return True
+
+    async def _done(self) -> None:
+        commands = Commands()
+        self.stores.queue.finish(commands, self.turn.thread_key, self.entry_id)
+        self.stores.records.finish_commands(commands, self.entry_id)
+        await self.owned.move(TurnState.DONE, {}, commands, keep_s=FINISHED_KEEP_S)
+
+    async def _dead_letter(
+        self,
+        record: TurnRecord,
+        delivery: DeliveryRecord,
+        reason: str,
+        notice: str | None,
+    ) -> None:
+        """Give the turn up: keep it in the dead letters, in history as never shown, owe the
+        person a plain message, audit it, and let the thread go on."""
+        log.error("dead-lettering turn %s in %s: %s", self.entry_id, self.turn.thread_key, reason)
+        turn, stores = self.turn, self.stores
+        commands = Commands()
+        stores.queue.dead_letter(commands, turn, self.entry_id, reason)
+        messages = record.messages or resume_from(record.journal).messages
+        stores.history.append_to(
+            commands,
+            turn.thread_key,
+            messages or [user_message(turn.text)],
+            turn=self.entry_id,
+            delivered=False,
+        )
+        if notice is not None:
+            stores.notices.add_to(
+                commands,
+                Notice(
+                    id=self.entry_id,
+                    team=turn.team,
+                    channel=turn.channel,
+                    thread_ts=turn.thread_ts,
+                    message_ts=turn.message_ts,
+                    text=notice,
+                    delivery=delivery,
+                ),
+            )
+        stores.audit.add_to(
+            commands,
+            AuditEntry(
+                kind="turn",
+                actor=turn.user,
+                action="dead_letter",
+                outcome=reason,
+                detail={"channel": turn.channel, "thread": turn.thread_ts, "turn": self.entry_id},
+            ),
+        )
+        stores.queue.finish(commands, turn.thread_key, self.entry_id)
+        stores.records.finish_commands(commands, self.entry_id)
+        await self.owned.move(
+            TurnState.DEAD_LETTERED, {"reason": reason}, commands, keep_s=FINISHED_KEEP_S
+        )

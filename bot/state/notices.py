@@ -1,0 +1,83 @@
+"""Plain messages owed to people: "I could not answer this", posted as soon as Slack takes it.
+
+A turn that is given up leaves a notice here in the same atomic step. Any worker posts due
+notices: taking one pushes its due time forward (a lease), so two workers do not post it at
+once, and a worker that dies while posting leaves it due again soon.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from bot.state.commands import Commands
+from bot.state.connection import Redis
+from bot.state.keys import Keys
+
+GIVE_UP_AFTER_S = 24 * 3600  # a notice Slack refused for a day is dropped (with an error log)
+
+# KEYS: due set, data hash; ARGV: now, lease seconds, how many
+TAKE = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+local taken = {}
+for _, id in ipairs(ids) do
+  redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), id)
+  local data = redis.call('HGET', KEYS[2], id)
+  if data then table.insert(taken, data) else redis.call('ZREM', KEYS[1], id) end
+end
+return taken
+"""
+
+
+@dataclass(frozen=True)
+class Notice:
+    id: str  # the turn's entry id
+    team: str
+    channel: str
+    thread_ts: str
+    message_ts: str
+    text: str
+    delivery: dict[str, Any] = field(default_factory=dict)  # what the turn left in Slack
+    since: float = 0.0
+    attempts: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
+
+
+class Notices:
+    def __init__(self, client: Redis, keys: Keys) -> None:
+        self.client = client
+        self.keys = keys
+        self._take = client.register_script(TAKE)
+
+    def add_to(self, commands: Commands, notice: Notice) -> None:
+        """Queue, on a turn's last move, a notice due now."""
+        stamped = replace(notice, since=notice.since or time.time())
+        commands.hset(self.keys.notice_data, {notice.id: stamped.to_json()})
+        commands.zadd(self.keys.notices, {notice.id: time.time()})
+
+    async def take_due(self, lease_s: float, count: int = 10) -> list[Notice]:
+        """Notices due now, each leased to the caller for ``lease_s``."""
+        raw = await self._take(
+            keys=[self.keys.notices, self.keys.notice_data], args=[time.time(), lease_s, count]
+        )
+        return [Notice(**json.loads(item)) for item in raw]
+
+    async def done(self, notice: Notice) -> None:
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.zrem(self.keys.notices, notice.id)
+            pipe.hdel(self.keys.notice_data, notice.id)
+            await pipe.execute()
+
+    async def retry_later(self, notice: Notice, delay_s: float) -> None:
+        again = replace(notice, attempts=notice.attempts + 1)
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(self.keys.notice_data, notice.id, again.to_json())
+            pipe.zadd(self.keys.notices, {notice.id: time.time() + delay_s})
+            await pipe.execute()
+
+    async def pending(self) -> int:
+        return int(await self.client.zcard(self.keys.notices))
