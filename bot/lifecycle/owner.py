@@ -110,6 +110,7 @@ class TurnOwner:
         self.cancel = cancel
         self.handing_back = handing_back
         self.owned = stores.records.owned(entry_id, turn.thread_key, lease.token)
+        self._attempts = 0
 
     # --- the Fence the Slack view writes through -----------------------------------------
 
@@ -133,9 +134,23 @@ class TurnOwner:
         except Stale as exc:
             self.lease.lost.set()
             raise Aborted(f"lost the lock of {self.turn.thread_key}") from exc
+        except Aborted:
+            if self.handing_back is not None and self.handing_back.is_set():
+                await self._uncount_attempt()
+            raise
+
+    async def _uncount_attempt(self) -> None:
+        """A turn handed back at shutdown did not fail: its attempt does not count."""
+        if not self.lease.valid():
+            return
+        try:
+            await self.owned.save(attempts=str(max(self._attempts - 1, 0)))
+        except Exception:
+            log.debug("could not uncount the attempt of %s", self.entry_id, exc_info=True)
 
     async def _run(self) -> None:
         record = await self.owned.begin()
+        self._attempts = record.attempts
         if record.state in TERMINAL:
             return  # finished by an earlier owner; its last move cleared the queue
         if record.state is TurnState.DELIVERED:

@@ -161,10 +161,10 @@ class TurnRecords:
         return TurnRecord.parse(data, journal, reruns) if data else None
 
     def finish_commands(self, commands: Commands, entry_id: str) -> None:
-        """What a finished turn leaves: a bare record for a short while, nothing else."""
+        """What a finished turn leaves: a bare record (kept for ``FINISHED_KEEP_S`` by the
+        move that finishes it), nothing else."""
         record = self.keys.turn(entry_id)
         commands.special("HDEL", record, "messages", "text", "delivery")
-        commands.expire(record, FINISHED_KEEP_S)
         commands.delete(self.keys.journal(entry_id), self.keys.reruns(entry_id))
 
 
