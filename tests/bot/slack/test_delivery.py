@@ -1,0 +1,109 @@
+"""Delivery as part of the turn: Slack refusing posts keeps the turn pending until it takes
+them; everything the bot posts is tagged; the text field stays within Slack's limit; no
+Stop button is left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.lifecycle.states import TurnState
+from bot.turn import ThreadKey
+from tests.fakes.llm_server import calls, text
+from tests.fakes.slack_harness import SlackHarness, is_progress, mention
+from tests.fakes.slack_server import TEAM
+from tests.waiting import until, until_true
+
+POSTING = ("chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream")
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_slack_refusing_posts_delays_the_answer_and_never_loses_it(
+    slack_app: SlackHarness, streaming: bool
+) -> None:
+    await slack_app.start(slack={"streaming": streaming})
+    for method in (*POSTING, "chat.stopStream"):
+        # More failures than slack_sdk retries: whole delivery attempts fail.
+        slack_app.slack.fail(method, "service_unavailable", status=503, times=7)
+    slack_app.llm.add(text("The answer survived the outage. " * 4))
+    status, _ = await slack_app.post(slack_app.envelope(mention("question", "500.000001")))
+    assert status == 200
+    [answer] = await slack_app.answered("C0CHAN", "500.000001", within=30)
+    assert answer.shown.strip() == ("The answer survived the outage. " * 4).strip()
+    assert not [m for m in slack_app.slack.thread("C0CHAN", "500.000001") if m.streaming]
+    assert slack_app.services is not None
+    state = slack_app.services.state
+    [stored] = await state.history.load_turns(ThreadKey(TEAM, "C0CHAN", "500.000001"))
+    assert (
+        stored[-1]["content"].strip() == answer.shown.strip()
+    )  # stored as delivered: the model may see it
+    assert await state.queue.pending_count() == 0
+
+
+async def test_everything_the_bot_posts_is_tagged_with_its_turn(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"streaming": False})
+    slack_app.llm.add(calls(("calculate", {"expression": "2+2"}, "c1")), text("4"))
+    await slack_app.post(slack_app.envelope(mention("2+2?", "501.000001")))
+    [answer] = await slack_app.answered("C0CHAN", "501.000001")
+    [progress] = [m for m in slack_app.slack.thread("C0CHAN", "501.000001") if is_progress(m)]
+    for message, kind in ((answer, "answer"), (progress, "progress")):
+        post = next(
+            c
+            for c in slack_app.slack.calls_to("chat.postMessage")
+            if c.args.get("metadata") and c.args["metadata"]["event_payload"]["kind"] == kind
+        )
+        payload = post.args["metadata"]["event_payload"]
+        assert post.args["metadata"]["event_type"] == "slack_agent"
+        assert payload["message"] == "501.000001" and payload["turn"]
+        assert message.ts
+    # The progress message's final form has no Stop button.
+    assert not any(block.get("type") == "actions" for block in progress.blocks)
+    assert "Used 1 tool" in progress.text
+
+
+async def test_a_long_answer_keeps_each_text_field_within_slacks_limit(
+    slack_app: SlackHarness,
+) -> None:
+    await slack_app.start(slack={"streaming": False})
+    paragraph = "word " * 199 + "end.\n\n"  # 1,002 characters
+    slack_app.llm.add(text(paragraph * 15))
+    await slack_app.post(slack_app.envelope(mention("long", "502.000001")))
+    answers = await slack_app.answered("C0CHAN", "502.000001", count=2)
+    assert "".join(m.shown for m in answers).replace("\n", "") == (paragraph * 15).replace("\n", "")
+    for call in slack_app.slack.calls_to("chat.postMessage") + slack_app.slack.calls_to(
+        "chat.update"
+    ):
+        assert len(str(call.args.get("text", ""))) <= 4000
+
+
+async def test_a_channel_slack_refuses_for_good_is_not_retried(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"streaming": False})
+    slack_app.slack.fail("chat.postMessage", "channel_not_found", times=50)
+    slack_app.llm.add(text("nobody will read this"))
+    await slack_app.post(slack_app.envelope(mention("hello?", "503.000001")))
+    assert slack_app.services is not None
+    state = slack_app.services.state
+
+    async def dead_lettered() -> bool:
+        return bool(await state.queue.dead_letters())
+
+    await until_true(dead_lettered)
+    [dead] = await state.queue.dead_letters()
+    assert dead["reason"] == "undeliverable: channel_not_found"
+    assert await state.queue.pending_count() == 0
+    await until(lambda: slack_app.idle())
+    # One attempt, and no notice: Slack said the channel is gone.
+    assert len(slack_app.slack.calls_to("chat.postMessage")) == 1
+    assert await state.notices.pending() == 0
+
+
+async def test_a_turn_record_says_what_happened(slack_app: SlackHarness) -> None:
+    await slack_app.start(slack={"streaming": False})
+    slack_app.llm.add(text("recorded"))
+    await slack_app.post(slack_app.envelope(mention("record me", "504.000001")))
+    await slack_app.answered("C0CHAN", "504.000001")
+    assert slack_app.services is not None
+    state = slack_app.services.state
+    ids = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}turn:*")]
+    [key] = [k for k in ids if k.count(":") == state.keys.prefix.count(":") + 1]
+    record = await state.records.read(key.rsplit(":", 1)[-1])
+    assert record is not None and record.state is TurnState.DONE
