@@ -8,6 +8,7 @@ the app answers 503 (HTTP) or sends no ack (Socket Mode), so Slack delivers agai
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,6 +20,11 @@ from bot.state.store import State
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
+
+# Slack wants its ack within 3 seconds. An enqueue that takes longer than this (a Redis that
+# hangs, or keeps refusing through every retry) is given up and answered with 503; Slack's
+# redelivery is safe because enqueue is deduplicated by event id and by message.
+ENQUEUE_DEADLINE_S = 2.0
 
 # Message subtypes that are not someone writing to the bot.
 IGNORED_SUBTYPES = {
@@ -110,20 +116,32 @@ def classify(
 
 
 class Ingress:
-    def __init__(self, state: State, settings: SlackConfig) -> None:
+    def __init__(
+        self, state: State, settings: SlackConfig, *, deadline_s: float = ENQUEUE_DEADLINE_S
+    ) -> None:
         self.state = state
         self.settings = settings
+        self.deadline_s = deadline_s
 
     async def accept(self, turn: Turn) -> str | None:
         """Enqueue ``turn``; return its entry id, or None when it is a duplicate or a
         follow-up in a thread the bot is not part of.
 
-        Raises :class:`StateUnavailable` when Redis cannot be reached; nothing was queued.
+        Raises :class:`StateUnavailable` when Redis cannot be reached or does not answer
+        within ``deadline_s``; then the turn was not queued, or was queued and a redelivery
+        will be recognised as a duplicate.
         """
+        deadline = asyncio.timeout(self.deadline_s)
         try:
-            return await self._accept(turn)
+            async with deadline:
+                return await self._accept(turn)
         except REDIS_DOWN as exc:
-            raise StateUnavailable(f"Redis is unreachable: {type(exc).__name__}") from exc
+            why = (
+                f"no answer within {self.deadline_s:g} s"
+                if deadline.expired()
+                else f"{type(exc).__name__}: {exc}"
+            )
+            raise StateUnavailable(f"Redis is unreachable: {why}") from exc
 
     async def _accept(self, turn: Turn) -> str | None:
         participation = self.state.participation

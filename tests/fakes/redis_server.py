@@ -6,6 +6,7 @@ It never touches the machine's shared Redis on 6379.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -33,22 +34,21 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        arguments = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            self.directory,
+        ]
         self.process = subprocess.Popen(
-            [
-                self.binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.directory,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -60,6 +60,15 @@ class PrivateRedis:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("the private redis-server did not start")
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections are accepted, nothing is answered."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.process is not None:
