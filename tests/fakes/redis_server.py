@@ -20,13 +20,18 @@ def free_port() -> int:
 
 
 class PrivateRedis:
-    def __init__(self) -> None:
+    """``appendonly``: keep an append-only file (persistence), off by default.
+    ``config_command``: False renames CONFIG away, as managed Redis services do."""
+
+    def __init__(self, *, appendonly: bool = False, config_command: bool = True) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed")
         self.binary = binary
         self.port = free_port()
         self.directory = tempfile.mkdtemp(prefix="slack-agent-redis-")
+        self.appendonly = appendonly
+        self.config_command = config_command
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -43,10 +48,12 @@ class PrivateRedis:
             "--save",
             "",
             "--appendonly",
-            "no",
+            "yes" if self.appendonly else "no",
             "--dir",
             self.directory,
         ]
+        if not self.config_command:
+            arguments += ["--rename-command", "CONFIG", ""]
         self.process = subprocess.Popen(
             arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
