@@ -15,6 +15,7 @@ from bot.config import ConfigError
 from bot.config.schema import AppConfig
 from bot.console.chat import ChatOptions, console_toolset, run_chat
 from bot.services import Services, Tools, build_services, load
+from bot.state.persistence import check_persistence
 from permissions.rules import roles_allowing
 from tools.definition import busy_sync_tools
 
@@ -130,6 +131,7 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
     socket_mode = services.environment.slack_app_token is not None
     try:
         service = build_slack_service(services, http=not socket_mode)
+        await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.start()
         await run(
             service,
@@ -148,6 +150,7 @@ async def _worker(services: Services) -> int:
 
     try:
         service = build_slack_service(services, http=False)
+        await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.start()
         await run_worker_only(service)
         return 0

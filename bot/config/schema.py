@@ -95,6 +95,11 @@ class RedisConfig(_Strict):
     max_connections: int = Field(
         default=256, ge=8, description="Connections per process; callers wait for a free one."
     )
+    require_persistence: bool = Field(
+        default=False,
+        description="`run` and `worker` refuse to start unless Redis is known to keep its data "
+        "on disk (AOF or RDB snapshots).",
+    )
 
 
 class SuggestedPrompt(_Strict):

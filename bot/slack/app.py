@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -18,7 +19,7 @@ from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
 from bot.slack.ingress import Ingress
 from bot.slack.listeners import actions, assistant, commands, home, messages
-from bot.state.errors import StateUnavailable
+from bot.slack.storage_down import is_storage_down, storage_down_response
 from bot.state.stops import StopRequests
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
@@ -77,12 +78,13 @@ def build_app(
     actions.register(app, stops, policy)
 
     @app.error
-    async def on_error(error: Exception, body: dict[str, Any], response: BoltResponse) -> None:
-        if isinstance(error, StateUnavailable):
-            log.warning("refusing event %s: %s", body.get("event_id"), error)
-            response.status = 503
-            response.body = "state store unavailable; retry later"
-            return
+    async def on_error(
+        error: Exception, body: dict[str, Any], respond: AsyncRespond | None
+    ) -> BoltResponse | None:
+        if is_storage_down(error):
+            # Events: 503 / no ack, so Slack redelivers. Commands and clicks: plain words.
+            return await storage_down_response(error, body, respond)
         log.exception("handling a Slack request failed", exc_info=error)
+        return None
 
     return app

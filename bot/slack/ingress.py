@@ -8,6 +8,7 @@ the app answers 503 (HTTP) or sends no ack (Socket Mode), so Slack delivers agai
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,6 +20,11 @@ from bot.state.store import State
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
+
+# Slack wants its ack within 3 seconds. An enqueue that takes longer than this (a Redis that
+# hangs, or keeps refusing through every retry) is given up and answered with 503; Slack's
+# redelivery is safe because enqueue is deduplicated by event id and by message.
+ENQUEUE_DEADLINE_S = 2.0
 
 # Message subtypes that are not someone writing to the bot.
 IGNORED_SUBTYPES = {
@@ -47,7 +53,26 @@ ANSWERED_SUBTYPES = {None, "file_share", "thread_broadcast", "me_message", "bot_
 
 @dataclass(frozen=True)
 class Ignored:
+    """Why an event gets no answer. ``quiet`` reasons (talk that was never for the bot, the
+    bot's own messages) are logged at DEBUG so busy channels do not flood the log; every
+    other reason at INFO."""
+
     reason: str
+    quiet: bool = False
+
+
+def log_not_answered(
+    channel: str | None, ts: str | None, event_id: str, reason: str, *, quiet: bool = False
+) -> None:
+    """One line for a message the bot acknowledged and will not answer (never its text)."""
+    log.log(
+        logging.DEBUG if quiet else logging.INFO,
+        "not answering message %s in %s (event %s): %s",
+        ts or "?",
+        channel or "?",
+        event_id or "?",
+        reason,
+    )
 
 
 @dataclass(frozen=True)
@@ -69,34 +94,37 @@ def classify(
     if kind not in ("app_mention", "message"):
         return Ignored(f"not a message ({kind})")
     if subtype in IGNORED_SUBTYPES or subtype not in ANSWERED_SUBTYPES:
-        return Ignored(f"subtype {subtype}")
+        changed = event.get("message") or event.get("previous_message")
+        if isinstance(changed, dict) and _written_by(changed, me):
+            return Ignored(f"subtype {subtype} of its own message", quiet=True)
+        return Ignored(f"subtype {subtype}: not a new message")
     if event.get("hidden"):
         return Ignored("hidden")
+    if _written_by(event, me):
+        return Ignored("own message", quiet=True)
     user = event.get("user") or ""
-    if (me.bot_user_id and user == me.bot_user_id) or (
-        me.bot_id and event.get("bot_id") == me.bot_id
-    ):
-        return Ignored("own message")
     if (event.get("bot_id") or subtype == "bot_message") and not settings.answer_bots:
-        return Ignored("another bot")
+        return Ignored("another bot's message (slack.answer_bots is off)")
     channel = event.get("channel") or ""
     ts = event.get("ts") or ""
     thread_ts = event.get("thread_ts")
     channel_type = event.get("channel_type") or ""
     text = clean_text(event.get("text") or "", me.bot_user_id)
     if not text and not event.get("files"):
-        return Ignored("no text")
+        return Ignored("empty message")
 
     if kind == "app_mention":
         turn_kind = "mention"
     elif channel_type == "im":
         turn_kind = "assistant" if thread_ts else "dm"
     elif mentions(event.get("text") or "", me.bot_user_id):
-        return Ignored("a mention: the app_mention event carries it")
+        return Ignored("a mention: the app_mention event carries it", quiet=True)
     elif thread_ts and settings.follow_up_in_threads:
         turn_kind = "followup"
+    elif thread_ts:
+        return Ignored("a thread reply without a mention (follow-ups are off)", quiet=True)
     else:
-        return Ignored("not addressed to the bot")
+        return Ignored("not addressed to the bot", quiet=True)
     return Turn(
         team=event.get("team") or me.team_id,
         channel=channel,
@@ -109,26 +137,53 @@ def classify(
     )
 
 
+def _written_by(message: dict[str, Any], me: Identity) -> bool:
+    """Whether the bot itself wrote ``message``."""
+    return bool(
+        (me.bot_user_id and message.get("user") == me.bot_user_id)
+        or (me.bot_id and message.get("bot_id") == me.bot_id)
+    )
+
+
 class Ingress:
-    def __init__(self, state: State, settings: SlackConfig) -> None:
+    def __init__(
+        self, state: State, settings: SlackConfig, *, deadline_s: float = ENQUEUE_DEADLINE_S
+    ) -> None:
         self.state = state
         self.settings = settings
+        self.deadline_s = deadline_s
 
     async def accept(self, turn: Turn) -> str | None:
         """Enqueue ``turn``; return its entry id, or None when it is a duplicate or a
         follow-up in a thread the bot is not part of.
 
-        Raises :class:`StateUnavailable` when Redis cannot be reached; nothing was queued.
+        Raises :class:`StateUnavailable` when Redis cannot be reached or does not answer
+        within ``deadline_s``; then the turn was not queued, or was queued and a redelivery
+        will be recognised as a duplicate.
         """
+        deadline = asyncio.timeout(self.deadline_s)
         try:
-            return await self._accept(turn)
+            async with deadline:
+                return await self._accept(turn)
         except REDIS_DOWN as exc:
-            raise StateUnavailable(f"Redis is unreachable: {type(exc).__name__}") from exc
+            why = (
+                f"no answer within {self.deadline_s:g} s"
+                if deadline.expired()
+                else f"{type(exc).__name__}: {exc}"
+            )
+            raise StateUnavailable(f"Redis is unreachable: {why}") from exc
 
     async def _accept(self, turn: Turn) -> str | None:
         participation = self.state.participation
         if turn.kind == "followup":
             if not await participation.joined(turn.thread_key):
+                log_not_answered(
+                    turn.channel,
+                    turn.message_ts,
+                    turn.event_id,
+                    f"a reply in thread {turn.thread_ts} without a mention, and the bot has not "
+                    "joined that thread (or Redis lost which threads it is in)",
+                )
                 return None
             new_thread = False
         else:
@@ -137,5 +192,10 @@ class Ingress:
             replace(turn, extra={**turn.extra, "new_thread": new_thread})
         )
         if entry_id is None:
-            log.info("duplicate delivery of %s %s ignored", turn.channel, turn.message_ts)
+            log_not_answered(
+                turn.channel,
+                turn.message_ts,
+                turn.event_id,
+                "a duplicate delivery (this event or this message is already queued)",
+            )
         return entry_id

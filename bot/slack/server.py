@@ -1,13 +1,19 @@
-"""HTTP mode: Slack's requests on POST /slack/events, liveness on GET /healthz."""
+"""HTTP mode: Slack's requests on POST /slack/events, liveness on GET /healthz.
+
+A request Slack did not sign gets 401 before its body is parsed; a signed body Bolt cannot
+read gets 400 with one warning (no traceback); everything else goes to Bolt.
+"""
 
 from __future__ import annotations
 
 import logging
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
 
+from bot.slack.inbound import MalformedRequest, bolt_request, signed_by_slack
 from bot.state.store import State
 
 log = logging.getLogger(__name__)
@@ -15,10 +21,26 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 
 
-def http_app(bolt_app: AsyncApp, state: State) -> web.Application:
+def http_app(bolt_app: AsyncApp, state: State, signing_secret: str) -> web.Application:
+    verifier = SignatureVerifier(signing_secret)
+
     async def events(request: web.Request) -> web.Response:
-        bolt_response = await bolt_app.async_dispatch(await to_bolt_request(request))
-        return await to_aiohttp_response(bolt_response)
+        raw = await request.read()
+        if not signed_by_slack(verifier, raw, request.headers):
+            log.info("refused a request without a valid Slack signature (401)")
+            return web.Response(status=401, text="invalid or missing Slack signature")
+        try:
+            parsed = bolt_request(raw, request.headers, request.query_string)
+        except MalformedRequest as exc:
+            log.warning(
+                "refused a signed request whose body cannot be read (400): %s; "
+                "Content-Type %s, %d bytes",
+                exc,
+                request.content_type,
+                len(raw),
+            )
+            return web.Response(status=400, text="malformed request body")
+        return await to_aiohttp_response(await bolt_app.async_dispatch(parsed))
 
     async def healthz(request: web.Request) -> web.Response:
         # Liveness: the process answers. Redis is reported, not required: a Redis outage

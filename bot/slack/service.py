@@ -140,7 +140,12 @@ async def run(
             await socket_handler.connect_async()  # type: ignore[no-untyped-call]
             log.warning("slack-agent connected in Socket Mode")
         else:
-            runner = web.AppRunner(http_app(service.app, service.services.state), access_log=None)
+            secret = service.services.environment.slack_signing_secret
+            assert secret is not None  # build_slack_service(http=True) required it
+            runner = web.AppRunner(
+                http_app(service.app, service.services.state, secret.get_secret_value()),
+                access_log=None,
+            )
             await runner.setup()
             await web.TCPSite(runner, host, port).start()
             log.warning("slack-agent listening on http://%s:%d/slack/events", host, port)

@@ -6,6 +6,7 @@ It never touches the machine's shared Redis on 6379.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -19,13 +20,18 @@ def free_port() -> int:
 
 
 class PrivateRedis:
-    def __init__(self) -> None:
+    """``appendonly``: keep an append-only file (persistence), off by default.
+    ``config_command``: False renames CONFIG away, as managed Redis services do."""
+
+    def __init__(self, *, appendonly: bool = False, config_command: bool = True) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed")
         self.binary = binary
         self.port = free_port()
         self.directory = tempfile.mkdtemp(prefix="slack-agent-redis-")
+        self.appendonly = appendonly
+        self.config_command = config_command
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -33,22 +39,23 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        arguments = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if self.appendonly else "no",
+            "--dir",
+            self.directory,
+        ]
+        if not self.config_command:
+            arguments += ["--rename-command", "CONFIG", ""]
         self.process = subprocess.Popen(
-            [
-                self.binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.directory,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -60,6 +67,15 @@ class PrivateRedis:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("the private redis-server did not start")
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections are accepted, nothing is answered."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.process is not None:

@@ -84,6 +84,46 @@ def event_envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
     }
 
 
+def command_fields(text: str, user: str = "U0ALICE", command: str = "/agent") -> dict[str, str]:
+    """The fields of a slash command request."""
+    return {
+        "command": command,
+        "text": text,
+        "user_id": user,
+        "team_id": TEAM,
+        "channel_id": "C0CHAN",
+        "trigger_id": "t",
+        "response_url": "",
+    }
+
+
+def button_click(
+    action_id: str, value: str, user: str, message_ts: str, response_url: str
+) -> dict[str, Any]:
+    """The block_actions payload of a button press on a message in C0CHAN."""
+    return {
+        "type": "block_actions",
+        "token": "legacy",
+        "api_app_id": "A0APP",
+        "user": {"id": user},
+        "team": {"id": TEAM},
+        "channel": {"id": "C0CHAN"},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": "C0CHAN"},
+        "message": {"ts": message_ts},
+        "trigger_id": "t",
+        "response_url": response_url,
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "b",
+                "type": "button",
+                "value": value,
+                "action_ts": str(time.time()),
+            }
+        ],
+    }
+
+
 class SlackHarness:
     def __init__(
         self,
@@ -136,7 +176,7 @@ class SlackHarness:
         await self.services.start()  # MCP servers, as `slack-agent run` does
         self.service.worker.block_ms = 200
         self._runner = web.AppRunner(
-            http_app(self.service.app, self.services.state), access_log=None
+            http_app(self.service.app, self.services.state, SECRET), access_log=None
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -184,17 +224,7 @@ class SlackHarness:
 
     async def command(self, text: str, user: str = "U0ALICE", command: str = "/agent") -> Any:
         """Send a slash command as Slack would (a signed form post); return the JSON reply."""
-        body = urlencode(
-            {
-                "command": command,
-                "text": text,
-                "user_id": user,
-                "team_id": TEAM,
-                "channel_id": "C0CHAN",
-                "trigger_id": "t",
-                "response_url": "",
-            }
-        )
+        body = urlencode(command_fields(text, user, command))
         headers = signed_headers(body, "application/x-www-form-urlencoded")
         async with (
             aiohttp.ClientSession() as session,
@@ -205,27 +235,7 @@ class SlackHarness:
 
     async def click(self, action_id: str, value: str, user: str, message_ts: str) -> int:
         """Press a button as Slack would: a signed form post with a block_actions payload."""
-        payload = {
-            "type": "block_actions",
-            "token": "legacy",
-            "api_app_id": "A0APP",
-            "user": {"id": user},
-            "team": {"id": TEAM},
-            "channel": {"id": "C0CHAN"},
-            "container": {"type": "message", "message_ts": message_ts, "channel_id": "C0CHAN"},
-            "message": {"ts": message_ts},
-            "trigger_id": "t",
-            "response_url": self.slack.response_url,
-            "actions": [
-                {
-                    "action_id": action_id,
-                    "block_id": "b",
-                    "type": "button",
-                    "value": value,
-                    "action_ts": str(time.time()),
-                }
-            ],
-        }
+        payload = button_click(action_id, value, user, message_ts, self.slack.response_url)
         body = urlencode({"payload": json.dumps(payload)})
         headers = signed_headers(body, "application/x-www-form-urlencoded")
         async with (

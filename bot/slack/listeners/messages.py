@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.config.schema import SlackConfig
-from bot.slack.ingress import Identity, Ignored, Ingress, classify
-
-log = logging.getLogger(__name__)
+from bot.slack.ingress import Identity, Ignored, Ingress, classify, log_not_answered
 
 
 def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
@@ -25,7 +22,13 @@ def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
         )
         decision = classify(event, body.get("event_id") or "", me, settings)
         if isinstance(decision, Ignored):
-            log.debug("ignoring %s %s: %s", event.get("type"), event.get("ts"), decision.reason)
+            log_not_answered(
+                event.get("channel"),
+                event.get("ts"),
+                body.get("event_id") or "",
+                decision.reason,
+                quiet=decision.quiet,
+            )
             return
         # Raises StateUnavailable when Redis is down: the error handler answers 503.
         await ingress.accept(decision)

@@ -62,6 +62,10 @@ def test_no_file_and_an_empty_file_give_defaults(tmp_path: Path) -> None:
         ),
         ("roles: {a: {tools: '*'}}", "roles.a.tools: Input should be a valid list"),
         ("system_prompt: ''", "system_prompt: String should have at least 1 character"),
+        (
+            "redis: {require_persistence: perhaps}",
+            "redis.require_persistence: Input should be a valid boolean",
+        ),
         ("- just a list", "expected a mapping of keys at the top, got a list"),
         ("llm: {model: [", "not valid YAML at line 1"),
         (

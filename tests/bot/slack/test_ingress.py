@@ -58,8 +58,39 @@ def test_follow_ups_and_plain_channel_talk() -> None:
     assert isinstance(classify(event(thread_ts="0.9"), "Ev", ME, off), Ignored)
     # The message event of a mention is left to the app_mention event.
     assert classify(event(text="<@U0BOT> hi", thread_ts="0.9"), "Ev", ME, SETTINGS) == Ignored(
-        "a mention: the app_mention event carries it"
+        "a mention: the app_mention event carries it", quiet=True
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        (
+            {"bot_id": "B0OTHER", "channel_type": "im"},
+            "another bot's message (slack.answer_bots is off)",
+        ),
+        (
+            {"subtype": "bot_message", "channel_type": "im"},
+            "another bot's message (slack.answer_bots is off)",
+        ),
+        (
+            {"subtype": "message_changed", "channel_type": "im"},
+            "subtype message_changed: not a new message",
+        ),
+        (
+            {"subtype": "message_deleted", "channel_type": "im"},
+            "subtype message_deleted: not a new message",
+        ),
+        (
+            {"subtype": "channel_join", "thread_ts": "0.1"},
+            "subtype channel_join: not a new message",
+        ),
+        ({"text": "<@U0BOT>", "type": "app_mention"}, "empty message"),
+        ({"type": "reaction_added"}, "not a message (reaction_added)"),
+    ],
+)
+def test_what_is_ignored_and_logged_at_info(fields: dict[str, Any], reason: str) -> None:
+    assert classify(event(**fields), "Ev", ME, SETTINGS) == Ignored(reason)
 
 
 @pytest.mark.parametrize(
@@ -67,17 +98,31 @@ def test_follow_ups_and_plain_channel_talk() -> None:
     [
         ({"user": "U0BOT"}, "own message"),
         ({"bot_id": "B0BOT", "user": "U9"}, "own message"),
-        ({"bot_id": "B0OTHER", "channel_type": "im"}, "another bot"),
-        ({"subtype": "bot_message", "channel_type": "im"}, "another bot"),
-        ({"subtype": "message_changed", "channel_type": "im"}, "subtype message_changed"),
-        ({"subtype": "message_deleted", "channel_type": "im"}, "subtype message_deleted"),
-        ({"subtype": "channel_join", "thread_ts": "0.1"}, "subtype channel_join"),
-        ({"text": "<@U0BOT>", "type": "app_mention"}, "no text"),
-        ({"type": "reaction_added"}, "not a message (reaction_added)"),
+        (
+            {"subtype": "message_changed", "message": {"bot_id": "B0BOT", "text": "edited"}},
+            "subtype message_changed of its own message",
+        ),
+        (
+            {"subtype": "message_deleted", "previous_message": {"user": "U0BOT"}},
+            "subtype message_deleted of its own message",
+        ),
+        ({}, "not addressed to the bot"),
+        (
+            {"text": "<@U0BOT> hi", "thread_ts": "0.9"},
+            "a mention: the app_mention event carries it",
+        ),
     ],
 )
-def test_what_is_ignored(fields: dict[str, Any], reason: str) -> None:
-    assert classify(event(**fields), "Ev", ME, SETTINGS) == Ignored(reason)
+def test_what_is_ignored_quietly(fields: dict[str, Any], reason: str) -> None:
+    """Talk that was never for the bot, and the bot's own messages and edits."""
+    assert classify(event(**fields), "Ev", ME, SETTINGS) == Ignored(reason, quiet=True)
+
+
+def test_thread_replies_with_follow_ups_off_are_quiet() -> None:
+    off = SlackConfig(follow_up_in_threads=False)
+    assert classify(event(thread_ts="0.9"), "Ev", ME, off) == Ignored(
+        "a thread reply without a mention (follow-ups are off)", quiet=True
+    )
 
 
 def test_other_bots_when_allowed() -> None:
@@ -86,7 +131,7 @@ def test_other_bots_when_allowed() -> None:
     assert isinstance(turn, Turn) and turn.user == "B0OTHER"
     # Never itself.
     assert classify(event(bot_id="B0BOT", channel_type="im"), "Ev", ME, allowed) == Ignored(
-        "own message"
+        "own message", quiet=True
     )
 
 

@@ -121,6 +121,7 @@ async def test_run_serves_http_answers_and_stops_cleanly(
     assert await asyncio.wait_for(process.wait(), 30) == 0
     err = (await process.stderr.read()).decode()  # type: ignore[union-attr]
     assert "listening on http://0.0.0.0:" in err
+    assert "Redis keeps nothing on disk" in err  # the shared test Redis has no AOF, no RDB
     assert "xoxb-test" not in err and "sk-test" not in err and SECRET not in err
 
 
@@ -165,3 +166,23 @@ async def test_run_without_slack_credentials_names_what_is_missing(
     process = await spawn(processes, env, "run")
     assert await asyncio.wait_for(process.wait(), 30) == 2
     assert "SLACK_SIGNING_SECRET is not set" in (await process.stderr.read()).decode()  # type: ignore[union-attr]
+
+
+async def test_run_and_worker_refuse_a_redis_without_persistence_when_it_is_required(
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    key_prefix: str,
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"redis: {{key_prefix: '{key_prefix}', require_persistence: true}}\n")
+    env = environment(fake_slack, fake_llm, config)  # the shared test Redis: no AOF, no RDB
+    for command in (["run", "--port", str(free_port())], ["worker"]):
+        process = await spawn(processes, env, *command)
+        assert await asyncio.wait_for(process.wait(), 30) == 2
+        err = (await process.stderr.read()).decode()  # type: ignore[union-attr]
+        assert "slack-agent: configuration error" in err
+        assert "redis.require_persistence is true" in err
+        assert "keeps nothing on disk" in err and "appendonly yes" in err
+        assert "Traceback" not in err

@@ -1,0 +1,67 @@
+"""The pooled Redis client survives a Redis restart, and gives up within its retry budget."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+import redis.exceptions
+
+from bot.state.store import State
+from tests.fakes.redis_server import PrivateRedis
+
+
+async def warm_pool(state: State, connections: int) -> int:
+    """Run enough concurrent commands that the pool holds ``connections`` open connections."""
+    await asyncio.gather(
+        *[state.client.blpop(f"warm:{n}", timeout=0.2) for n in range(connections)]
+    )
+    pool = state.client.connection_pool
+    return sum(1 for c in pool._available_connections if c.is_connected)
+
+
+async def test_stale_pooled_connections_recover_after_a_restart(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url)
+    assert await warm_pool(state, 30) == 30
+
+    private_redis.stop()
+    private_redis.start()  # same port; every pooled connection is now dead
+
+    results = await asyncio.gather(
+        *[state.client.set(f"after:{n}", "1") for n in range(60)], return_exceptions=True
+    )
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    assert await state.client.dbsize() == 60
+
+
+async def test_a_stopped_redis_is_given_up_within_the_retry_budget(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url)
+    await warm_pool(state, 4)
+    private_redis.stop()
+
+    started = time.monotonic()
+    with pytest.raises(redis.exceptions.ConnectionError):
+        await state.client.get("anything")
+    elapsed = time.monotonic() - started
+    # Retried with backoff (0.1 + 0.2 + 0.4 + 0.5 s of sleeps), then given up: never so long
+    # that Slack's 3-second ack is missed.
+    assert 1.1 < elapsed < 2.0
+
+
+async def test_a_command_during_a_short_outage_succeeds_once_redis_is_back(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url)
+    await warm_pool(state, 4)
+    private_redis.stop()
+    pending = asyncio.create_task(state.client.set("k", "v"))
+    await asyncio.sleep(0)  # the command is under way, failing and backing off
+    await asyncio.to_thread(private_redis.start)
+    assert await pending is True
+    assert await state.client.get("k") == "v"
