@@ -51,8 +51,14 @@ class RedisHandle:
         await self.client.aclose()
 
 
-def connect(url: str | None, max_connections: int = 256) -> RedisHandle:
-    """A client for ``url``; without one, an in-process Redis (fakeredis) for one process."""
+def connect(
+    url: str | None,
+    max_connections: int = 256,
+    *,
+    connection_class: type[redis.Connection] | None = None,
+) -> RedisHandle:
+    """A client for ``url``; without one, an in-process Redis (fakeredis) for one process.
+    ``connection_class`` replaces redis-py's connection (tests inject faults with it)."""
     if not url:
         log.warning(
             "REDIS_URL is not set: using an embedded in-process Redis. State (histories, "
@@ -74,5 +80,6 @@ def connect(url: str | None, max_connections: int = 256) -> RedisHandle:
         socket_connect_timeout=CONNECT_TIMEOUT_S,
         health_check_interval=HEALTH_CHECK_INTERVAL_S,
         retry=retry_policy(),  # copied into every connection the pool makes
+        **({"connection_class": connection_class} if connection_class else {}),
     )
     return RedisHandle(redis.Redis(connection_pool=pool), embedded=False)

@@ -15,6 +15,7 @@ happened (a reply lost to a dropped connection, then retried) is a no-op.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -82,6 +83,20 @@ return {'ok', redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -
   redis.call('SMEMBERS', KEYS[4])}
 """
 
+# Save one message of the running turn. Idempotent: a message already at its place (the
+# reply was lost and the command resent) is not appended again.
+# KEYS: lock, record, journal; ARGV: token, its index, the message, TTL, the round
+JOURNAL = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 'stale' end
+local index = tonumber(ARGV[2])
+if redis.call('LINDEX', KEYS[3], index) == ARGV[3] then return 'already' end
+redis.call('RPUSH', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
+redis.call('HSET', KEYS[2], 'round', ARGV[5])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 'ok'
+"""
+
 # KEYS: lock, reruns; ARGV: token, call id, TTL. 1: claimed now, 0: ran again before.
 CLAIM_RERUN = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
@@ -146,6 +161,7 @@ class TurnRecords:
         self._fenced = client.register_script(FENCED)
         self._begin = client.register_script(BEGIN)
         self._claim = client.register_script(CLAIM_RERUN)
+        self._journal = client.register_script(JOURNAL)
 
     def owned(self, entry_id: str, thread: ThreadKey, token: str) -> OwnedTurn:
         """Write access to one turn for the holder of ``token`` on the thread's lock."""
@@ -182,6 +198,8 @@ class OwnedTurn:
         self._journal = keys.journal(entry_id)
         self._reruns = keys.reruns(entry_id)
         self._rounds = 0
+        self._saved = 0  # messages in the journal
+        self._journal_lock = asyncio.Lock()  # one message at a time, each at its index
 
     async def begin(self) -> TurnRecord:
         """Count an attempt and read everything known about the turn (one round trip)."""
@@ -200,6 +218,7 @@ class OwnedTurn:
             raise Stale(self._lock)
         record = TurnRecord.parse(_flat_pairs(reply[1]), reply[2], reply[3])
         self._rounds = sum(1 for m in record.journal if m.get("role") == "assistant")
+        self._saved = len(record.journal)
         return record
 
     async def move(
@@ -251,14 +270,17 @@ class OwnedTurn:
     # --- the journal (bot.agent.journal.Journal) ----------------------------------------
 
     async def record(self, message: Message) -> None:
-        if message.get("role") == "assistant":
-            self._rounds += 1
-        commands = Commands()
-        commands.rpush(
-            self._journal, json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-        )
-        commands.expire(self._journal, self.records.keep_s)
-        await self._run("", "", {"round": str(self._rounds)}, commands, None)
+        encoded = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        async with self._journal_lock:
+            rounds = self._rounds + (1 if message.get("role") == "assistant" else 0)
+            reply = await self.records._journal(
+                keys=[self._lock, self._record, self._journal],
+                args=[self.token, self._saved, encoded, self.records.keep_s, rounds],
+            )
+            if reply == "stale":
+                raise Stale(self._lock)
+            self._saved += 1
+            self._rounds = rounds
 
     async def claim_rerun(self, call_id: str) -> bool:
         claimed = await self.records._claim(

@@ -39,7 +39,7 @@ from bot.agent.messages import repair
 from bot.config.schema import AppConfig, SlackConfig
 from bot.llm import ModelResponse, ToolCall
 from bot.slack.responder import SlackResponder
-from bot.state.connection import RedisHandle
+from bot.state.connection import connect
 from bot.state.history import UNDELIVERED
 from bot.state.locks import ThreadLocks
 from bot.state.store import State, build_state, open_state
@@ -245,16 +245,8 @@ class SimProcess:
         self.faults.loop = asyncio.get_running_loop()
         world, faults = self.world, self.faults
         config = AppConfig.model_validate({"redis": {"key_prefix": world.prefix}})
-        pool = redis_asyncio.BlockingConnectionPool.from_url(
-            REDIS_URL,
-            max_connections=64,
-            timeout=5,
-            decode_responses=True,
-            connection_class=faulty_connection(faults),
-        )
-        state = build_state(
-            RedisHandle(redis_asyncio.Redis(connection_pool=pool), embedded=False), config
-        )
+        handle = connect(REDIS_URL, 64, connection_class=faulty_connection(faults))
+        state = build_state(handle, config)
         state.locks = ThreadLocks(state.client, state.keys, LEASE_S)
         client = InMemorySlack(
             world.slack,

@@ -129,3 +129,18 @@ async def test_commands_serialise_like_a_pipeline(state: State) -> None:
         ["XADD", "s", "MAXLEN", "~", "10", "*", "f", "v"],
     ]
     assert json.loads(json.dumps(commands.items)) == commands.items
+
+
+async def test_a_journal_message_sent_again_is_saved_once(state: State) -> None:
+    entry_id, lease = await queued(state)
+    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    await owned.begin()
+    await owned.record({"role": "user", "content": "hello"})
+    # The reply was lost and redis-py sent the same command again.
+    again = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    again._saved = 0
+    await again.record({"role": "user", "content": "hello"})
+    await owned.record({"role": "assistant", "content": None, "tool_calls": []})
+    record = await owned.begin()
+    assert [m["role"] for m in record.journal] == ["user", "assistant"]
+    assert record.round == 1
