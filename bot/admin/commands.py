@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
-from bot.state.audit import AuditEntry
-from bot.state.store import State
-from bot.state.usage import UsageTotals
+from bot.state.audit import AuditEntry, AuditLog
+from bot.state.grants import RoleGrants
+from bot.state.switches import ToolSwitches
+from bot.state.usage import UsageCounters, UsageTotals
 from permissions.config import RoleConfig
 from permissions.policy import Person, Policy
 from permissions.rules import roles_allowing
@@ -38,6 +39,16 @@ class Caller:
         return Person(self.team, self.user, self.channel)
 
 
+@dataclass(frozen=True)
+class AdminStores:
+    """What the admin commands read and write in Redis."""
+
+    switches: ToolSwitches
+    grants: RoleGrants
+    audit: AuditLog
+    usage: UsageCounters
+
+
 class AdminCommands:
     def __init__(
         self,
@@ -45,7 +56,7 @@ class AdminCommands:
         policy: Policy,
         registry: ToolRegistry,
         roles: dict[str, RoleConfig],
-        state: State,
+        state: AdminStores,
     ) -> None:
         self.command = command
         self.policy = policy

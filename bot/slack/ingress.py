@@ -16,7 +16,8 @@ from typing import Any
 from bot.config.schema import SlackConfig
 from bot.slack.text.incoming import clean_text, mentions
 from bot.state.errors import REDIS_DOWN, StateUnavailable
-from bot.state.store import State
+from bot.state.participation import ThreadParticipation
+from bot.state.queue import TurnQueue
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -147,9 +148,15 @@ def _written_by(message: dict[str, Any], me: Identity) -> bool:
 
 class Ingress:
     def __init__(
-        self, state: State, settings: SlackConfig, *, deadline_s: float = ENQUEUE_DEADLINE_S
+        self,
+        queue: TurnQueue,
+        participation: ThreadParticipation,
+        settings: SlackConfig,
+        *,
+        deadline_s: float = ENQUEUE_DEADLINE_S,
     ) -> None:
-        self.state = state
+        self.queue = queue
+        self.participation = participation
         self.settings = settings
         self.deadline_s = deadline_s
 
@@ -174,7 +181,7 @@ class Ingress:
             raise StateUnavailable(f"Redis is unreachable: {why}") from exc
 
     async def _accept(self, turn: Turn) -> str | None:
-        participation = self.state.participation
+        participation = self.participation
         if turn.kind == "followup":
             if not await participation.joined(turn.thread_key):
                 log_not_answered(
@@ -188,7 +195,7 @@ class Ingress:
             new_thread = False
         else:
             new_thread = await participation.join(turn.thread_key)
-        entry_id = await self.state.queue.enqueue(
+        entry_id = await self.queue.enqueue(
             replace(turn, extra={**turn.extra, "new_thread": new_thread})
         )
         if entry_id is None:

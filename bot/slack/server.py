@@ -7,6 +7,8 @@ read gets 400 with one warning (no traceback); everything else goes to Bolt.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -14,14 +16,15 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
 from bot.slack.inbound import MalformedRequest, bolt_request, signed_by_slack
-from bot.state.store import State
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 
 
-def http_app(bolt_app: AsyncApp, state: State, signing_secret: str) -> web.Application:
+def http_app(
+    bolt_app: AsyncApp, ping_redis: Callable[[], Awaitable[Any]], signing_secret: str
+) -> web.Application:
     verifier = SignatureVerifier(signing_secret)
 
     async def events(request: web.Request) -> web.Response:
@@ -46,7 +49,7 @@ def http_app(bolt_app: AsyncApp, state: State, signing_secret: str) -> web.Appli
         # Liveness: the process answers. Redis is reported, not required: a Redis outage
         # should not make an orchestrator restart every replica.
         try:
-            await state.client.ping()
+            await ping_redis()
             redis = "ok"
         except Exception as exc:
             redis = f"unreachable ({type(exc).__name__})"

@@ -14,7 +14,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.admin.commands import AdminCommands
+from bot.admin.commands import AdminCommands, AdminStores
 from bot.config import ConfigError
 from bot.lifecycle.owner import Agent, Timing, TurnStores
 from bot.services import Services
@@ -102,11 +102,17 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         embedded=state.handle.embedded,
         name=name,
     )
-    ingress = Ingress(state, settings)
+    ingress = Ingress(state.queue, state.participation, settings)
     secret = (
         env.slack_signing_secret.get_secret_value() if http and env.slack_signing_secret else None
     )
-    admin = AdminCommands(settings.command, policy, services.registry, services.config.roles, state)
+    admin = AdminCommands(
+        settings.command,
+        policy,
+        services.registry,
+        services.config.roles,
+        AdminStores(state.switches, state.grants, state.audit, state.usage),
+    )
     app = build_app(
         client,
         ingress,
@@ -143,7 +149,9 @@ async def run(
             secret = service.services.environment.slack_signing_secret
             assert secret is not None  # build_slack_service(http=True) required it
             runner = web.AppRunner(
-                http_app(service.app, service.services.state, secret.get_secret_value()),
+                http_app(
+                    service.app, service.services.state.client.ping, secret.get_secret_value()
+                ),
                 access_log=None,
             )
             await runner.setup()

@@ -176,7 +176,7 @@ class SlackHarness:
         await self.services.start()  # MCP servers, as `slack-agent run` does
         self.service.worker.block_ms = 200
         self._runner = web.AppRunner(
-            http_app(self.service.app, self.services.state, SECRET), access_log=None
+            http_app(self.service.app, self.services.state.client.ping, SECRET), access_log=None
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
