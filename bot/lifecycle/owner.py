@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
 from bot.agent.journal import resume_from
@@ -41,6 +41,7 @@ from bot.llm.client import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.audit import AuditEntry, AuditLog
 from bot.state.commands import Commands
+from bot.state.errors import REDIS_DOWN
 from bot.state.history import RedisHistory
 from bot.state.locks import ThreadLease
 from bot.state.notices import Notice, Notices
@@ -53,6 +54,9 @@ log = logging.getLogger(__name__)
 
 ToolsetFor = Callable[[Turn], Awaitable[Toolset]]
 ARGUMENTS_IN_AUDIT = 500
+REDIS_RETRY_START_S = 0.2
+REDIS_RETRY_MAX_S = 2.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -125,6 +129,22 @@ class TurnOwner:
         except Stale as exc:
             self.lease.lost.set()
             raise Aborted(f"lost the lock of {self.turn.thread_key}") from exc
+
+    async def _durably(self, write: Callable[[], Awaitable[T]]) -> T:
+        """A write that must happen: Redis being away for a moment (beyond redis-py's own
+        retries) is waited out while the lease holds. Safe because moves and saves are
+        idempotent."""
+        delay = REDIS_RETRY_START_S
+        while True:
+            try:
+                return await write()
+            except REDIS_DOWN as exc:
+                if not self.lease.valid():
+                    raise Aborted(f"turn {self.entry_id}: Redis away, lease gone") from exc
+                log.warning("Redis failed on turn %s (%s); trying again", self.entry_id, exc)
+                if not await sleep_unless(delay, self.lease.lost, self.handing_back):
+                    raise Aborted(f"turn {self.entry_id} interrupted") from exc
+                delay = min(delay * 2, REDIS_RETRY_MAX_S)
 
     # --- the life of the turn ------------------------------------------------------------
 
@@ -238,7 +258,7 @@ class TurnOwner:
             "outcome": result.stop_reason.value,
             "messages": result.new_messages,
         }
-        await self.owned.move(state, fields, commands)
+        await self._durably(lambda: self.owned.move(state, fields, commands))
         return TurnRecord(
             state=state,
             attempts=record.attempts,
@@ -254,7 +274,8 @@ class TurnOwner:
         since = record.delivering_since
         if since is None:
             since = time.time()
-            await self.owned.save(delivering_since=repr(since))
+            stamp = repr(since)
+            await self._durably(lambda: self.owned.save(delivering_since=stamp))
         delay = self.timing.retry_start_s
         while True:
             if not self.valid():
@@ -293,14 +314,16 @@ class TurnOwner:
         self.stores.history.append_to(
             commands, self.turn.thread_key, record.messages, turn=self.entry_id, delivered=True
         )
-        await self.owned.move(TurnState.DELIVERED, {}, commands)
+        await self._durably(lambda: self.owned.move(TurnState.DELIVERED, {}, commands))
         return True
 
     async def _done(self) -> None:
         commands = Commands()
         self.stores.queue.finish(commands, self.turn.thread_key, self.entry_id)
         self.stores.records.finish_commands(commands, self.entry_id)
-        await self.owned.move(TurnState.DONE, {}, commands, keep_s=FINISHED_KEEP_S)
+        await self._durably(
+            lambda: self.owned.move(TurnState.DONE, {}, commands, keep_s=FINISHED_KEEP_S)
+        )
 
     async def _dead_letter(
         self,
@@ -348,6 +371,8 @@ class TurnOwner:
         )
         stores.queue.finish(commands, turn.thread_key, self.entry_id)
         stores.records.finish_commands(commands, self.entry_id)
-        await self.owned.move(
-            TurnState.DEAD_LETTERED, {"reason": reason}, commands, keep_s=FINISHED_KEEP_S
+        await self._durably(
+            lambda: self.owned.move(
+                TurnState.DEAD_LETTERED, {"reason": reason}, commands, keep_s=FINISHED_KEEP_S
+            )
         )

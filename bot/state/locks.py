@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 TRUSTED_SHARE = 0.8  # of the TTL after a renewal, the lease counts as held
 HANDED_BACK_IDLE_MS = 10**12  # an entry handed back looks idle for ages: claimed at once
+RETRY_RENEW_S = 0.5  # after a failed renewal (Redis away), the next try comes this soon
 
 # KEYS: lock, stream; ARGV: token, ttl ms, group, consumer, entry id ('' for none)
 HEARTBEAT = """
@@ -150,14 +151,17 @@ class ThreadLease:
 
     async def _keep(self) -> None:
         interval = self.locks.ttl_ms / 3000
+        wait = interval
         while not self.lost.is_set():
-            await asyncio.sleep(interval)
+            await asyncio.sleep(wait)
             try:
                 if not await self.renew():
                     log.warning("lost %s to another owner", self.key)
                     self.lost.set()
                     return
+                wait = interval
             except REDIS_DOWN:
                 if not self.valid():
                     log.warning("could not renew %s before it expired", self.key)
                     return
+                wait = min(interval, RETRY_RENEW_S)  # try again soon: the lease is running out
