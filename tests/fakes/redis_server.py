@@ -20,7 +20,8 @@ def free_port() -> int:
 
 
 class PrivateRedis:
-    """``appendonly``: keep an append-only file (persistence), off by default.
+    """``appendonly``: keep an append-only file written at every command (persistence that
+    survives a restart on the same port and directory), off by default.
     ``config_command``: False renames CONFIG away, as managed Redis services do."""
 
     def __init__(self, *, appendonly: bool = False, config_command: bool = True) -> None:
@@ -28,10 +29,10 @@ class PrivateRedis:
         if binary is None:
             raise RuntimeError("redis-server is not installed")
         self.binary = binary
-        self.port = free_port()
-        self.directory = tempfile.mkdtemp(prefix="slack-agent-redis-")
         self.appendonly = appendonly
         self.config_command = config_command
+        self.port = free_port()
+        self.directory = tempfile.mkdtemp(prefix="slack-agent-redis-")
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -39,6 +40,8 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        """Start (or start again, on the same port and directory) and wait for PONG."""
+        persistence = ["--appendonly", "yes", "--appendfsync", "always"]
         arguments = [
             self.binary,
             "--port",
@@ -47,8 +50,7 @@ class PrivateRedis:
             "127.0.0.1",
             "--save",
             "",
-            "--appendonly",
-            "yes" if self.appendonly else "no",
+            *(persistence if self.appendonly else ["--appendonly", "no"]),
             "--dir",
             self.directory,
         ]
@@ -65,8 +67,13 @@ class PrivateRedis:
                     if sock.recv(16).startswith(b"+PONG"):
                         return
             except OSError:
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)  # not up yet, or still loading its append-only file
         raise RuntimeError("the private redis-server did not start")
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None
 
     def pause(self) -> None:
         """Freeze the server (SIGSTOP): connections are accepted, nothing is answered."""
@@ -78,9 +85,21 @@ class PrivateRedis:
         self.process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
+        """Kill it (SIGKILL): whatever was not written yet is gone."""
         if self.process is not None:
             self.process.kill()
             self.process.wait(10)
+            self.process = None
+
+    def terminate(self) -> None:
+        """Stop it gracefully (SIGTERM): Redis finishes writing its append-only file."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
             self.process = None
 
     def close(self) -> None:

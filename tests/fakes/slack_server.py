@@ -1,16 +1,23 @@
 """A fake Slack Web API on loopback. The real slack_sdk client talks to it over HTTP.
 
-It records every call, keeps the messages each thread would show (posts, edits, deletes,
-streams), and can be told to fail a method: a 429 with Retry-After, or an ``ok: false``
-error such as ``message_not_in_streaming_state``.
+It records every call (with a monotonic time and the HTTP status it got), keeps the messages
+each thread would show (posts, edits, deletes, streams, with their metadata), and can be told
+to fail a method: a 429 with Retry-After, an ``ok: false`` error such as
+``message_not_in_streaming_state``, or an outage of several methods for some seconds.
+
+What people wrote is registered with :meth:`FakeSlack.add_user_message`; it is kept apart
+from the bot's messages (``messages``) and shows up, with them, in ``conversations.replies``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import itertools
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +28,16 @@ BOT_ID = "B0BOT"
 TEAM = "T0TEAM"
 
 
+REPLIES_LIMIT = 1000  # the default and the most conversations.replies returns at once
+OUTAGE_ERROR = "service_unavailable"
+
+
 @dataclass
 class Call:
     method: str
     args: dict[str, Any]
-    at: float
+    at: float  # time.monotonic() when the call arrived
+    status: int = 200  # the HTTP status it was answered with
 
 
 @dataclass
@@ -37,6 +49,10 @@ class Message:
     blocks: list[dict[str, Any]] = field(default_factory=list)
     streaming: bool = False
     edits: int = 0
+    metadata: dict[str, Any] | None = None  # {"event_type": ..., "event_payload": {...}}
+    user: str = BOT_USER
+    bot_id: str | None = BOT_ID  # None for what a person wrote
+    updated_at: float = 0.0  # time.monotonic() of the last post, edit or stream write
 
     @property
     def shown(self) -> str:
@@ -55,11 +71,34 @@ class Failure:
     times: int = 1
 
 
+class Refused(Exception):
+    """An argument Slack would refuse; ``error`` is Slack's error code."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class Outage:
+    """Every call to ``methods`` between ``starts`` and ``ends`` (monotonic) fails."""
+
+    methods: frozenset[str]
+    starts: float
+    ends: float
+    status: int
+
+    def covers(self, method: str, at: float) -> bool:
+        return method in self.methods and self.starts <= at < self.ends
+
+
 class FakeSlack:
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self.messages: dict[tuple[str, str], Message] = {}
         self.failures: dict[str, list[Failure]] = {}
+        self.outages: list[Outage] = []
+        self.user_messages: dict[tuple[str, str], Message] = {}  # what people wrote
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
         self.latency_s = 0.0
@@ -82,6 +121,40 @@ class FakeSlack:
     ) -> None:
         self.failures.setdefault(method, []).append(Failure(error, status, retry_after, times))
 
+    def outage(self, methods: Iterable[str], seconds: float, status: int = 503) -> Outage:
+        """From now on, for ``seconds``, every call to ``methods`` fails with ``status`` and
+        ``{"ok": false, "error": "service_unavailable"}``."""
+        now = time.monotonic()
+        outage = Outage(frozenset(methods), now, now + seconds, status)
+        self.outages.append(outage)
+        return outage
+
+    def outage_over(self) -> bool:
+        """True once no outage is under way (for ``tests.waiting.until``)."""
+        now = time.monotonic()
+        return all(outage.ends <= now for outage in self.outages)
+
+    async def wait_outage_over(self) -> float:
+        """Return once every outage declared so far has ended; the monotonic time the last
+        one ended (now, if there was none)."""
+        ends = max((o.ends for o in self.outages), default=time.monotonic())
+        await asyncio.sleep(max(ends - time.monotonic(), 0.0))
+        return ends
+
+    def new_ts(self) -> str:
+        """A fresh message ts from the same clock as the bot's messages."""
+        return self._next_ts()
+
+    def add_user_message(
+        self, channel: str, ts: str, user: str, text: str, thread_ts: str | None = None
+    ) -> Message:
+        """Register what a person wrote, so conversations.replies shows it."""
+        message = Message(
+            channel, ts, thread_ts, text, user=user, bot_id=None, updated_at=time.monotonic()
+        )
+        self.user_messages[(channel, ts)] = message
+        return message
+
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 
@@ -90,6 +163,15 @@ class FakeSlack:
         found = [
             m
             for m in self.messages.values()
+            if m.channel == channel and (m.thread_ts == thread_ts or m.ts == thread_ts)
+        ]
+        return sorted(found, key=lambda m: float(m.ts))
+
+    def conversation(self, channel: str, thread_ts: str) -> list[Message]:
+        """Everything a thread shows, people's messages and the bot's, oldest first."""
+        found = [
+            m
+            for m in (*self.user_messages.values(), *self.messages.values())
             if m.channel == channel and (m.thread_ts == thread_ts or m.ts == thread_ts)
         ]
         return sorted(found, key=lambda m: float(m.ts))
@@ -121,9 +203,14 @@ class FakeSlack:
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await _arguments(request)
-        self.calls.append(Call(method, args, time.monotonic()))
+        call = Call(method, args, time.monotonic())
+        self.calls.append(call)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        for outage in self.outages:
+            if outage.covers(method, call.at):
+                call.status = outage.status
+                return web.json_response({"ok": False, "error": OUTAGE_ERROR}, status=outage.status)
         queued = self.failures.get(method)
         if queued:
             failure = queued[0]
@@ -131,10 +218,14 @@ class FakeSlack:
             if failure.times <= 0:
                 queued.pop(0)
             headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after else {}
+            call.status = failure.status
             return web.json_response(
                 {"ok": False, "error": failure.error}, status=failure.status, headers=headers
             )
-        return web.json_response(self._answer(method, args))
+        try:
+            return web.json_response(self._answer(method, args))
+        except Refused as refused:
+            return web.json_response({"ok": False, "error": refused.error})
 
     def _next_ts(self) -> str:
         return f"{1_800_000_000 + next(self._ts)}.000100"
@@ -159,6 +250,8 @@ class FakeSlack:
                 args.get("thread_ts"),
                 str(args.get("text") or ""),
                 list(args.get("blocks") or []),
+                metadata=_metadata(args.get("metadata")),
+                updated_at=time.monotonic(),
             )
             return {"ok": True, "channel": channel, "ts": ts}
         if method == "chat.update":
@@ -169,6 +262,9 @@ class FakeSlack:
             message.blocks = list(args.get("blocks") or [])
             message.streaming = False
             message.edits += 1
+            message.updated_at = time.monotonic()
+            if "metadata" in args:
+                message.metadata = _metadata(args.get("metadata"))
             return {"ok": True, "channel": channel, "ts": message.ts}
         if method == "chat.delete":
             if self.messages.pop((channel, str(args.get("ts"))), None) is None:
@@ -176,7 +272,15 @@ class FakeSlack:
             return {"ok": True}
         if method == "chat.startStream":
             ts = self._next_ts()
-            message = Message(channel, ts, args.get("thread_ts"), "", streaming=True)
+            message = Message(
+                channel,
+                ts,
+                args.get("thread_ts"),
+                "",
+                streaming=True,
+                metadata=_metadata(args.get("metadata")),
+                updated_at=time.monotonic(),
+            )
             message.text = str(args.get("markdown_text") or "") + _chunk_text(args.get("chunks"))
             self.messages[(channel, ts)] = message
             return {"ok": True, "channel": channel, "ts": ts}
@@ -185,9 +289,14 @@ class FakeSlack:
             if message is None or not message.streaming:
                 return {"ok": False, "error": "message_not_in_streaming_state"}
             message.text += str(args.get("markdown_text") or "") + _chunk_text(args.get("chunks"))
+            message.updated_at = time.monotonic()
             if method == "chat.stopStream":
                 message.streaming = False
+                if "metadata" in args:
+                    message.metadata = _metadata(args.get("metadata"))
             return {"ok": True, "channel": channel, "ts": message.ts}
+        if method == "conversations.replies":
+            return self._replies(channel, args)
         if method == "usergroups.users.list":
             group = str(args.get("usergroup"))
             if group not in self.groups:
@@ -199,6 +308,115 @@ class FakeSlack:
                 return {"ok": False, "error": "user_not_found"}
             return {"ok": True, "user": user}
         return {"ok": True}
+
+    def _replies(self, channel: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A thread, oldest first, as conversations.replies pages it.
+
+        ``ts`` may be the root or any reply. The root always comes first on the first page;
+        ``oldest`` / ``latest`` (exclusive unless ``inclusive``) filter the replies.
+        """
+        ts = str(args.get("ts") or "")
+        everything = {**self.user_messages, **self.messages}
+        named = everything.get((channel, ts))
+        if named is None:
+            return {"ok": False, "error": "thread_not_found"}
+        root_ts = named.thread_ts or named.ts
+        thread = self.conversation(channel, root_ts)
+        root = [m for m in thread if m.ts == root_ts]
+        replies = [m for m in thread if m.ts != root_ts and _in_range(m.ts, args)]
+        listed = root + replies
+        limit = max(1, min(int(args.get("limit") or REPLIES_LIMIT), REPLIES_LIMIT))
+        start = _cursor_position(listed, args.get("cursor"))
+        page = listed[start : start + limit]
+        with_metadata = _truthy(args.get("include_all_metadata"))
+        answer: dict[str, Any] = {
+            "ok": True,
+            "messages": [_as_listed(m, with_metadata) for m in page],
+            "has_more": start + limit < len(listed),
+        }
+        if answer["has_more"]:
+            answer["response_metadata"] = {"next_cursor": _cursor(listed[start + limit].ts)}
+        else:
+            answer["response_metadata"] = {"next_cursor": ""}
+        return answer
+
+
+def _as_listed(message: Message, with_metadata: bool) -> dict[str, Any]:
+    listed: dict[str, Any] = {
+        "type": "message",
+        "ts": message.ts,
+        "thread_ts": message.thread_ts or message.ts,
+        "text": message.text,
+        "user": message.user,
+    }
+    if message.bot_id is not None:
+        listed["bot_id"] = message.bot_id
+    if message.blocks:
+        listed["blocks"] = message.blocks
+    if with_metadata and message.metadata is not None:
+        listed["metadata"] = message.metadata
+    return listed
+
+
+def _cursor(ts: str) -> str:
+    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+
+
+def _cursor_position(listed: list[Message], cursor: Any) -> int:
+    """Where the page named by ``cursor`` starts (0 without one)."""
+    if not cursor:
+        return 0
+    try:
+        decoded = base64.b64decode(str(cursor), validate=True).decode()
+        after = float(decoded.removeprefix("next_ts:"))
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise Refused("invalid_cursor") from exc
+    if not decoded.startswith("next_ts:"):
+        raise Refused("invalid_cursor")
+    for position, message in enumerate(listed):
+        if float(message.ts) >= after:
+            return position
+    return len(listed)
+
+
+def _in_range(ts: str, args: dict[str, Any]) -> bool:
+    inclusive = _truthy(args.get("inclusive"))
+    value = float(ts)
+    if args.get("oldest"):
+        oldest = _ts(args["oldest"], "invalid_ts_oldest")
+        if value < oldest or (value == oldest and not inclusive):
+            return False
+    if args.get("latest"):
+        latest = _ts(args["latest"], "invalid_ts_latest")
+        if value > latest or (value == latest and not inclusive):
+            return False
+    return True
+
+
+def _ts(value: Any, error: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise Refused(error) from exc
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "0", "false", "no")
+    return bool(value)
+
+
+def _metadata(value: Any) -> dict[str, Any] | None:
+    """Message metadata as given (a dict, or the JSON string form posts carry)."""
+    if value is None or value == "":
+        return None
+    try:
+        data = json.loads(value) if isinstance(value, str) else value
+    except ValueError as exc:
+        raise Refused("invalid_metadata_format") from exc
+    if not isinstance(data, dict) or "event_type" not in data:
+        raise Refused("invalid_metadata_format")
+    return dict(data)
 
 
 def _chunk_text(chunks: Any) -> str:

@@ -1,0 +1,401 @@
+"""A small deployment to break: a private Redis, N ``slack-agent run`` replicas, the fake
+Slack and the fake LLM (in this process, on loopback), and a router delivering events the
+way Slack does. Faults are injected from outside and the result is checked from outside.
+
+A scenario is written like this::
+
+    async with Cluster(tmp_path, "kill", replicas=2, plan=plan, config=...) as cluster:
+        cluster.converse(threads=3, messages=3)   # people write, in the background
+        run = await cluster.step_started("t1-m1-s2")
+        fault_end = await cluster.kill(cluster.replica_of(run.pid))
+        report = await cluster.finish(fault_end)  # settle, probe every thread, check
+        report.add("takeover within 15 s", ...)   # the scenario's own expectations
+        assert report.ok, report.text()
+
+``finish`` waits for positive signals (every message answered, no work pending in Redis,
+Slack quiet for a moment), or decides the system is stuck (no work pending and nothing
+happening for a while), or runs out of the cluster's time budget; then it sends one probe
+message per thread to look at the history the model gets, and returns the full
+:class:`~tests.faults.invariants.Report`. Everything is torn down on exit, and the tails of
+the replicas' logs are printed when the body failed; :meth:`Cluster.kill_now` is the
+loop-free safety net for a test that timed out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pydantic
+import redis.asyncio
+import redis.exceptions
+import yaml
+
+from bot.config.schema import AppConfig
+from tests.fakes.llm_server import FakeLLM
+from tests.fakes.redis_server import PrivateRedis
+from tests.fakes.slack_harness import app_environment
+from tests.fakes.slack_server import FakeSlack
+from tests.faults.invariants import Report, Run, check, left_behind
+from tests.faults.replicas import Replica
+from tests.faults.router import RETRY_DELAYS_S, Router, Sent
+from tests.faults.script import Answers, Plan, Question
+
+PREFIX = "faults:"
+RUNS_KEY = "fault-runs"  # outside the bot's prefix, so no scan of the bot's keys sees it
+BASE_CONFIG: dict[str, Any] = {
+    "redis": {"key_prefix": PREFIX},
+    "llm": {"model": "fake-model", "max_retries": 1},
+    "queue": {"claim_idle_s": 10, "lock_ttl_s": 10},
+    "slack": {"edit_interval_s": 0.5},
+    "tools": {"modules": ["tests.fakes.fault_tools"], "builtins": []},
+}
+# Keys the coming turn lifecycle adds. A build that does not know one yet runs without it
+# (noted in the report) instead of refusing to start, so the scenario still shows how
+# today's code behaves.
+PROMISED_KEYS = {("queue", "shutdown_grace_s"), ("queue", "deliver_timeout_s")}
+
+START_TIMEOUT_S = 40.0
+QUIET_S = 1.0  # no Slack call, model call or delivery for this long: work has settled
+STUCK_S = 8.0  # nothing pending in Redis and nothing happening for this long: stuck
+PROBE_RESERVE_S = 12.0  # of the time budget, kept for probing the threads' history
+REFUSAL_GRACE_S = 1.0  # after the fault's end, before a refused delivery counts
+REDIS_AWAY = (redis.exceptions.RedisError, OSError)  # a restarting Redis
+
+
+def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` merged in, section by section."""
+    result = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merged(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def supported(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``config`` without the promised keys this build rejects; notes saying which."""
+    try:
+        AppConfig.model_validate(config)
+        return config, []
+    except pydantic.ValidationError as exc:
+        errors = exc.errors()
+    unknown = {tuple(e["loc"]) for e in errors if e["type"] == "extra_forbidden"}
+    if len(unknown) != len(errors) or not unknown <= PROMISED_KEYS:
+        raise ValueError(f"the scenario's config is invalid: {errors}")
+    trimmed = copy.deepcopy(config)
+    notes = []
+    for section, key in sorted((str(loc[0]), str(loc[1])) for loc in unknown):
+        value = trimmed[section].pop(key)
+        notes.append(f"this build does not know {section}.{key} (wanted {value}); ran without it")
+    return trimmed, notes
+
+
+class Cluster:
+    def __init__(
+        self,
+        directory: Path,
+        scenario: str,
+        *,
+        replicas: int = 2,
+        config: dict[str, Any] | None = None,
+        plan: Callable[[Question], Plan] | None = None,
+        persistent_redis: bool = False,
+        retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
+        duplicates: float = 0.0,
+        seed: int = 0,
+        budget_s: float = 50.0,
+    ) -> None:
+        self.directory = directory
+        self.scenario = scenario
+        self.deadline = time.monotonic() + budget_s
+        self.config, self.notes = supported(merged(BASE_CONFIG, config or {}))
+        self.slack = FakeSlack()
+        self.llm = FakeLLM()
+        self.answers = Answers(plan) if plan is not None else Answers()
+        self.llm.otherwise = self.answers
+        self.redis = PrivateRedis(appendonly=persistent_redis)
+        self.replicas = [Replica(i, directory / f"replica-{i}.log") for i in range(1, replicas + 1)]
+        self.router = Router(
+            self.slack,
+            lambda: [r.port for r in self.replicas if r.up],
+            retry_delays_s=retry_delays_s,
+            duplicates=duplicates,
+            seed=seed,
+        )
+        self._client: redis.asyncio.Redis | None = None
+        self._conversations: list[asyncio.Task[None]] = []
+        self._started = False
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Cluster:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            print(self.logs())
+        await self.stop()
+
+    async def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._started = True
+        await self.slack.start()
+        await self.llm.start()
+        await asyncio.to_thread(self.redis.start)
+        path = self.directory / "agent.yaml"
+        path.write_text(yaml.safe_dump(self.config))
+        env = app_environment(
+            self.slack.api_url,
+            self.llm.base_url,
+            self.redis.url,
+            path,
+            FAULT_REDIS_URL=self.redis.url,
+            FAULT_RUNS_KEY=RUNS_KEY,
+            LOG_LEVEL="INFO",
+        )
+        for replica in self.replicas:
+            await replica.start(env)
+        await asyncio.gather(*(r.healthy(START_TIMEOUT_S) for r in self.replicas))
+
+    async def stop(self) -> None:
+        for task in self._conversations:
+            task.cancel()
+        await asyncio.gather(*self._conversations, return_exceptions=True)
+        await self.router.aclose()
+        await asyncio.gather(*(r.kill() for r in self.replicas), return_exceptions=True)
+        if self._client is not None:
+            await self._client.aclose()
+        if self._started:
+            await self.llm.stop()
+            await self.slack.stop()
+        self.kill_now()
+
+    def kill_now(self) -> None:
+        """Kill every process and remove the Redis directory, without an event loop."""
+        for replica in self.replicas:
+            replica.kill_now()
+        self.redis.close()
+
+    def logs(self) -> str:
+        parts = [f"--- {r.name}: last lines of {r.log_path}\n{r.tail()}" for r in self.replicas]
+        return "\n".join(parts)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    # --- people writing ----------------------------------------------------------------
+
+    def converse(
+        self, threads: int, messages: int, *, gap_s: float = 0.5, first: int = 1
+    ) -> list[str]:
+        """In the background, in each of ``threads`` threads (t<first>...), write
+        ``messages`` messages ``gap_s`` apart; return the threads' names."""
+        labels = [f"t{n}" for n in range(first, first + threads)]
+        for position, label in enumerate(labels):
+            self._conversations.append(
+                asyncio.create_task(self._write(label, messages, gap_s, position * 0.05))
+            )
+        return labels
+
+    async def _write(self, label: str, messages: int, gap_s: float, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        for number in range(messages):
+            if number:
+                await asyncio.sleep(gap_s)
+            self.router.write(label)
+
+    async def conversations_written(self) -> None:
+        await asyncio.gather(*self._conversations)
+
+    def write(self, thread: str, *, hold: bool = False) -> Sent:
+        return self.router.write(thread, hold=hold)
+
+    def sent(self, question: Question) -> Sent:
+        for sent in self.router.sent:
+            if sent.question == question:
+                return sent
+        raise LookupError(f"{question.text} was not written")
+
+    async def takeover_s(self, question: Question, fault_at: float, dead_pid: int) -> float | None:
+        """Seconds from ``fault_at`` (monotonic) to the first sign of another replica working
+        on ``question``: a model call for it, or one of its tool steps starting elsewhere."""
+        signs = [c.at for c in self.answers.calls_for(question) if c.at > fault_at]
+        prefix = question.step_prefix
+        offset = time.time() - time.monotonic()
+        with contextlib.suppress(*REDIS_AWAY):
+            signs += [
+                run.at - offset
+                for run in await self.runs()
+                if run.name.startswith(prefix)
+                and run.event == "start"
+                and run.pid != dead_pid
+                and run.at - offset > fault_at
+            ]
+        return min(signs) - fault_at if signs else None
+
+    # --- faults --------------------------------------------------------------------------
+
+    def replica_of(self, pid: int) -> Replica:
+        for replica in self.replicas:
+            if replica.pid == pid:
+                return replica
+        raise LookupError(f"no replica has pid {pid}")
+
+    async def kill(self, replica: Replica) -> float:
+        """SIGKILL; returns when it was sent (monotonic)."""
+        at = time.monotonic()
+        await replica.kill()
+        return at
+
+    async def restart_redis(self, down_s: float) -> tuple[float, float]:
+        """Stop Redis gracefully (it writes its append-only file), start it again on the same
+        port and directory ``down_s`` later; return when it stopped and when it was back."""
+        await asyncio.to_thread(self.redis.terminate)
+        stopped = time.monotonic()
+        await asyncio.sleep(down_s)
+        await asyncio.to_thread(self.redis.start)
+        return stopped, time.monotonic()
+
+    def client(self) -> redis.asyncio.Redis:
+        """A client of the private Redis (for scenarios that tamper with keys)."""
+        if self._client is None:
+            self._client = redis.asyncio.Redis.from_url(
+                self.redis.url, decode_responses=True, socket_timeout=2, socket_connect_timeout=2
+            )
+        return self._client
+
+    async def runs(self) -> list[Run]:
+        """Every tool step's start and finish so far."""
+        raw = await self.client().lrange(RUNS_KEY, 0, -1)
+        return [Run.from_json(item) for item in raw]
+
+    async def step_started(self, name: str, within_s: float = 20.0) -> Run:
+        """Wait for the tool step ``name`` to start; return its start."""
+        deadline = time.monotonic() + within_s
+        while True:
+            with contextlib.suppress(*REDIS_AWAY):
+                for run in await self.runs():
+                    if run.name == name and run.event == "start":
+                        return run
+            if time.monotonic() > deadline:
+                raise AssertionError(f"tool step {name} did not start within {within_s} s")
+            await asyncio.sleep(0.05)
+
+    # --- the end -------------------------------------------------------------------------
+
+    async def finish(self, fault_end: float | None) -> Report:
+        """Once the fault is over, wait for the system to settle, probe every thread, and
+        check everything."""
+        if fault_end is not None:
+            await asyncio.sleep(max(fault_end - time.monotonic(), 0.0))
+        await self.conversations_written()
+        started = time.monotonic()
+        outcome = await self._settle(
+            self.router.sent, clean=True, until=self.deadline - PROBE_RESERVE_S
+        )
+        self.notes.append(f"after the fault: {outcome} {time.monotonic() - started:.1f} s later")
+        probes = [self.router.write(thread, probe=True) for thread in self.router.threads()]
+        started = time.monotonic()
+        outcome = await self._settle(probes, clean=False, until=self.deadline - 1.0)
+        self.notes.append(f"probes: {outcome} {time.monotonic() - started:.1f} s later")
+        return await self.report(fault_end)
+
+    async def report(self, fault_end: float | None) -> Report:
+        runs: list[Run] = []
+        with contextlib.suppress(*REDIS_AWAY):
+            runs = await self.runs()
+        report = check(
+            self.scenario,
+            self.router.sent,
+            self.slack.messages.values(),
+            self.llm.requests,
+            runs,
+            fault_end,
+        )
+        if fault_end is not None:
+            refused = self.router.refused_after(fault_end + REFUSAL_GRACE_S)
+            report.add(
+                "no delivery refused after the fault",
+                not refused,
+                "; ".join(
+                    f"{a.event_id} retry {a.retry}: {a.status or a.reason}" for a in refused[:5]
+                )
+                + (f" (+{len(refused) - 5} more)" if len(refused) > 5 else ""),
+            )
+        report.add(
+            "Slack gave up on no event",
+            not self.router.given_up,
+            ", ".join(self.router.given_up[:10]),
+        )
+        report.notes += self.notes
+        report.logs = self.logs()
+        return report
+
+    async def _settle(self, wanted: Sequence[Sent], *, clean: bool, until: float) -> str:
+        """Wait until every message in ``wanted`` is answered (and, with ``clean``, nothing
+        is left behind), no work is pending and all is quiet; or until nothing is pending
+        and nothing has happened for STUCK_S; or until ``until``."""
+        await self.router.delivered(max(until - time.monotonic(), 0.0))
+        while True:
+            now = time.monotonic()
+            quiet = now - self._last_activity()
+            busy = await self._busy()
+            if not busy and quiet >= QUIET_S and self._answered(wanted, clean):
+                return "settled"
+            if not busy and quiet >= STUCK_S:
+                return "stuck (nothing pending, nothing happening)"
+            if now >= until:
+                return f"out of time (still in Redis: {', '.join(busy)})" if busy else "out of time"
+            await asyncio.sleep(0.1)
+
+    def _answered(self, wanted: Sequence[Sent], clean: bool) -> bool:
+        shown = [m for m in self.slack.messages.values() if not m.streaming]
+        for sent in wanted:
+            if not any(
+                sent.question.answer in m.shown and (m.thread_ts or m.ts) == sent.thread_ts
+                for m in shown
+            ):
+                return False
+        return not (clean and left_behind(self.slack.messages.values()))
+
+    def _last_activity(self) -> float:
+        moments = [self.answers.last_call_at()]
+        if self.slack.calls:
+            moments.append(self.slack.calls[-1].at)
+        if self.router.attempts:
+            moments.append(max(a.at for a in self.router.attempts))
+        return max(moments)
+
+    async def _busy(self) -> list[str]:
+        """Work the bot still has in Redis: pending stream entries, or a lock held. Any key
+        naming (a stream with consumer groups, a key with "lock" in its name) counts."""
+        busy = []
+        try:
+            client = self.client()
+            async for key in client.scan_iter(match=f"{PREFIX}*lock*", count=1000):
+                busy.append(key)
+            async for key in client.scan_iter(match=f"{PREFIX}*", count=1000, _type="stream"):
+                for group in await client.xinfo_groups(key):
+                    if int(group.get("pending", 0)):
+                        busy.append(f"{key} ({group['pending']} pending for {group['name']})")
+        except REDIS_AWAY as exc:
+            busy.append(f"Redis unreachable ({type(exc).__name__})")
+        return busy

@@ -1,0 +1,115 @@
+"""One ``slack-agent run`` process: started with its own port and log file, checked through
+/healthz, and stopped the ways a deployment stops things (SIGTERM, SIGKILL)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+from tests.fakes.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: `python -m bot.cli` runs here
+TAIL_LINES = 40
+NOISE = (" INFO httpx",)  # a line per model request (httpx, httpx2)
+
+
+class Replica:
+    def __init__(self, index: int, log_path: Path) -> None:
+        self.index = index
+        self.port = free_port()
+        self.log_path = log_path
+        self.process: asyncio.subprocess.Process | None = None
+        self.up = False  # a load balancer would send it events
+        self.exited_at: float | None = None  # time.monotonic(), once it is known to be gone
+
+    @property
+    def name(self) -> str:
+        return f"replica {self.index} (port {self.port}, pid {self.pid})"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    async def start(self, env: dict[str, str]) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "run",
+                "--port",
+                str(self.port),
+                cwd=ROOT,
+                env={**env, "PYTHONUNBUFFERED": "1"},
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+
+    async def healthy(self, within_s: float) -> None:
+        """Wait until /healthz answers with Redis reachable; then it takes events."""
+        deadline = time.monotonic() + within_s
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1)) as session:
+            while True:
+                if self.process is None or self.process.returncode is not None:
+                    raise RuntimeError(f"{self.name} exited at start-up:\n{self.tail()}")
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+                    url = f"http://127.0.0.1:{self.port}/healthz"
+                    async with session.get(url) as response:
+                        if response.status == 200 and (await response.json())["redis"] == "ok":
+                            self.up = True
+                            return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.name} did not come up:\n{self.tail()}")
+                await asyncio.sleep(0.1)
+
+    def signal(self, sig: signal.Signals) -> float:
+        """Send ``sig`` (the load balancer stops sending it events); return when."""
+        self.up = False
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(sig)
+        return time.monotonic()
+
+    async def exited(self, within_s: float) -> bool:
+        """Wait up to ``within_s`` for the process to end; True if it did."""
+        if self.process is None:
+            return True
+        try:
+            await asyncio.wait_for(self.process.wait(), within_s)
+        except TimeoutError:
+            return False
+        if self.exited_at is None:
+            self.exited_at = time.monotonic()
+        return True
+
+    async def kill(self) -> None:
+        """SIGKILL and reap it."""
+        self.signal(signal.SIGKILL)
+        if self.process is not None:
+            await self.process.wait()
+            if self.exited_at is None:
+                self.exited_at = time.monotonic()
+
+    def kill_now(self) -> None:
+        """Kill without an event loop (clean-up after a failed or timed-out test)."""
+        self.up = False
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):  # reaped already by asyncio
+                os.waitpid(self.process.pid, 0)
+
+    def tail(self, lines: int = TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no log)"
+        kept = [line for line in text.splitlines() if not any(n in line for n in NOISE)]
+        return "\n".join(kept[-lines:])

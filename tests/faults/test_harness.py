@@ -1,0 +1,257 @@
+"""The harness's own parts: the model script, the config it writes, the persistent private
+Redis, and the router's Slack-like delivery (against a stub replica)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+import redis
+from aiohttp import web
+
+from bot.config.schema import AppConfig
+from tests.fakes.llm_server import Reply
+from tests.fakes.redis_server import PrivateRedis
+from tests.fakes.slack_server import FakeSlack
+from tests.faults.cluster import BASE_CONFIG, merged, supported
+from tests.faults.router import Router
+from tests.faults.script import Answers, Plan, Question, Step
+from tests.waiting import until
+
+pytestmark = pytest.mark.faults
+
+
+# --- the model script ----------------------------------------------------------------------
+
+
+def plan(question: Question) -> Plan:
+    return Plan(steps=(Step(0.3), Step(2.0, "sync_step"))) if question.k == 1 else Plan()
+
+
+def test_the_script_asks_for_each_step_then_answers_exactly() -> None:
+    answers = Answers(plan)
+    user = {"role": "user", "content": "<@U0BOT> m1 t7"}
+    first = answers({"messages": [{"role": "system", "content": "s"}, user]})
+    assert [(name, json.loads(args)) for _, name, args in first.tool_calls] == [
+        ("slow_step", {"name": "t7-m1-s1", "seconds": 0.3})
+    ]
+    call = {"id": "c1", "type": "function", "function": {"name": "slow_step", "arguments": "{}"}}
+    done = [{"role": "assistant", "tool_calls": [call]}, {"role": "tool", "tool_call_id": "c1"}]
+    second = answers({"messages": [user, *done]})
+    assert [(name, json.loads(args)["name"]) for _, name, args in second.tool_calls] == [
+        ("sync_step", "t7-m1-s2")
+    ]
+    third = answers({"messages": [user, *done, *done]})
+    assert (third.text, third.tool_calls) == ("answer to m1 t7", [])
+    assert [(c.round, c.answered) for c in answers.calls_for(Question("t7", 1))] == [
+        (1, False),
+        (2, False),
+        (3, True),
+    ]
+
+
+def test_the_script_answers_the_last_user_message_and_adds_the_tail() -> None:
+    answers = Answers(lambda q: Plan(tail="More words.", chunk_delay_s=0.1, text_piece=3))
+    history = [
+        {"role": "user", "content": "m1 t2"},
+        {"role": "assistant", "content": "answer to m1 t2"},
+        {"role": "user", "content": [{"type": "text", "text": "m2 t2"}]},
+    ]
+    reply = answers({"messages": history})
+    assert reply == Reply(text="answer to m2 t2\n\nMore words.", text_piece=3, chunk_delay_s=0.1)
+
+
+# --- the config ----------------------------------------------------------------------------
+
+
+def test_promised_keys_a_build_does_not_know_are_dropped_with_a_note() -> None:
+    wanted = merged(BASE_CONFIG, {"queue": {"shutdown_grace_s": 2, "deliver_timeout_s": 30}})
+    assert wanted["queue"] == {
+        "claim_idle_s": 10,
+        "lock_ttl_s": 10,
+        "shutdown_grace_s": 2,
+        "deliver_timeout_s": 30,
+    }
+    config, notes = supported(wanted)
+    AppConfig.model_validate(config)  # what the replicas are given is valid
+    for key in ("shutdown_grace_s", "deliver_timeout_s"):
+        kept = key in config["queue"]
+        noted = any(f"queue.{key}" in note and "ran without it" in note for note in notes)
+        assert kept != noted, (key, config, notes)
+    assert wanted["queue"]["shutdown_grace_s"] == 2  # the input is left as it was
+
+
+def test_any_other_config_mistake_stops_the_scenario() -> None:
+    with pytest.raises(ValueError, match="shutdown_grace"):
+        supported(merged(BASE_CONFIG, {"queue": {"shutdown_grace": 2}}))
+
+
+# --- the private Redis ------------------------------------------------------------------------
+
+
+def test_a_persistent_private_redis_keeps_its_data_over_a_graceful_restart() -> None:
+    server = PrivateRedis(appendonly=True)
+    server.start()
+    try:
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        client.xadd("stream", {"turn": "1"})
+        client.set("key", "value")
+        client.close()
+        port = server.port
+        server.terminate()
+        assert not server.running
+        server.start()
+        assert server.port == port
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        assert client.get("key") == "value" and client.xlen("stream") == 1
+        client.close()
+    finally:
+        server.close()
+
+
+def test_the_default_private_redis_still_forgets_everything() -> None:
+    server = PrivateRedis()
+    server.start()
+    try:
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        client.set("key", "value")
+        client.close()
+        server.stop()
+        server.start()
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        assert client.get("key") is None
+        client.close()
+    finally:
+        server.close()
+
+
+# --- the router ------------------------------------------------------------------------------
+
+
+@dataclass
+class StubReplica:
+    """Answers /slack/events with the next scripted status (then 200); records what came."""
+
+    statuses: list[int] = field(default_factory=list)
+    received: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # event id, headers
+    port: int = 0
+
+    async def events(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.received.append((body["event_id"], dict(request.headers)))
+        status = self.statuses.pop(0) if self.statuses else 200
+        return web.Response(status=status)
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[StubReplica]:
+    replica = StubReplica()
+    app = web.Application()
+    app.router.add_post("/slack/events", replica.events)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    replica.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield replica
+    await runner.cleanup()
+
+
+def retries(stub: StubReplica, event_id: str) -> list[tuple[str | None, str | None]]:
+    return [
+        (h.get("X-Slack-Retry-Num"), h.get("X-Slack-Retry-Reason"))
+        for e, h in stub.received
+        if e == event_id
+    ]
+
+
+async def test_refused_events_are_retried_like_slack_then_given_up(
+    fake_slack: FakeSlack, stub: StubReplica
+) -> None:
+    router = Router(fake_slack, lambda: [stub.port], retry_delays_s=(0.01, 0.01, 0.01), pairs=False)
+    try:
+        stub.statuses = [503, 500]
+        first = router.write("t1")
+        assert await router.delivered(within_s=5)
+        assert retries(stub, "Evt1m1") == [
+            (None, None),
+            ("1", "http_error"),
+            ("2", "http_error"),
+        ]
+        assert router.accepted(first)
+
+        stub.statuses = [503] * 4
+        router.write("t1")
+        assert await router.delivered(within_s=5)
+        assert [n for n, _ in retries(stub, "Evt1m2")] == [None, "1", "2", "3"]
+        assert router.given_up == ["Evt1m2"]
+        assert len(router.refused_after(0.0)) == 2 + 4
+    finally:
+        await router.aclose()
+
+
+async def test_people_messages_are_registered_in_their_thread(
+    fake_slack: FakeSlack, stub: StubReplica
+) -> None:
+    router = Router(fake_slack, lambda: [stub.port])
+    try:
+        first, second = router.write("t1"), router.write("t1")
+        other = router.write("t2")
+        assert await router.delivered(within_s=5)
+    finally:
+        await router.aclose()
+    # Each mention comes as an app_mention event and a message event.
+    assert sorted(e for e, _ in stub.received) == [
+        "Evt1m1",
+        "Evt1m1msg",
+        "Evt1m2",
+        "Evt1m2msg",
+        "Evt2m1",
+        "Evt2m1msg",
+    ]
+    assert second.thread_ts == first.ts == first.thread_ts and other.thread_ts == other.ts
+    shown = [(m.text, m.thread_ts) for m in fake_slack.conversation("C0FAULTS", first.ts)]
+    assert shown == [("<@U0BOT> m1 t1", None), ("<@U0BOT> m2 t1", first.ts)]
+    assert float(first.ts) < float(second.ts) < float(other.ts)
+
+
+async def test_a_held_message_is_refused_then_delivered_as_a_retry(
+    fake_slack: FakeSlack, stub: StubReplica
+) -> None:
+    router = Router(fake_slack, lambda: [stub.port], pairs=False)
+    try:
+        late = router.write("t1", hold=True)
+        assert await router.delivered(within_s=5)
+        assert stub.received == [] and not router.accepted(late)
+        router.release(late)
+        await until(lambda: router.accepted(late), timeout=5)
+        assert retries(stub, "Evt1m1") == [("1", "http_error")]
+        assert router.refused_after(0.0) == []  # holding back is not a replica's refusal
+    finally:
+        await router.aclose()
+
+
+async def test_duplicates_repeat_the_same_event_id(
+    fake_slack: FakeSlack, stub: StubReplica
+) -> None:
+    router = Router(fake_slack, lambda: [stub.port], duplicates=1.0, pairs=False)
+    try:
+        router.write("t1")
+        assert await router.delivered(within_s=5)
+    finally:
+        await router.aclose()
+    assert sorted(retries(stub, "Evt1m1"), key=str) == [("1", "http_timeout"), (None, None)]
+
+
+async def test_no_replica_up_counts_as_a_failed_connection(fake_slack: FakeSlack) -> None:
+    ports: list[int] = []
+    router = Router(fake_slack, lambda: ports, retry_delays_s=(0.01,), pairs=False)
+    try:
+        router.write("t1")
+        assert await router.delivered(within_s=5)
+    finally:
+        await router.aclose()
+    assert [a.reason for a in router.attempts] == ["connection_failed"] * 2
+    assert router.given_up == ["Evt1m1"]
