@@ -63,6 +63,7 @@ class FakeLLM:
         self.script: list[Script] = []
         self.otherwise: Script | None = None  # answers every request once the script is spent
         self.requests: list[Request] = []
+        self.arrived_at: list[float] = []  # time.monotonic() of each request, in order
         self.model = "fake-model"
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -105,6 +106,7 @@ class FakeLLM:
         body = await request.json()
         async with self._arrived:
             self.requests.append(body)
+            self.arrived_at.append(time.monotonic())
             self._arrived.notify_all()
         if not self.script and self.otherwise is not None:
             self.script.append(self.otherwise)

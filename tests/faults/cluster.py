@@ -42,7 +42,7 @@ from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import app_environment
 from tests.fakes.slack_server import FakeSlack
-from tests.faults.invariants import Report, Run, check, left_behind
+from tests.faults.invariants import Report, Run, check, first_asked, left_behind
 from tests.faults.replicas import Replica
 from tests.faults.router import RETRY_DELAYS_S, Router, Sent
 from tests.faults.script import Answers, Plan, Question
@@ -322,6 +322,11 @@ class Cluster:
         runs: list[Run] = []
         with contextlib.suppress(*REDIS_AWAY):
             runs = await self.runs()
+        queued = {
+            sent.question: at
+            for sent in self.router.sent
+            if (at := self.router.queued_at(sent)) is not None
+        }
         report = check(
             self.scenario,
             self.router.sent,
@@ -329,6 +334,10 @@ class Cluster:
             self.llm.requests,
             runs,
             fault_end,
+            queued=queued,
+            started=first_asked(
+                (s.question for s in self.router.sent), self.llm.requests, self.llm.arrived_at
+            ),
         )
         if fault_end is not None:
             refused = self.router.refused_after(fault_end + REFUSAL_GRACE_S)

@@ -2,7 +2,10 @@
 Slack shows, what the fake LLM was asked, and the tool runs recorded in Redis.
 
 - answered once: every message has exactly one finished bot message showing its answer;
-- order: in each thread the answers' ts follow the order of the people's messages;
+- order: in each thread, a message is answered before every later message that started
+  after it was queued (the turns of a thread run in message order among those pending at
+  the same time; a message Slack redelivers after a later one already started may follow
+  it). Without the times, the plain order of the people's messages is required;
 - nothing left behind: no open stream, no Stop button, no "running…" or "Working on it…";
 - history usable: the model request for a probe (one more message per thread, sent after
   the fault) holds every earlier message of the thread once, every tool call with a real
@@ -14,10 +17,9 @@ Everything is counted into a :class:`Report`, which explains itself in :meth:`Re
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,15 +144,19 @@ def check(
     requests: Sequence[dict[str, Any]],
     runs: Sequence[Run] = (),
     fault_end: float | None = None,
+    queued: Mapping[Question, float] | None = None,
+    started: Mapping[Question, float] | None = None,
 ) -> Report:
-    """Every invariant over the final state; ``fault_end`` (monotonic) times the recovery."""
+    """Every invariant over the final state; ``fault_end`` (monotonic) times the recovery.
+    ``queued`` (when each message was certainly queued) and ``started`` (when the model was
+    first asked about it) refine the order check to messages pending at the same time."""
     messages = sorted(bot_messages, key=lambda m: float(m.ts))
     report = Report(
         scenario, sent=sum(not s.probe for s in sent), probes=sum(s.probe for s in sent)
     )
     shown = _shown_answers(messages)
     _count_answers(report, sent, shown)
-    _check_order(report, sent, shown)
+    _check_order(report, sent, shown, queued, started)
     report.left_behind = left_behind(messages)
     report.metadata = metadata_problems(sent, messages)
     report.history = history_problems(sent, requests, shown)
@@ -206,34 +212,64 @@ def _first_answer(shown: Sequence[_Shown]) -> dict[Question, Message]:
     return first
 
 
-def _check_order(report: Report, sent: Sequence[Sent], shown: Sequence[_Shown]) -> None:
-    """Per thread, the answers that break the order: how many would have to move for the
-    rest to follow the order people wrote in (length minus the longest ordered run)."""
+def _check_order(
+    report: Report,
+    sent: Sequence[Sent],
+    shown: Sequence[_Shown],
+    queued: Mapping[Question, float] | None = None,
+    started: Mapping[Question, float] | None = None,
+) -> None:
+    """Per thread, the answers that came too late: a message answered after a later one
+    that started while it was already queued."""
     first = _first_answer(shown)
     by_thread: dict[str, list[Sent]] = defaultdict(list)
     for item in sent:
         by_thread[item.question.thread].append(item)
     for thread, items in sorted(by_thread.items()):
         answered = [s for s in sorted(items, key=lambda s: float(s.ts)) if s.question in first]
-        wrong = len(answered) - _longest_increasing([float(first[s.question].ts) for s in answered])
+        shown_order = sorted(answered, key=lambda s: float(first[s.question].ts))
+        wrong = 0
+        for position, earlier in enumerate(shown_order):
+            overtaken_by = [
+                later
+                for later in shown_order[:position]
+                if float(later.ts) > float(earlier.ts)
+                and _was_waiting(earlier.question, later.question, queued, started)
+            ]
+            if overtaken_by:
+                wrong += 1
         if wrong:
             report.out_of_order += wrong
-            shown_order = sorted(answered, key=lambda s: float(first[s.question].ts))
             report.order.append(
                 f"{thread}: written {' '.join(f'm{s.question.k}' for s in answered)}, "
                 f"answered {' '.join(f'm{s.question.k}' for s in shown_order)}"
             )
 
 
-def _longest_increasing(values: Sequence[float]) -> int:
-    tails: list[float] = []  # tails[i]: the smallest last value of an increasing run of i+1
-    for value in values:
-        position = bisect.bisect_left(tails, value)
-        if position == len(tails):
-            tails.append(value)
-        else:
-            tails[position] = value
-    return len(tails)
+def _was_waiting(
+    earlier: Question,
+    later: Question,
+    queued: Mapping[Question, float] | None,
+    started: Mapping[Question, float] | None,
+) -> bool:
+    if queued is None or started is None:
+        return True
+    queued_at, started_at = queued.get(earlier), started.get(later)
+    return queued_at is None or started_at is None or queued_at < started_at
+
+
+def first_asked(
+    questions: Iterable[Question], requests: Sequence[dict[str, Any]], arrived_at: Sequence[float]
+) -> dict[Question, float]:
+    """When the model was first asked about each question (its first round's request)."""
+    times: dict[Question, float] = {}
+    for question in questions:
+        request = _first_request_for(question, requests)
+        if request is not None:
+            index = next(i for i, r in enumerate(requests) if r is request)
+            if index < len(arrived_at):
+                times[question] = arrived_at[index]
+    return times
 
 
 def _recovery(

@@ -55,6 +55,7 @@ class Attempt:
     port: int | None  # None: no replica was up, or the delivery was held back
     status: int | None  # None: refused connection or no answer within ACK_TIMEOUT_S
     reason: str  # why it failed: "", "http_error", "http_timeout", "connection_failed", "held"
+    answered: float = 0.0  # time.monotonic() when the replica's answer came back
 
     @property
     def accepted(self) -> bool:
@@ -152,6 +153,14 @@ class Router:
         event_id = _event_id(sent.question)
         return any(a.accepted for a in self.attempts if a.event_id == event_id)
 
+    def queued_at(self, sent: Sent) -> float | None:
+        """When the message was certainly queued: the first acknowledgement of one of its
+        events came back (its app_mention or its plain message event)."""
+        event_id = _event_id(sent.question)
+        ids = (event_id, event_id + "msg")
+        times = [a.answered for a in self.attempts if a.accepted and a.event_id in ids]
+        return min(times, default=None)
+
     def refused_after(self, moment: float) -> list[Attempt]:
         """Deliveries a replica refused (or never answered) after ``moment``."""
         return [a for a in self.attempts if a.at > moment and not a.accepted and a.reason != "held"]
@@ -219,7 +228,7 @@ class Router:
         status: int | None,
         reason: str,
     ) -> Attempt:
-        attempt = Attempt(envelope["event_id"], retry, at, port, status, reason)
+        attempt = Attempt(envelope["event_id"], retry, at, port, status, reason, time.monotonic())
         self.attempts.append(attempt)
         return attempt
 

@@ -106,6 +106,23 @@ def test_order_counts_the_answers_that_would_have_to_move() -> None:
     assert report.order == ["t1: written m1 m2 m3 m4 m5, answered m1 m3 m4 m2 m5"]
 
 
+def test_order_holds_only_among_messages_pending_at_the_same_time() -> None:
+    written = [sent("t1", k, 10 + k, 11) for k in range(1, 5)]
+    # Answered m1 m3 m2 m4: m2 was redelivered late.
+    shown_at = {1: 20, 3: 21, 2: 22, 4: 23}
+    messages = [answer(f"answer to m{k} t1", ts, 11) for k, ts in shown_at.items()]
+    questions = {k: Question("t1", k) for k in range(1, 5)}
+    started = {questions[k]: float(at) for k, at in {1: 12, 3: 20.5, 2: 21.5, 4: 22.5}.items()}
+    # m2 was queued only after m3 had started: allowed.
+    late = {questions[1]: 11.0, questions[2]: 21.0, questions[3]: 11.5, questions[4]: 11.6}
+    assert check("order", written, messages, [], queued=late, started=started).out_of_order == 0
+    # m2 was queued before m3 started: m3 overtook a waiting message.
+    waiting = {**late, questions[2]: 19.0}
+    report = check("order", written, messages, [], queued=waiting, started=started)
+    assert report.out_of_order == 1
+    assert report.order == ["t1: written m1 m2 m3 m4, answered m1 m3 m2 m4"]
+
+
 def test_left_behind_finds_open_streams_stop_buttons_and_running_words() -> None:
     stop = {
         "type": "actions",
