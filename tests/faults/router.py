@@ -154,11 +154,10 @@ class Router:
         return any(a.accepted for a in self.attempts if a.event_id == event_id)
 
     def queued_at(self, sent: Sent) -> float | None:
-        """When the message was certainly queued: the first acknowledgement of one of its
-        events came back (its app_mention or its plain message event)."""
+        """When the message was certainly queued: the first acknowledgement of its
+        app_mention event came back (the plain message event of a mention queues nothing)."""
         event_id = _event_id(sent.question)
-        ids = (event_id, event_id + "msg")
-        times = [a.answered for a in self.attempts if a.accepted and a.event_id in ids]
+        times = [a.answered for a in self.attempts if a.accepted and a.event_id == event_id]
         return min(times, default=None)
 
     def refused_after(self, moment: float) -> list[Attempt]:
