@@ -96,7 +96,8 @@ def other_failures(report: Report) -> list[str]:
         )
         if problems
     ]
-    found += [f"order {line}" for line in report.order]
+    if report.order:
+        found.append(f"order broken in {len(report.order)} threads, e.g. {report.order[0]}")
     found += [f"{c.name}: {c.detail or 'failed'}" for c in report.checks if not c.ok]
     return found
 

@@ -234,6 +234,12 @@ class Cluster:
                 return sent
         raise LookupError(f"{question.text} was not written")
 
+    async def starts(self, name: str) -> int:
+        """How many times the tool step ``name`` started."""
+        with contextlib.suppress(*REDIS_AWAY):
+            return sum(1 for r in await self.runs() if r.name == name and r.event == "start")
+        return -1
+
     async def takeover_s(self, question: Question, fault_at: float, dead_pid: int) -> float | None:
         """Seconds from ``fault_at`` (monotonic) to the first sign of another replica working
         on ``question``: a model call for it, or one of its tool steps starting elsewhere."""

@@ -4,6 +4,7 @@ Redis, and the router's Slack-like delivery (against a stub replica)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -12,10 +13,12 @@ import redis
 from aiohttp import web
 
 from bot.config.schema import AppConfig
+from tests.fakes.fault_tools import slow_step, sync_step
 from tests.fakes.llm_server import Reply
-from tests.fakes.redis_server import PrivateRedis
+from tests.fakes.redis_server import PrivateRedis, free_port
 from tests.fakes.slack_server import FakeSlack
 from tests.faults.cluster import BASE_CONFIG, merged, supported
+from tests.faults.invariants import Run
 from tests.faults.router import Router
 from tests.faults.script import Answers, Plan, Question, Step
 from tests.waiting import until
@@ -125,6 +128,39 @@ def test_the_default_private_redis_still_forgets_everything() -> None:
         client.close()
     finally:
         server.close()
+
+
+# --- the tools ------------------------------------------------------------------------------
+
+
+async def test_fault_tools_record_each_start_and_finish(
+    private_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAULT_REDIS_URL", private_redis.url)
+    monkeypatch.setenv("FAULT_RUNS_KEY", "runs")
+    assert await slow_step.invoke({"name": "a", "seconds": 0.01}) == "step a done"
+    assert await sync_step.invoke({"name": "b", "seconds": 0.01}) == "step b done"
+    client = redis.Redis.from_url(private_redis.url)
+    try:
+        runs = [Run.from_json(raw) for raw in client.lrange("runs", 0, -1)]
+    finally:
+        client.close()
+    assert [(r.name, r.event, r.pid) for r in runs] == [
+        ("a", "start", os.getpid()),
+        ("a", "finish", os.getpid()),
+        ("b", "start", os.getpid()),
+        ("b", "finish", os.getpid()),
+    ]
+    assert runs[0].at <= runs[1].at <= runs[2].at <= runs[3].at
+
+
+async def test_fault_tools_run_unrecorded_while_redis_is_away(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAULT_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
+    monkeypatch.setenv("FAULT_RUNS_KEY", "runs")
+    assert await slow_step.invoke({"name": "a", "seconds": 0.01}) == "step a done"
+    assert "could not record start of a" in capsys.readouterr().err
 
 
 # --- the router ------------------------------------------------------------------------------

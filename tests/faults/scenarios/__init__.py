@@ -41,3 +41,17 @@ class Traffic:
 
 
 Scenario = Callable[[ClusterFactory, Traffic], Awaitable[Report]]
+
+
+async def add_step_checks(
+    report: Report, cluster: Cluster, finished: str, running: str, fault: str
+) -> None:
+    """The tool step that had finished before ``fault`` ran once; the one running then ran at
+    most twice (once more to finish the turn)."""
+    done, cut = await cluster.starts(finished), await cluster.starts(running)
+    report.add(f"{finished} (finished before {fault}) ran once", done == 1, _starts(done))
+    report.add(f"{running} (running at {fault}) ran at most twice", 1 <= cut <= 2, _starts(cut))
+
+
+def _starts(count: int) -> str:
+    return "runs unknown (Redis away)" if count < 0 else f"{count} start{'' if count == 1 else 's'}"

@@ -8,7 +8,7 @@ running ran at most twice and finished tools did not run again.
 from __future__ import annotations
 
 from tests.faults.invariants import Report
-from tests.faults.scenarios import ClusterFactory, Traffic
+from tests.faults.scenarios import ClusterFactory, Traffic, add_step_checks
 from tests.faults.script import Plan, Question, Step
 from tests.waiting import until
 
@@ -39,6 +39,7 @@ async def kill_mid_tool(make: ClusterFactory, traffic: Traffic) -> Report:
         killed_at = await cluster.kill(cluster.replica_of(running.pid))
         report = await cluster.finish(killed_at)
         add_takeover(report, await cluster.takeover_s(LONG, killed_at, running.pid))
+        await add_step_checks(report, cluster, LONG.step_name(1), running.name, "the kill")
         return report
 
 

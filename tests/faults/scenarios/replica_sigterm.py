@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 
 from tests.faults.invariants import Report
-from tests.faults.scenarios import ClusterFactory, Traffic
+from tests.faults.scenarios import ClusterFactory, Traffic, add_step_checks
 from tests.faults.script import Plan, Question, Step
 
 GRACE_S = 2.0
@@ -51,6 +51,7 @@ async def sigterm_long_turn(make: ClusterFactory, traffic: Traffic, *, stuck_syn
             if exited
             else f"still running after {limit:.0f} s; killed",
         )
+        await add_step_checks(report, cluster, LONG.step_name(1), running.name, "SIGTERM")
         answering = [c.at for c in cluster.answers.calls_for(LONG) if c.answered]
         report.add(
             f"another replica answered {LONG.text}",
