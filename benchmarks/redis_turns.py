@@ -25,7 +25,7 @@ from redis.asyncio.connection import Connection
 
 from bot.agent.events import AgentEvent
 from bot.config.schema import AppConfig
-from bot.lifecycle.responder import DeliveryRecord, Fence
+from bot.lifecycle.responder import DeliveryRecord, Fence, Settled
 from bot.llm import ModelResponse, ToolCall, Usage
 from bot.state.notices import Notice
 from bot.state.store import State, open_state
@@ -73,7 +73,7 @@ class Responder:
     async def observe(self, event: AgentEvent) -> None:
         return None
 
-    async def deliver(self, text: str, outcome: str) -> None:
+    async def deliver(self, settled: Settled) -> None:
         self.done += 1
         if self.done >= self.expected:
             self.finished.set()

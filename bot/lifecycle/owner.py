@@ -33,6 +33,7 @@ from bot.lifecycle.responder import (
     DeliveryFailed,
     DeliveryRecord,
     Responder,
+    Settled,
     TurnView,
     Undeliverable,
 )
@@ -281,7 +282,7 @@ class TurnOwner:
             if not self.valid():
                 raise Aborted(f"turn {self.entry_id}: lease gone before delivery")
             try:
-                await view.deliver(record.text, record.outcome)
+                await view.deliver(Settled(record.text, record.outcome, record.messages))
                 break
             except Undeliverable as exc:
                 log.error("turn %s can never be delivered: %s", self.entry_id, exc)

@@ -9,6 +9,7 @@ handing its turn back leaves everything for the next owner to adopt from the del
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.agent.events import AgentEvent
@@ -25,6 +26,23 @@ NOT_DELIVERED = (
     "Sorry, I could not post my answer to this message: Slack did not take it for too long. "
     "Please ask again."
 )
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What a settled turn shows the person: the text, how the loop ended, and the turn's
+    messages (its tool results say how each tool call ended)."""
+
+    text: str
+    outcome: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    def tool_results(self) -> dict[str, str]:
+        return {
+            str(m.get("tool_call_id")): str(m.get("content") or "")
+            for m in self.messages
+            if m.get("role") == "tool"
+        }
 
 
 class Aborted(Exception):
@@ -56,8 +74,9 @@ class TurnView(Protocol):
         """The loop's observer: only records and schedules, never waits on Slack."""
         ...
 
-    async def deliver(self, text: str, outcome: str) -> None:
-        """Make the thread show ``text`` exactly once, finishing whatever is open. Idempotent
+    async def deliver(self, settled: Settled) -> None:
+        """Make the thread show the settled text exactly once, finishing whatever is open
+        (the progress message shows how every tool call ended). Idempotent
         across attempts through the delivery record. Raises :class:`DeliveryFailed` or
         :class:`Undeliverable`."""
         ...

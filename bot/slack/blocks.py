@@ -16,7 +16,7 @@ class ToolLine:
     call_id: str
     name: str
     state: str = "running"  # running, done, failed, stopped
-    duration_ms: float = 0.0
+    duration_ms: float | None = None  # unknown for a call an earlier attempt ran
     reason: str = ""
 
 
@@ -40,7 +40,7 @@ def progress_text(lines: list[ToolLine], note: str = "", finished: bool = False)
     if not rows:
         rows.append("Working on it…")
     if finished and lines:
-        total = sum(line.duration_ms for line in lines)
+        total = sum(line.duration_ms or 0.0 for line in lines)
         rows.append(f"Used {len(lines)} tool{'s' if len(lines) != 1 else ''} ({_ms(total)} in all)")
     return "\n".join(rows)
 
@@ -119,6 +119,8 @@ def _row(line: ToolLine) -> str:
     if line.state == "running":
         return f":hourglass_flowing_sand: {name} running…"
     if line.state == "done":
+        if line.duration_ms is None:
+            return f":white_check_mark: {name} done"
         return f":white_check_mark: {name} done in {_ms(line.duration_ms)}"
     if line.state == "stopped":
         return f":black_square_for_stop: {name} stopped"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -120,12 +121,17 @@ class ProgressView:
             line.reason = event.preview
         self._render()
 
-    async def finish(self) -> None:
+    async def finish(self, results: Mapping[str, str]) -> None:
         """Write the final form now: the tools used and no Stop button, or no message at all
-        when no tool ran. Raises Slack's error, so delivery tries again."""
+        when no tool ran. A row an earlier attempt left "running" takes its outcome from the
+        turn's tool ``results`` (call id -> content). Raises Slack's error, so delivery tries
+        again."""
         record = self.ledger.record
         if record.progress_closed:
             return
+        for line in self.lines.values():
+            if line.state == "running":
+                settle_line(line, results.get(line.call_id))
         if self.lines:
             lines = list(self.lines.values())
             await self.message.write_now(
@@ -161,6 +167,22 @@ class ProgressView:
             self.ledger.record.progress_lines = lines
             await self.ledger.save()
             self._saved_lines = lines
+
+
+def settle_line(line: ToolLine, result: str | None) -> None:
+    """A row whose end this attempt did not see: done, failed (with the reason), or stopped
+    when the turn has no result for it."""
+    if result is None:
+        line.state = "stopped"
+        return
+    try:
+        error = json.loads(result)
+    except ValueError:
+        error = None
+    if isinstance(error, dict) and "error" in error:
+        line.state, line.reason = "failed", str(error.get("message") or error["error"])
+    else:
+        line.state = "done"
 
 
 def stop_value(turn: Turn) -> str:

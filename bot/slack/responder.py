@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.events import AgentEvent, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from bot.config.schema import SlackConfig
-from bot.lifecycle.responder import Aborted, DeliveryRecord, Fence
+from bot.lifecycle.responder import Aborted, DeliveryRecord, Fence, Settled
 from bot.slack.answer import AnswerWriter
 from bot.slack.blocks import ToolLine, answer_blocks, message_text, progress_blocks
 from bot.slack.calls import safe_call
@@ -110,12 +110,12 @@ class SlackTurnView:
         elif isinstance(event, ToolFinished):
             self.progress.tool_finished(event)
 
-    async def deliver(self, text: str, outcome: str) -> None:
+    async def deliver(self, settled: Settled) -> None:
         """The answer first (nothing waits for an edit window), then the progress message's
         final form. Both are recorded, so a retry continues where this one stopped."""
-        await self.answer.finish(text)
+        await self.answer.finish(settled.text)
         try:
-            await self.progress.finish()
+            await self.progress.finish(settled.tool_results())
         except (asyncio.CancelledError, Aborted):
             raise
         except Exception as exc:

@@ -13,7 +13,7 @@ from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
 from bot.config.schema import AppConfig, LLMConfig
 from bot.lifecycle.owner import Agent, Timing, TurnStores
-from bot.lifecycle.responder import DeliveryFailed, DeliveryRecord, Fence
+from bot.lifecycle.responder import DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.llm.client import ChatModel, OpenAIChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.notices import Notice
@@ -34,11 +34,11 @@ class MemoryView:
     async def observe(self, event: AgentEvent) -> None:
         self.responder.events.append(event)
 
-    async def deliver(self, text: str, outcome: str) -> None:
+    async def deliver(self, settled: Settled) -> None:
         if self.responder.fail_next:
             self.responder.fail_next -= 1
             raise self.responder.failure
-        self.responder.delivered.append((self.turn, text, outcome))
+        self.responder.delivered.append((self.turn, settled.text, settled.outcome))
 
     def delivery(self) -> DeliveryRecord:
         return self.record
@@ -83,10 +83,10 @@ class ListView:
     async def observe(self, event: AgentEvent) -> None:
         return None
 
-    async def deliver(self, text: str, outcome: str) -> None:
+    async def deliver(self, settled: Settled) -> None:
         if self.record.get("posted"):
             return
-        item = json.dumps({"turn": self.entry_id, "text": text})
+        item = json.dumps({"turn": self.entry_id, "text": settled.text})
         if self.record.get("posting") and item in await self.state.client.lrange(self.key, 0, -1):
             return
         self.record["posting"] = True

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from bot.slack.blocks import ToolLine, answer_blocks, home_view, progress_blocks, progress_text
+from bot.slack.progress import settle_line
 
 
 def test_progress_lines() -> None:
@@ -34,3 +35,17 @@ def test_answer_and_home_blocks() -> None:
     assert view["type"] == "home"
     assert "• `calculate` — Evaluate arithmetic." in str(view)
     assert "• *admin* — listed in the config" in str(view)
+
+
+def test_a_row_an_earlier_attempt_left_running_takes_its_outcome_from_the_results() -> None:
+    done, failed, lost = ToolLine("a", "lookup"), ToolLine("b", "pay"), ToolLine("c", "wait")
+    settle_line(done, "12 in stock")
+    settle_line(failed, '{"error": "Interrupted", "message": "outcome unknown"}')
+    settle_line(lost, None)
+    assert [(line.state, line.reason) for line in (done, failed, lost)] == [
+        ("done", ""),
+        ("failed", "outcome unknown"),
+        ("stopped", ""),
+    ]
+    text = progress_text([done, failed, lost], finished=True)
+    assert ":white_check_mark: `lookup` done\n" in text and "running" not in text
