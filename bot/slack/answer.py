@@ -27,7 +27,7 @@ from bot.slack.blocks import answer_blocks, message_text
 from bot.slack.coalesced import CoalescedMessage
 from bot.slack.errors import MESSAGE_GONE, error_code, for_delivery, is_temporary
 from bot.slack.ledger import DeliveryLedger
-from bot.slack.tagging import Me, OwnMessage, own_messages, tag
+from bot.slack.tagging import Me, OwnMessage, find_own, tag
 from bot.slack.text.split import split_markdown
 from bot.turn import Turn
 
@@ -361,15 +361,7 @@ class AnswerWriter:
         await self.ledger.save()
 
     async def _own_messages(self) -> list[OwnMessage]:
-        try:
-            me = await self.who_am_i()
-            return await own_messages(
-                self.client, self.turn.channel, self.turn.thread_ts, me, self.turn.message_ts
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise for_delivery(exc) from exc
+        return await find_own(self.client, self.turn, self.who_am_i)
 
     def _guard(self) -> None:
         if not self.ledger.valid():

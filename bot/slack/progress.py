@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -22,7 +22,7 @@ from bot.slack.blocks import ToolLine, progress_blocks, progress_text
 from bot.slack.calls import safe_call
 from bot.slack.coalesced import CoalescedMessage
 from bot.slack.ledger import DeliveryLedger
-from bot.slack.tagging import tag
+from bot.slack.tagging import Me, find_own, tag
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,7 @@ class ProgressView:
         turn: Turn,
         entry_id: str,
         ledger: DeliveryLedger,
+        who_am_i: Callable[[], Awaitable[Me]],
         *,
         interval_s: float,
         status_text: str,
@@ -44,6 +45,7 @@ class ProgressView:
         self.client = client
         self.turn = turn
         self.ledger = ledger
+        self.who_am_i = who_am_i
         self.status_text = status_text
         record = ledger.record
         self.message = CoalescedMessage(
@@ -68,10 +70,20 @@ class ProgressView:
         self._started = False
         self._saved_lines = list(record.progress_lines)
 
-    async def adopt(self, ts: str) -> None:
-        """Take over a progress message an earlier attempt posted but did not record."""
-        self.message.adopt(ts)
-        await self._posted(ts)
+    async def find_posted(self) -> None:
+        """An earlier attempt posted a progress message without recording its ts: find it by
+        its tag and take it over. Raises DeliveryFailed when Slack cannot be asked now."""
+        record = self.ledger.record
+        if not record.progress_posting or record.progress_ts:
+            return
+        found = await find_own(self.client, self.turn, self.who_am_i)
+        ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "progress")), "")
+        if ts:
+            self.message.adopt(ts)
+            await self._posted(ts)
+            return
+        record.progress_posting = False  # it never reached Slack
+        await self.ledger.save()
 
     async def start(self) -> None:
         """Show that the bot is working: the assistant status, or else a progress message."""
@@ -129,6 +141,7 @@ class ProgressView:
         record = self.ledger.record
         if record.progress_closed:
             return
+        await self.find_posted()
         for line in self.lines.values():
             if line.state == "running":
                 settle_line(line, results.get(line.call_id))

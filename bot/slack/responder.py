@@ -26,7 +26,7 @@ from bot.slack.delivery import SlackDelivery
 from bot.slack.errors import error_code, for_delivery, is_temporary
 from bot.slack.ledger import DeliveryLedger
 from bot.slack.progress import ProgressView
-from bot.slack.tagging import Me, own_messages, tag
+from bot.slack.tagging import Me, find_own, tag
 from bot.state.notices import Notice
 from bot.turn import Turn
 
@@ -57,6 +57,7 @@ class SlackTurnView:
             turn,
             entry_id,
             ledger,
+            responder.me,
             interval_s=settings.edit_interval_s,
             status_text=settings.status_text,
         )
@@ -75,19 +76,12 @@ class SlackTurnView:
     async def resume(self) -> None:
         """Take over what an earlier attempt left: a progress message it posted but did not
         record, a stream it left open. Best effort; delivery does it for sure."""
-        record = self.ledger.record
-        if record.progress_posting and not record.progress_ts:
-            with contextlib.suppress(Exception):
-                found = await own_messages(
-                    self.client,
-                    self.turn.channel,
-                    self.turn.thread_ts,
-                    await self.responder.me(),
-                    self.turn.message_ts,
-                )
-                ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "progress")), "")
-                if ts:
-                    await self.progress.adopt(ts)
+        try:
+            await self.progress.find_posted()
+        except (asyncio.CancelledError, Aborted):
+            raise
+        except Exception as exc:
+            log.info("could not look for the earlier progress message yet (%s)", exc)
         await self.answer.resume()
 
     async def observe(self, event: AgentEvent) -> None:
@@ -189,9 +183,8 @@ class SlackResponder:
             raise for_delivery(exc) from exc
 
     async def _notice_posted(self, notice: Notice) -> bool:
-        found = await own_messages(
-            self.client, notice.channel, notice.thread_ts, await self.me(), notice.message_ts
-        )
+        turn = Turn(notice.team, notice.channel, notice.thread_ts, "", "", notice.message_ts)
+        found = await find_own(self.client, turn, self.me)
         return any(m.is_for(notice.message_ts, "notice") for m in found)
 
     @staticmethod

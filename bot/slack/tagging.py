@@ -10,10 +10,19 @@ after the person's message is taken to be the turn's unrecorded stream.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.lifecycle.responder import DeliveryFailed
+from bot.slack.errors import error_code, is_temporary
+from bot.turn import Turn
+
+log = logging.getLogger(__name__)
 
 EVENT_TYPE = "slack_agent"
 PAGE = 200
@@ -76,6 +85,30 @@ async def own_messages(
         if not cursor:
             break
     return found
+
+
+async def find_own(
+    client: AsyncWebClient, turn: Turn, who_am_i: Callable[[], Awaitable[Me]]
+) -> list[OwnMessage]:
+    """The bot's messages in the turn's thread after the person's message, to repair a post
+    an earlier attempt made without recording it. Slack failing for now raises
+    DeliveryFailed (try again later); failing for good (a missing scope, say) finds nothing,
+    so the answer is still delivered, at the risk of a second copy."""
+    try:
+        return await own_messages(
+            client, turn.channel, turn.thread_ts, await who_am_i(), turn.message_ts
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        if is_temporary(exc):
+            raise DeliveryFailed(error_code(exc)) from exc
+        log.warning(
+            "cannot look for the bot's earlier posts in %s (%s); posting without looking",
+            turn.channel,
+            error_code(exc),
+        )
+        return []
 
 
 def _is_mine(message: dict[str, Any], me: Me) -> bool:

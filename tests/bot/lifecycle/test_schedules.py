@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import threading
 import uuid
 from collections import Counter
@@ -57,6 +58,7 @@ CLAIM_IDLE_S = 0.5
 THREADS = 2
 PROCESSES = 2
 CONVERGE_S = 45.0
+ROOT = "1600000000.000001"  # every thread's root message
 SLACK_METHODS = ("chat.postMessage", "chat.update", "chat.startStream", "chat.stopStream")
 
 
@@ -299,6 +301,8 @@ async def play(schedule: list[Step], streaming: bool) -> None:
         fleet.append(SimProcess(world, number, generation))
         fleet[-1].start()
     sent: dict[int, list[str]] = {t: [] for t in range(THREADS)}
+    for thread in range(THREADS):
+        world.slack.add_user_message(f"C{thread}", ROOT, "U1", "a thread")
     ts = 1_700_000_000
     try:
         for step in schedule:
@@ -306,10 +310,14 @@ async def play(schedule: list[Step], streaming: bool) -> None:
                 ts += 1
                 label = f"m{ts}-t{step.thread}"
                 sent[step.thread].append(label)
+                with world.slack_lock:
+                    world.slack.add_user_message(
+                        f"C{step.thread}", f"{ts}.000100", "U1", label, thread_ts=ROOT
+                    )
                 turn = Turn(
                     "T1",
                     f"C{step.thread}",
-                    "1600000000.000001",
+                    ROOT,
                     "U1",
                     label,
                     message_ts=f"{ts}.000100",
@@ -383,7 +391,7 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
             assert len(shown) == 1, f"{label}: {len(shown)} answers"
             answers.append((float(shown[0].ts), label))
         assert [label for _, label in sorted(answers)] == labels, "answers out of order"
-        turns = await state.history.load_turns(ThreadKey("T1", channel, "1600000000.000001"))
+        turns = await state.history.load_turns(ThreadKey("T1", channel, ROOT))
         assert [t[0]["content"] for t in turns] == labels
         for turn in turns:
             assert repair(turn) == turn, turn
@@ -392,7 +400,8 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
 
 
 @settings(
-    max_examples=25,
+    # SCHEDULE_EXAMPLES=500 for a long search; CI runs the default.
+    max_examples=int(os.environ.get("SCHEDULE_EXAMPLES", "25")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
