@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands, AdminStores
 from bot.config import ConfigError
-from bot.lifecycle.owner import Agent, Timing, TurnStores
+from bot.lifecycle.owner import Agent
 from bot.services import Services
 from bot.slack.app import build_app, web_client
 from bot.slack.directory import SlackDirectory
@@ -24,9 +24,8 @@ from bot.slack.ingress import Ingress
 from bot.slack.responder import SlackResponder
 from bot.slack.server import http_app
 from bot.turn import Turn
-from bot.worker.consumer import Worker, consumer_name
-from bot.worker.processor import ThreadProcessor
-from bot.worker.stops import StopWatcher
+from bot.worker.assembly import build_worker
+from bot.worker.consumer import Worker
 from permissions.policy import Person
 from tools.toolset import Toolset
 
@@ -69,39 +68,8 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         history_budget=services.config.history.token_budget,
         estimator=services.model.estimator,
     )
-    queue_config = services.config.queue
     responder = SlackResponder(client, settings)
-    name = consumer_name()
-    processor = ThreadProcessor(
-        TurnStores(
-            records=state.records,
-            queue=state.queue,
-            history=state.history,
-            audit=state.audit,
-            usage=state.usage,
-            notices=state.notices,
-        ),
-        state.locks,
-        agent,
-        responder,
-        StopWatcher(state.stops),
-        Timing(
-            max_attempts=queue_config.max_attempts,
-            deliver_timeout_s=queue_config.deliver_timeout_s,
-        ),
-        consumer=name,
-    )
-    worker = Worker(
-        state.queue,
-        processor,
-        state.notices,
-        responder,
-        concurrency=queue_config.concurrency,
-        claim_idle_s=queue_config.claim_idle_s,
-        shutdown_grace_s=queue_config.shutdown_grace_s,
-        embedded=state.handle.embedded,
-        name=name,
-    )
+    worker = build_worker(state, agent, responder, services.config.queue)
     ingress = Ingress(state.queue, state.participation, settings)
     secret = (
         env.slack_signing_secret.get_secret_value() if http and env.slack_signing_secret else None

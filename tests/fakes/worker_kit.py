@@ -11,17 +11,16 @@ from typing import Any
 
 from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
-from bot.config.schema import AppConfig, LLMConfig
-from bot.lifecycle.owner import Agent, Timing, TurnStores
+from bot.config.schema import AppConfig, LLMConfig, QueueConfig
+from bot.lifecycle.owner import Agent, Timing
 from bot.lifecycle.responder import DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.llm.client import ChatModel, OpenAIChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.notices import Notice
 from bot.state.store import State, open_state
 from bot.turn import Turn
+from bot.worker.assembly import build_worker as assemble
 from bot.worker.consumer import Worker
-from bot.worker.processor import ThreadProcessor
-from bot.worker.stops import StopWatcher
 from tools import StaticToolset, Tool, Toolset
 
 
@@ -145,39 +144,28 @@ def make_worker(
         return chosen
 
     agent = Agent(model, LoopSettings(system_prompt="test"), toolset_for, 16000, TokenEstimator())
-    consumer = name or "worker"
-    processor = ThreadProcessor(
-        TurnStores(
-            records=state.records,
-            queue=state.queue,
-            history=state.history,
-            audit=state.audit,
-            usage=state.usage,
-            notices=state.notices,
-        ),
-        state.locks,
-        agent,
-        responder,
-        StopWatcher(state.stops, poll_s=0.1),
-        Timing(
-            max_attempts=max_attempts,
-            deliver_timeout_s=deliver_timeout_s,
-            retry_start_s=0.05,
-            retry_max_s=0.2,
-        ),
-        consumer=consumer,
-        failure_backoff_s=0.01,
-    )
-    return Worker(
-        state.queue,
-        processor,
-        state.notices,
-        responder,
+    queue = QueueConfig(
         concurrency=concurrency,
         claim_idle_s=claim_idle_s,
+        max_attempts=max_attempts,
+        deliver_timeout_s=deliver_timeout_s,
         shutdown_grace_s=shutdown_grace_s,
-        embedded=state.handle.embedded,
-        name=consumer,
+    )
+    timing = Timing(
+        max_attempts=max_attempts,
+        deliver_timeout_s=deliver_timeout_s,
+        retry_start_s=0.05,
+        retry_max_s=0.2,
+    )
+    return assemble(
+        state,
+        agent,
+        responder,
+        queue,
+        name=name or "worker",
+        timing=timing,
+        stop_poll_s=0.1,
+        failure_backoff_s=0.01,
         block_ms=200,
     )
 
