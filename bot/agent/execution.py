@@ -72,7 +72,9 @@ async def execute_round(
         if task.done() and not task.cancelled() and task.exception() is None:
             executions.append(task.result())
             continue
-        execution = _cancelled(call, round_number)
+        execution = not_run(
+            call, round_number, "Cancelled", "The turn was stopped before this tool finished."
+        )
         await notify(
             observer,
             ToolFinished(round_number, call.id, call.name, False, 0.0, "stopped", "Cancelled"),
@@ -81,16 +83,17 @@ async def execute_round(
     return executions, True
 
 
-def _cancelled(call: ToolCall, round_number: int) -> ToolExecution:
+def not_run(call: ToolCall, round_number: int, kind: str, message: str) -> ToolExecution:
+    """The result of a call that did not run to its end (stopped, or cut off by a crash)."""
     return ToolExecution(
         call_id=call.id,
         name=call.name,
         arguments=call.arguments,
         ok=False,
-        output=error_output("Cancelled", "The turn was stopped before this tool finished."),
+        output=error_output(kind, message),
         duration_ms=0.0,
         round=round_number,
-        error="Cancelled",
+        error=kind,
     )
 
 

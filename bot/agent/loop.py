@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, RoundStarted, TextDelta, TurnFinished, notify
-from bot.agent.execution import Approver, ExecutionSettings, execute_round
+from bot.agent.execution import Approver, ExecutionSettings, execute_round, not_run
 from bot.agent.journal import Journal, resume_from
 from bot.agent.messages import Message, assistant_message, repair, system_message, tool_message
 from bot.agent.messages import user_message as make_user_message
@@ -24,7 +24,6 @@ from bot.llm.errors import LLMError
 from bot.llm.pricing import Price, cost_of
 from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage
-from tools.output import error_output
 from tools.toolset import Toolset
 
 log = logging.getLogger(__name__)
@@ -196,7 +195,8 @@ class _Turn:
             if await self._may_rerun(call):
                 rerun.append(call)
                 continue
-            execution = interrupted_call(call, self.rounds)
+            message = INTERRUPTED_CALL.format(name=call.name)
+            execution = not_run(call, self.rounds, "Interrupted", message)
             self.executions.append(execution)
             saved[call.id] = tool_message(call.id, execution.output)
             await self._record_execution(execution)
@@ -288,17 +288,3 @@ async def run_turn(
     result = await turn.run(first, resume)
     await notify(observer, TurnFinished(result))
     return result
-
-
-def interrupted_call(call: ToolCall, round_number: int) -> ToolExecution:
-    """The result of a call cut off by a dead worker that is not run again."""
-    return ToolExecution(
-        call_id=call.id,
-        name=call.name,
-        arguments=call.arguments,
-        ok=False,
-        output=error_output("Interrupted", INTERRUPTED_CALL.format(name=call.name)),
-        duration_ms=0.0,
-        round=round_number,
-        error="Interrupted",
-    )
