@@ -218,6 +218,7 @@ class SimProcess:
         self.faults = Faults()
         self.stop_requested = threading.Event()
         self.stop_event: asyncio.Event | None = None
+        self.error: BaseException | None = None  # what broke it, other than a crash
         self.thread = threading.Thread(target=self._run, name=self.name, daemon=True)
 
     def start(self) -> None:
@@ -240,8 +241,15 @@ class SimProcess:
         self.thread.join(30)
 
     def _run(self) -> None:
-        with contextlib.suppress(Crash, RuntimeError):  # killed: asyncio.run saw its loop stop
+        try:
             asyncio.run(self._main())
+        except (Crash, RuntimeError) as exc:
+            if not self.faults.dead:  # not killed: something went wrong
+                self.error = exc
+                raise
+        except Exception as exc:
+            self.error = exc
+            raise
 
     async def _main(self) -> None:
         self.faults.loop = asyncio.get_running_loop()
@@ -353,6 +361,8 @@ async def play(schedule: list[Step], streaming: bool) -> None:
                 fleet[number].start()
 
         async def settled() -> bool:
+            broken = [p.error for p in fleet if p.error is not None]
+            assert not broken, f"a process failed: {broken[0]!r}"
             return await observer.queue.pending_count() == 0 and not await observer.client.exists(
                 observer.keys.notices
             )
