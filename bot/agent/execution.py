@@ -138,10 +138,7 @@ async def execute_call(
         ),
     )
     if on_executed is not None:
-        try:
-            await on_executed(execution)
-        except Exception:
-            log.exception("saving the result of %s failed; the turn goes on", call.name)
+        await on_executed(execution)  # a result that cannot be saved ends the turn
     return execution
 
 

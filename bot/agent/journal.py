@@ -19,7 +19,8 @@ Message = dict[str, Any]
 
 class Journal(Protocol):
     async def record(self, message: Message) -> None:
-        """Save a message the moment it is final."""
+        """Save a message the moment it is final. Raising ends the turn: the loop does not
+        go on with work it could not save."""
         ...
 
     async def claim_rerun(self, call_id: str) -> bool:

@@ -134,13 +134,11 @@ class _Turn:
         return outcome
 
     async def record(self, message: Message) -> None:
-        self.new.append(message)
-        if self.journal is None:
-            return
-        try:
+        """Keep a message of the turn; with a journal, save it first. A journal that cannot
+        save ends the turn with its error: tools never run unless their call was saved."""
+        if self.journal is not None:
             await self.journal.record(message)
-        except Exception:
-            log.exception("saving turn progress failed; the turn goes on")
+        self.new.append(message)
 
     async def _record_execution(self, execution: ToolExecution) -> None:
         if self.journal is not None:
@@ -213,11 +211,7 @@ class _Turn:
             return False
         if self.journal is None:
             return True  # nothing keeps count: the caller resumes at most once
-        try:
-            return await self.journal.claim_rerun(call.id)
-        except Exception:
-            log.exception("could not record the rerun of %s; not running it again", call.name)
-            return False
+        return await self.journal.claim_rerun(call.id)
 
     def result(self, text: str, reason: StopReason, detail: str | None = None) -> TurnResult:
         return TurnResult(

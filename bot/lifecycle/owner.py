@@ -91,6 +91,21 @@ class Timing:
     retry_max_s: float = 30.0
 
 
+class DurableJournal:
+    """The turn's journal for the loop: each save waits out a short Redis outage while the
+    lease holds, and a lost lease ends the turn (the next owner resumes from what was
+    saved)."""
+
+    def __init__(self, owner: TurnOwner) -> None:
+        self.owner = owner
+
+    async def record(self, message: dict[str, Any]) -> None:
+        await self.owner._durably(lambda: self.owner.owned.record(message))
+
+    async def claim_rerun(self, call_id: str) -> bool:
+        return await self.owner._durably(lambda: self.owner.owned.claim_rerun(call_id))
+
+
 class TurnOwner:
     def __init__(
         self,
@@ -213,7 +228,7 @@ class TurnOwner:
                 toolset,
                 observer=view.observe,
                 cancel=self.cancel,
-                journal=self.owned,
+                journal=DurableJournal(self),
                 resume=record.journal,
             ),
             self.lease.lost,
@@ -286,7 +301,8 @@ class TurnOwner:
                 break
             except Undeliverable as exc:
                 log.error("turn %s can never be delivered: %s", self.entry_id, exc)
-                await self._dead_letter(record, view.delivery(), f"undeliverable: {exc}", None)
+                # Nothing to say to the person there, but what the turn left open is tidied.
+                await self._dead_letter(record, view.delivery(), f"undeliverable: {exc}", "")
                 return False
             except DeliveryFailed as exc:
                 waited = time.time() - since
@@ -331,10 +347,11 @@ class TurnOwner:
         record: TurnRecord,
         delivery: DeliveryRecord,
         reason: str,
-        notice: str | None,
+        notice: str,
     ) -> None:
         """Give the turn up: keep it in the dead letters, in history as never shown, owe the
-        person a plain message, audit it, and let the thread go on."""
+        person a plain message (``notice``; "" when there is nothing to say, only what the
+        turn left open in Slack to tidy), audit it, and let the thread go on."""
         log.error("dead-lettering turn %s in %s: %s", self.entry_id, self.turn.thread_key, reason)
         turn, stores = self.turn, self.stores
         commands = Commands()
@@ -347,7 +364,7 @@ class TurnOwner:
             turn=self.entry_id,
             delivered=False,
         )
-        if notice is not None:
+        if notice or delivery:
             stores.notices.add_to(
                 commands,
                 Notice(

@@ -6,9 +6,13 @@ While the loop runs, writing is best effort: a background task feeds slack_sdk's
 ``chat_stream`` (buffered appends), so the loop never waits on Slack; when streaming is
 unavailable or the stream ends early, the text goes into an ordinary message edited at most
 once per interval. :meth:`AnswerWriter.finish` is strict: it makes the thread show the
-answer exactly, in as many parts as it needs, and raises what Slack refused so delivery can
-retry. Every message it creates is recorded (before and after) in the delivery record and
-tagged, and a resumed attempt continues from the record: it ends a stream left open, edits
+answer exactly, in as many parts as it needs, and raises what failed so delivery can retry.
+
+Every message it creates is recorded in the delivery record before ("posting") and after
+(its ts), and tagged. A post whose outcome was never learnt (a crash, a timeout, a 5xx after
+Slack applied it) is looked for by its tag before anything is posted again; a stream, which
+cannot be tagged when it starts, is taken to be the bot's untagged message after the
+person's. A resumed attempt continues from the record: it ends a stream left open, writes
 the first part into the message already there, and posts only the missing parts.
 """
 
@@ -25,7 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.lifecycle.responder import Aborted
 from bot.slack.blocks import answer_blocks, message_text
 from bot.slack.coalesced import CoalescedMessage
-from bot.slack.errors import MESSAGE_GONE, error_code, for_delivery, is_temporary
+from bot.slack.errors import MESSAGE_GONE, error_code, is_temporary
 from bot.slack.ledger import DeliveryLedger
 from bot.slack.tagging import Me, OwnMessage, find_own, tag
 from bot.slack.text.split import split_markdown
@@ -36,6 +40,7 @@ log = logging.getLogger(__name__)
 # Text of a round is held back until it is clearly an answer, not a remark before tool calls.
 START_AFTER_CHARS = 80
 STREAM_LIMIT = 10_000  # past this, the rest waits for the final split
+DRAIN_INTERVALS = 10  # at the end, queued stream text may take this many edit intervals
 
 WhoAmI = Callable[[], Awaitable[Me]]
 
@@ -65,13 +70,15 @@ class AnswerWriter:
         self.streaming = streaming and not record.first_ts and not record.first_posting
         self.round = 0
         self.held = ""  # this round's text not yet shown
-        self.shown = ""  # text already sent to the current answer message
+        self.shown = ""  # text meant for the current answer message
+        self.appended = ""  # of that, what the stream took (handed to chat_stream)
         self.stream: AsyncChatStream | None = None
         self.first: CoalescedMessage | None = None  # the first part's message when not streaming
         if record.first_ts:
             self._first_message().adopt(record.first_ts)
         self._outbox: asyncio.Queue[str] = asyncio.Queue()
         self._sender: asyncio.Task[None] | None = None
+        self._closing: asyncio.Task[None] | None = None
 
     # --- picking up an earlier attempt -----------------------------------------------------
 
@@ -79,14 +86,15 @@ class AnswerWriter:
         """End a stream an earlier attempt left open, and find a first message it created but
         did not record. Best effort here; :meth:`finish` does it for sure."""
         record = self.ledger.record
-        with contextlib.suppress(Aborted):
-            try:
-                if record.first_posting and not record.first_ts:
-                    await self._find_first()
-                if record.first_ts and record.first_streaming:
-                    await self._end_stream(record.first_ts)
-            except Exception as exc:
-                log.info("could not tidy %s yet (%s)", self.turn.channel, error_code(exc))
+        try:
+            if record.first_posting and not record.first_ts:
+                await self._find_first()
+            if record.first_ts and record.first_streaming:
+                await self._end_stream(record.first_ts)
+        except (asyncio.CancelledError, Aborted):
+            raise
+        except Exception as exc:
+            log.info("could not tidy %s yet (%s)", self.turn.channel, error_code(exc))
 
     # --- while the turn runs -----------------------------------------------------------
 
@@ -103,8 +111,8 @@ class AnswerWriter:
         progress message. A round already being shown ends its message as it is."""
         remark = self.held if round_number == self.round else ""
         self.held = ""
-        if self.shown:
-            asyncio.create_task(self._close_current())  # noqa: RUF006
+        if self.shown and (self._closing is None or self._closing.done()):
+            self._closing = asyncio.create_task(self._close_current())
         return remark
 
     def _show(self, piece: str) -> None:
@@ -147,6 +155,7 @@ class AnswerWriter:
                     buffer_size=self.buffer_chars,
                 )
             await self.stream.append(markdown_text=piece)
+            self.appended += piece
             if self.stream.ts and record.first_ts != self.stream.ts:
                 record.first_ts, record.first_streaming = self.stream.ts, True
                 record.first_posting = False
@@ -179,36 +188,58 @@ class AnswerWriter:
                 self.interval_s,
                 guard=self.ledger.valid,
                 metadata=tag(self.turn.message_ts, self.entry_id, "answer", 0),
-                on_posting=self._first_posting,
+                before_post=self._before_first_post,
                 on_posted=self._first_posted,
             )
         return self.first
 
-    async def _first_posting(self) -> None:
-        self.ledger.record.first_posting = True
+    async def _before_first_post(self) -> str | None:
+        """Before posting the first part's message: if a post or stream start of this turn
+        has an unknown outcome, look for it first; else note that a post is going out."""
+        record = self.ledger.record
+        if record.first_posting and not record.first_ts:
+            await self._find_first()
+            if record.first_ts:
+                if record.first_streaming:
+                    await self._end_stream(record.first_ts)
+                return record.first_ts
+        record.first_posting = True
         await self.ledger.save()
+        return None
 
     async def _first_posted(self, ts: str) -> None:
         record = self.ledger.record
         record.first_ts, record.first_posting, record.first_streaming = ts, False, False
         await self.ledger.save()
 
-    async def _drain(self) -> None:
-        """Let everything queued reach Slack before the end."""
+    async def _drain(self) -> bool:
+        """Let a remark's closing and the queued stream text reach Slack; False when the
+        text could not in time (the stream then holds less than was meant for it)."""
+        if self._closing is not None:
+            with contextlib.suppress(Exception):
+                await self._closing
+        return await self._drain_sender()
+
+    async def _drain_sender(self) -> bool:
         if self._sender is None:
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._outbox.join(), self.interval_s * 10)
+            return True
+        drained = True
+        try:
+            await asyncio.wait_for(self._outbox.join(), self.interval_s * DRAIN_INTERVALS)
+        except TimeoutError:
+            drained = False
         self._sender.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._sender
         self._sender = None
+        return drained and self.appended == self.shown
 
     async def _close_current(self) -> None:
         """End the message being written (a remark streamed before tool calls) as it is.
         A posted message is reused for the answer, which replaces its text."""
-        await self._drain()
-        if self.stream is not None and self.streaming and self.stream.ts:
+        if not await self._drain_sender():
+            self._abandon_stream()
+        elif self.stream is not None and self.streaming and self.stream.ts:
             try:
                 if not self.ledger.valid():
                     return
@@ -222,15 +253,25 @@ class AnswerWriter:
                 record.first_ts, record.first_streaming, record.first_posting = "", False, False
                 with contextlib.suppress(Aborted):
                     await self.ledger.save()
-        self.stream, self.shown = None, ""
+        self.stream, self.shown, self.appended = None, "", ""
+
+    def _abandon_stream(self) -> None:
+        """The stream did not take everything meant for it: stop feeding it; the end writes
+        the whole part into its message instead (or looks for it, if its ts is unknown)."""
+        self.streaming = False
+        record = self.ledger.record
+        if self.stream is not None and self.stream.ts:
+            record.first_ts, record.first_streaming = self.stream.ts, True
+            record.first_posting = False
 
     async def close(self) -> None:
         """Stop the background work (no Slack call)."""
-        if self._sender is not None:
-            self._sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sender
-            self._sender = None
+        for task in (self._sender, self._closing):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._sender = self._closing = None
         if self.first is not None:
             await self.first.close()
 
@@ -238,8 +279,9 @@ class AnswerWriter:
 
     async def finish(self, answer: str) -> None:
         """Make the thread show ``answer`` exactly, in as many messages as it needs. Raises
-        DeliveryFailed / Undeliverable; calling it again continues where it stopped."""
-        await self._drain()
+        what failed (the caller sorts it); calling it again continues where it stopped."""
+        if not await self._drain():
+            self._abandon_stream()
         record = self.ledger.record
         parts = split_markdown(answer)
         if not record.part_ts(0):
@@ -254,9 +296,10 @@ class AnswerWriter:
         record = self.ledger.record
         stream = self.stream
         if stream is not None and self.streaming:
-            # This attempt's own stream: end it with the rest of the first part.
+            # This attempt's own stream, which took everything meant for it: end it with the
+            # rest of the first part.
             self.streaming = False
-            tail = text[len(self.shown) :] if text.startswith(self.shown) else None
+            tail = text[len(self.appended) :] if text.startswith(self.appended) else None
             if tail is not None:
                 self._guard()
                 try:
@@ -273,11 +316,13 @@ class AnswerWriter:
                         record.first_posting = False
                         await self.ledger.save()
                     if is_temporary(exc):
-                        raise for_delivery(exc) from exc
+                        raise
             elif stream.ts:
                 record.first_ts, record.first_streaming = stream.ts, True
             # The stream ended early or holds more than the first part: replace its text.
-        if self.first is None and record.first_posting and not record.first_ts:
+        if self.first is not None:
+            await self.first.settle()  # a post in flight: its ts is recorded once it is done
+        if record.first_posting and not record.first_ts:
             await self._find_first()
         if record.first_ts and record.first_streaming:
             await self._end_stream(record.first_ts)
@@ -290,36 +335,36 @@ class AnswerWriter:
             raise
         except Exception as exc:
             if message.ts is None or error_code(exc) not in MESSAGE_GONE:
-                raise for_delivery(exc) from exc
+                raise
             log.info("the answer's message in %s is gone; posting it again", self.turn.channel)
             record.first_ts, self.first = "", None
             message = self._first_message()
-            try:
-                await message.write_now(message_text(text), answer_blocks(text))
-            except (asyncio.CancelledError, Aborted):
-                raise
-            except Exception as exc2:
-                raise for_delivery(exc2) from exc2
+            await message.write_now(message_text(text), answer_blocks(text))
         assert message.ts is not None
         return message.ts
 
     async def _end_stream(self, ts: str) -> None:
-        """End a stream an earlier attempt left open; a stream that is over already is fine."""
+        """End a stream left open (tagged, so it is never taken for another turn's); a stream
+        that is over already is fine."""
         self._guard()
         try:
-            await self.client.chat_stopStream(channel=self.turn.channel, ts=ts)
+            await self.client.chat_stopStream(
+                channel=self.turn.channel,
+                ts=ts,
+                metadata=tag(self.turn.message_ts, self.entry_id, "answer", 0),
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             if is_temporary(exc):
-                raise for_delivery(exc) from exc
+                raise
         record = self.ledger.record
         record.first_streaming = False
         await self.ledger.save()
 
     async def _find_first(self) -> None:
-        """A first message was being created when an earlier attempt died: find it (tagged,
-        or the bot's untagged stream after the person's message)."""
+        """A first message was being created with an unknown outcome: find it (tagged, or
+        the bot's untagged stream after the person's message)."""
         found = await self._own_messages()
         ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "answer", 0)), "")
         streaming = False
@@ -329,7 +374,7 @@ class AnswerWriter:
         record = self.ledger.record
         record.first_ts, record.first_streaming, record.first_posting = ts, streaming, False
         if ts:
-            log.info("found the answer message an earlier attempt posted in %s", self.turn.channel)
+            log.info("found the answer message an earlier post left in %s", self.turn.channel)
             self._first_message().adopt(ts)
         await self.ledger.save()
 
@@ -345,18 +390,13 @@ class AnswerWriter:
         record.posting_part = number
         await self.ledger.save()
         self._guard()
-        try:
-            response = await self.client.chat_postMessage(
-                channel=self.turn.channel,
-                thread_ts=self.turn.thread_ts,
-                text=message_text(text),
-                blocks=answer_blocks(text),
-                metadata=tag(self.turn.message_ts, self.entry_id, "answer", number),
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise for_delivery(exc) from exc
+        response = await self.client.chat_postMessage(
+            channel=self.turn.channel,
+            thread_ts=self.turn.thread_ts,
+            text=message_text(text),
+            blocks=answer_blocks(text),
+            metadata=tag(self.turn.message_ts, self.entry_id, "answer", number),
+        )
         record.parts[str(number)], record.posting_part = str(response["ts"]), -1
         await self.ledger.save()
 

@@ -8,17 +8,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-    AsyncServerErrorRetryHandler,
-)
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
 from bot.slack.ingress import Ingress
 from bot.slack.listeners import actions, assistant, commands, home, messages
+from bot.slack.retries import retry_handlers
 from bot.slack.storage_down import is_storage_down, storage_down_response
 from bot.state.stops import StopRequests
 from permissions.policy import Policy
@@ -40,15 +36,12 @@ logging.getLogger("slack_bolt.AsyncApp").addFilter(_TokenFromEnvironmentNote())
 
 def web_client(token: str, api_url: str) -> AsyncWebClient:
     """slack_sdk's client at ``api_url`` (Slack's, GovSlack's, or a test server), retrying
-    429s after their Retry-After, dropped connections and 5xx answers."""
+    429s after their Retry-After, and dropped connections and 5xx answers where sending
+    the call again cannot show a message twice (bot/slack/retries.py)."""
     return AsyncWebClient(
         token=token,
         base_url=api_url if api_url.endswith("/") else api_url + "/",
-        retry_handlers=[
-            AsyncRateLimitErrorRetryHandler(max_retry_count=5),
-            AsyncConnectionErrorRetryHandler(max_retry_count=2),
-            AsyncServerErrorRetryHandler(max_retry_count=2),
-        ],
+        retry_handlers=retry_handlers(),
     )
 
 

@@ -8,8 +8,10 @@ failure is logged and left for the end). :meth:`write_now` is the end: it skips 
 window and raises what Slack answered, so delivery can retry it.
 
 Every write first asks the guard (does this owner still hold the turn's lease?). Creating
-the message is announced before and recorded after (``on_posting``, ``on_posted``), so a
-crash in between can be repaired by looking for the message's tag.
+the message is announced before and recorded after (``before_post``, ``on_posted``), so a
+post whose outcome was never learnt (a crash, a timeout, a 5xx after Slack applied it) is
+looked for by its tag before anything is posted again: ``before_post`` returns the ts of
+the message found, which is then edited instead.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 
 Hook = Callable[[], Awaitable[None]]
 TsHook = Callable[[str], Awaitable[None]]
+BeforePost = Callable[[], Awaitable[str | None]]
 
 
 async def _nothing() -> None:
@@ -37,6 +40,10 @@ async def _nothing() -> None:
 
 
 async def _nothing_ts(ts: str) -> None:
+    return None
+
+
+async def _post_it() -> str | None:
     return None
 
 
@@ -50,7 +57,7 @@ class CoalescedMessage:
         *,
         guard: Callable[[], bool] = lambda: True,
         metadata: dict[str, Any] | None = None,
-        on_posting: Hook = _nothing,
+        before_post: BeforePost = _post_it,
         on_posted: TsHook = _nothing_ts,
         on_written: Hook = _nothing,
     ) -> None:
@@ -60,7 +67,7 @@ class CoalescedMessage:
         self.interval_s = interval_s
         self.guard = guard
         self.metadata = metadata
-        self.on_posting = on_posting
+        self.before_post = before_post
         self.on_posted = on_posted
         self.on_written = on_written
         self.ts: str | None = None
@@ -93,21 +100,32 @@ class CoalescedMessage:
     async def delete_now(self) -> None:
         """Delete the message at once, if it was posted. Raises Slack's error (a message
         that is already gone counts as deleted)."""
-        await self.close()
+        self._hurry.set()
+        async with self._lock:  # a write in flight finishes first: its ts is known then
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.cancel()  # waiting for its turn or for the edit window: no call made
+            if self.ts is not None:
+                if not self.guard():
+                    raise Aborted("the turn's lease is gone")
+                try:
+                    await self.client.chat_delete(channel=self.channel, ts=self.ts)
+                except Exception as exc:
+                    if error_code(exc) not in ("message_not_found", "cant_delete_message"):
+                        raise
+                self.ts = None
+        if writer is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await writer
+
+    async def settle(self) -> None:
+        """Wait until a write in flight has finished (its outcome is then recorded)."""
         async with self._lock:
-            if self.ts is None:
-                return
-            if not self.guard():
-                raise Aborted("the turn's lease is gone")
-            try:
-                await self.client.chat_delete(channel=self.channel, ts=self.ts)
-            except Exception as exc:
-                if error_code(exc) not in ("message_not_found", "cant_delete_message"):
-                    raise
-            self.ts = None
+            return
 
     async def close(self) -> None:
-        """Stop writing in the background (makes no Slack call)."""
+        """Stop writing in the background (makes no Slack call; a write in flight is
+        cancelled, and a post it made is found by its tag later)."""
         if self._writer is not None:
             self._writer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -143,7 +161,8 @@ class CoalescedMessage:
             raise Aborted("the turn's lease is gone")
         text, blocks = content
         if self.ts is None:
-            await self.on_posting()
+            self.ts = await self.before_post()
+        if self.ts is None:
             response = await self.client.chat_postMessage(
                 channel=self.channel,
                 thread_ts=self.thread_ts,

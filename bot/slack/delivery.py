@@ -22,7 +22,13 @@ class SlackDelivery:
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> SlackDelivery:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        record = cls(**{k: v for k, v in data.items() if k in known})
+        # A record that went through Lua's cjson has its empty objects and lists alike.
+        if not isinstance(record.parts, dict):
+            record.parts = {}
+        if not isinstance(record.progress_lines, list):
+            record.progress_lines = []
+        return record
 
     def to_record(self) -> dict[str, Any]:
         return asdict(self)

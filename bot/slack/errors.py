@@ -1,8 +1,10 @@
 """Sorting Slack's failures: worth trying again later, or never going to work.
 
-slack_sdk has already retried 429s (after Retry-After), 5xx answers and dropped connections
-by the time an error reaches the bot. What is left is sorted here, so delivery can keep a
-turn pending through an outage and give up at once on a channel that is gone.
+slack_sdk has already retried what it safely could (bot/slack/retries.py) by the time an
+error reaches the bot. What is left is sorted here, so delivery keeps a turn pending through
+an outage and gives up at once only when Slack answered that it never will (an error such
+as ``channel_not_found``, ``not_in_channel`` or ``is_archived``). Anything that is not a
+Slack answer (a timeout, a dropped connection, Redis) is worth another try.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import asyncio
 import contextlib
 
 import aiohttp
+import redis.exceptions
 from slack_sdk.errors import SlackApiError
 
-from bot.lifecycle.responder import DeliveryFailed, Undeliverable
+from bot.lifecycle.responder import Aborted, DeliveryFailed, Undeliverable
 
 # Slack's own words for "not now".
 TEMPORARY = frozenset(
@@ -53,9 +56,17 @@ def is_temporary(exc: BaseException) -> bool:
     return isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | OSError)
 
 
-def for_delivery(exc: BaseException) -> DeliveryFailed | Undeliverable:
-    """The delivery error to raise for a failed Slack call."""
-    code = error_code(exc)
+def for_delivery(exc: BaseException) -> BaseException:
+    """What a failed delivery step raises to the turn's owner: the lifecycle's own errors as
+    they are; Redis failing (the delivery record could not be saved) and Slack failing for
+    now as DeliveryFailed (try again later); Slack refusing for good as Undeliverable.
+    Anything else (a bug) is returned as it is: it counts as a failed attempt."""
+    if isinstance(exc, Aborted | DeliveryFailed | Undeliverable):
+        return exc
+    if isinstance(exc, redis.exceptions.RedisError):
+        return DeliveryFailed(f"Redis: {type(exc).__name__}")
     if is_temporary(exc):
-        return DeliveryFailed(code)
-    return Undeliverable(code)
+        return DeliveryFailed(error_code(exc))
+    if isinstance(exc, SlackApiError):
+        return Undeliverable(error_code(exc))
+    return exc

@@ -18,9 +18,11 @@ from dataclasses import asdict
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.events import ToolFinished, ToolStarted
+from bot.slack.background import Background
 from bot.slack.blocks import ToolLine, progress_blocks, progress_text
 from bot.slack.calls import safe_call
 from bot.slack.coalesced import CoalescedMessage
+from bot.slack.errors import MESSAGE_GONE, error_code
 from bot.slack.ledger import DeliveryLedger
 from bot.slack.tagging import Me, find_own, tag
 from bot.turn import Turn
@@ -55,7 +57,7 @@ class ProgressView:
             interval_s,
             guard=ledger.valid,
             metadata=tag(turn.message_ts, entry_id, "progress"),
-            on_posting=self._posting,
+            before_post=self._before_post,
             on_posted=self._posted,
             on_written=self._written,
         )
@@ -68,11 +70,13 @@ class ProgressView:
         self.status_shown = False
         self._status_at = 0.0
         self._started = False
+        self.background = Background()
         self._saved_lines = list(record.progress_lines)
 
     async def find_posted(self) -> None:
-        """An earlier attempt posted a progress message without recording its ts: find it by
-        its tag and take it over. Raises DeliveryFailed when Slack cannot be asked now."""
+        """A progress message was posted without its ts being learnt (a crash, a timeout, a
+        5xx after Slack applied it): find it by its tag and take it over. Raises
+        DeliveryFailed when Slack cannot be asked now."""
         record = self.ledger.record
         if not record.progress_posting or record.progress_ts:
             return
@@ -85,11 +89,15 @@ class ProgressView:
         record.progress_posting = False  # it never reached Slack
         await self.ledger.save()
 
-    async def start(self) -> None:
-        """Show that the bot is working: the assistant status, or else a progress message."""
+    def start(self) -> None:
+        """Show that the bot is working (in the background): the assistant status, or else
+        a progress message."""
         if self._started:
             return
         self._started = True
+        self.background.spawn(self._start())
+
+    async def _start(self) -> None:
         if await self._set_status(self.status_text):
             if self.lines and self.message.ts:
                 self._render()  # resumed: the message shows this attempt's tools again
@@ -119,7 +127,7 @@ class ProgressView:
             now = asyncio.get_running_loop().time()
             if now - self._status_at > STATUS_REFRESH_S:
                 self._status_at = now
-                asyncio.create_task(self._set_status(f"is running {event.name}…"))  # noqa: RUF006
+                self.background.spawn(self._set_status(f"is running {event.name}…"))
 
     def tool_finished(self, event: ToolFinished) -> None:
         line = self.lines.setdefault(event.call_id, ToolLine(event.call_id, event.name))
@@ -141,21 +149,29 @@ class ProgressView:
         record = self.ledger.record
         if record.progress_closed:
             return
+        await self.background.settle()  # the status, or the "Working on it…" decision
+        await self.message.settle()
         await self.find_posted()
         for line in self.lines.values():
             if line.state == "running":
                 settle_line(line, results.get(line.call_id))
         if self.lines:
             lines = list(self.lines.values())
-            await self.message.write_now(
-                progress_text(lines, self.note, True), progress_blocks(lines, self.note, True)
-            )
+            try:
+                await self.message.write_now(
+                    progress_text(lines, self.note, True), progress_blocks(lines, self.note, True)
+                )
+            except Exception as exc:
+                if error_code(exc) not in MESSAGE_GONE:
+                    raise
+                log.info("the progress message in %s is gone; nothing to close", self.turn.channel)
         else:
             await self.message.delete_now()
         record.progress_closed = True
         await self.ledger.save()
 
     async def close(self) -> None:
+        await self.background.close()
         await self.message.close()
 
     def _render(self) -> None:
@@ -165,9 +181,17 @@ class ProgressView:
             progress_blocks(lines, self.note, False, stop_value(self.turn)),
         )
 
-    async def _posting(self) -> None:
-        self.ledger.record.progress_posting = True
+    async def _before_post(self) -> str | None:
+        """Before posting the progress message: if an earlier post's outcome is unknown,
+        look for it first (its ts, to edit instead); else note that a post is going out."""
+        record = self.ledger.record
+        if record.progress_posting and not record.progress_ts:
+            await self.find_posted()
+            if record.progress_ts:
+                return record.progress_ts
+        record.progress_posting = True
         await self.ledger.save()
+        return None
 
     async def _posted(self, ts: str) -> None:
         record = self.ledger.record

@@ -20,13 +20,14 @@ from bot.agent.events import AgentEvent, RoundStarted, TextDelta, ToolFinished, 
 from bot.config.schema import SlackConfig
 from bot.lifecycle.responder import Aborted, DeliveryRecord, Fence, Settled
 from bot.slack.answer import AnswerWriter
+from bot.slack.background import Background
 from bot.slack.blocks import ToolLine, answer_blocks, message_text, progress_blocks
 from bot.slack.calls import safe_call
 from bot.slack.delivery import SlackDelivery
 from bot.slack.errors import error_code, for_delivery, is_temporary
 from bot.slack.ledger import DeliveryLedger
-from bot.slack.progress import ProgressView
-from bot.slack.tagging import Me, find_own, tag
+from bot.slack.progress import ProgressView, settle_line
+from bot.slack.tagging import Me, OwnMessage, find_own, tag
 from bot.state.notices import Notice
 from bot.turn import Turn
 
@@ -72,6 +73,7 @@ class SlackTurnView:
             interval_s=settings.edit_interval_s,
         )
         self._titled = not (turn.kind == "assistant" and turn.extra.get("new_thread"))
+        self.background = Background()
 
     async def resume(self) -> None:
         """Take over what an earlier attempt left: a progress message it posted but did not
@@ -88,14 +90,16 @@ class SlackTurnView:
         if not self._titled:
             self._titled = True
             title = " ".join(self.turn.text.split())[:TITLE_CHARS]
-            await safe_call(
-                self.client.assistant_threads_setTitle,
-                channel_id=self.turn.channel,
-                thread_ts=self.turn.thread_ts,
-                title=title,
+            self.background.spawn(
+                safe_call(
+                    self.client.assistant_threads_setTitle,
+                    channel_id=self.turn.channel,
+                    thread_ts=self.turn.thread_ts,
+                    title=title,
+                )
             )
         if isinstance(event, RoundStarted):
-            await self.progress.start()
+            self.progress.start()
         elif isinstance(event, TextDelta):
             self.answer.text(event.round, event.text)
         elif isinstance(event, ToolStarted):
@@ -107,18 +111,22 @@ class SlackTurnView:
     async def deliver(self, settled: Settled) -> None:
         """The answer first (nothing waits for an edit window), then the progress message's
         final form. Both are recorded, so a retry continues where this one stopped."""
-        await self.answer.finish(settled.text)
         try:
+            await self.answer.finish(settled.text)
             await self.progress.finish(settled.tool_results())
-        except (asyncio.CancelledError, Aborted):
+        except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise for_delivery(exc) from exc
+            sorted_ = for_delivery(exc)
+            if sorted_ is exc:
+                raise
+            raise sorted_ from exc
 
     def delivery(self) -> DeliveryRecord:
         return self.ledger.record.to_record()
 
     async def close(self) -> None:
+        await self.background.close()
         await self.answer.close()
         await self.progress.close()
 
@@ -150,25 +158,53 @@ class SlackResponder:
             await view.close()
 
     async def post_notice(self, notice: Notice) -> None:
-        """Close what the turn left open (a stream, a progress message with a Stop button),
-        then post the notice once (tagged, and looked for first when retried)."""
+        """Close what the turn left open (a stream, a progress message with a Stop button,
+        also ones whose ts was never learnt), then post the notice once: a notice taken
+        before is looked for first."""
         record = SlackDelivery.from_record(notice.delivery)
+        turn = Turn(notice.team, notice.channel, notice.thread_ts, "", "", notice.message_ts)
+        found: list[OwnMessage] | None = None
+
+        async def own() -> list[OwnMessage]:
+            nonlocal found
+            if found is None:
+                found = await find_own(self.client, turn, self.me)
+            return found
+
         try:
-            if record.first_ts and record.first_streaming:
+            first_ts, streaming = record.first_ts, record.first_streaming
+            if record.first_posting and not first_ts:
+                untagged = [m.ts for m in await own() if m.payload is None]
+                first_ts, streaming = (untagged[0], True) if untagged else ("", False)
+            if first_ts and streaming:
                 await self._quietly(
-                    self.client.chat_stopStream(channel=notice.channel, ts=record.first_ts)
+                    self.client.chat_stopStream(
+                        channel=notice.channel,
+                        ts=first_ts,
+                        metadata=tag(notice.message_ts, notice.id, "answer", 0),
+                    )
                 )
-            if record.progress_ts and not record.progress_closed:
+            progress_ts = record.progress_ts
+            if record.progress_posting and not progress_ts:
+                progress_ts = next(
+                    (m.ts for m in await own() if m.is_for(notice.message_ts, "progress")), ""
+                )
+            if progress_ts and not record.progress_closed:
                 lines = [ToolLine(**line) for line in record.progress_lines]
+                for line in lines:
+                    if line.state == "running":
+                        settle_line(line, None)
                 await self._quietly(
                     self.client.chat_update(
                         channel=notice.channel,
-                        ts=record.progress_ts,
+                        ts=progress_ts,
                         text=STOPPED_NOTE,
                         blocks=progress_blocks(lines, STOPPED_NOTE, True),
                     )
                 )
-            if notice.attempts and await self._notice_posted(notice):
+            if not notice.text:
+                return
+            if notice.taken > 1 and any(m.is_for(notice.message_ts, "notice") for m in await own()):
                 return
             await self.client.chat_postMessage(
                 channel=notice.channel,
@@ -180,12 +216,10 @@ class SlackResponder:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise for_delivery(exc) from exc
-
-    async def _notice_posted(self, notice: Notice) -> bool:
-        turn = Turn(notice.team, notice.channel, notice.thread_ts, "", "", notice.message_ts)
-        found = await find_own(self.client, turn, self.me)
-        return any(m.is_for(notice.message_ts, "notice") for m in found)
+            sorted_ = for_delivery(exc)
+            if sorted_ is exc:
+                raise
+            raise sorted_ from exc
 
     @staticmethod
     async def _quietly(call: Awaitable[Any]) -> None:

@@ -76,6 +76,7 @@ def connect(
         max_connections=max_connections,
         timeout=10,
         decode_responses=True,
+        encoding_errors="replace",  # a lone surrogate (a stream cut mid-emoji) is not fatal
         socket_timeout=15,  # longer than the blocking stream reads (2 s)
         socket_connect_timeout=CONNECT_TIMEOUT_S,
         health_check_interval=HEALTH_CHECK_INTERVAL_S,

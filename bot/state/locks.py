@@ -41,12 +41,22 @@ if ARGV[5] ~= '' then
 end
 return 1
 """
+# A thread someone else holds now is left alone; one that is ours, or free (our lease ran
+# out), is freed and its entry made claimable at once.
 # KEYS: lock, stream; ARGV: token, group, consumer, entry id ('' for none), idle ms
 HAND_BACK = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
 if ARGV[4] ~= '' then
   redis.call('XCLAIM', KEYS[2], ARGV[2], ARGV[3], 0, ARGV[4], 'IDLE', ARGV[5], 'JUSTID')
 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if holder then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+# SET NX, or the lock holds this token already (the reply to our SET was lost and resent).
+ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
 return 0
 """
 RELEASE = """
@@ -63,13 +73,14 @@ class ThreadLocks:
         self._heartbeat = client.register_script(HEARTBEAT)
         self._hand_back = client.register_script(HAND_BACK)
         self._release = client.register_script(RELEASE)
+        self._acquire = client.register_script(ACQUIRE)
 
     async def try_acquire(self, thread: ThreadKey, consumer: str) -> ThreadLease | None:
         token = secrets.token_hex(16)
         key = self.keys.lock(thread)
         loop = asyncio.get_running_loop()
         asked_at = loop.time()
-        if await self.client.set(key, token, nx=True, px=self.ttl_ms):
+        if await self._acquire(keys=[key], args=[token, self.ttl_ms]):
             return ThreadLease(self, key, token, consumer, asked_at)
         return None
 
@@ -85,6 +96,13 @@ class ThreadLease:
         self.entry = ""  # the stream entry of the turn being worked on
         self.lost = asyncio.Event()  # set when another owner may have the thread now
         self._trusted_until = renewed_at + TRUSTED_SHARE * locks.ttl_ms / 1000
+        # ``lost`` fires by itself when the lease runs out, even while a renewal hangs.
+        self._expiry = asyncio.get_running_loop().call_at(self._trusted_until, self._expire)
+
+    def _expire(self) -> None:
+        if not self.lost.is_set():
+            log.warning("the lease of %s ran out before it could be renewed", self.key)
+            self.lost.set()
 
     def valid(self) -> bool:
         """Whether Slack may still be written to for this thread (no round trip)."""
@@ -103,12 +121,15 @@ class ThreadLease:
             keys=[self.key, locks.keys.turns],
             args=[self.token, locks.ttl_ms, locks.keys.workers, self.consumer, self.entry],
         )
-        if renewed:
+        if renewed and not self.lost.is_set():
             self._trusted_until = asked_at + TRUSTED_SHARE * locks.ttl_ms / 1000
+            self._expiry.cancel()
+            self._expiry = loop.call_at(self._trusted_until, self._expire)
         return bool(renewed)
 
     async def release(self) -> bool:
         """Free the lock if we still own it; a lock someone else holds is left alone."""
+        self._expiry.cancel()
         try:
             return bool(await self.locks._release(keys=[self.key], args=[self.token]))
         except REDIS_DOWN:
@@ -119,6 +140,7 @@ class ThreadLease:
         """Let another worker take the thread now: free the lock, and make the turn's entry
         claimable at once."""
         locks = self.locks
+        self._expiry.cancel()
         self.lost.set()
         try:
             await locks._hand_back(
@@ -151,17 +173,23 @@ class ThreadLease:
 
     async def _keep(self) -> None:
         interval = self.locks.ttl_ms / 3000
+        loop = asyncio.get_running_loop()
         wait = interval
         while not self.lost.is_set():
             await asyncio.sleep(wait)
             try:
-                if not await self.renew():
+                # A renewal that hangs past the lease's end is no renewal.
+                async with asyncio.timeout_at(max(self._trusted_until, loop.time() + 0.05)):
+                    renewed = await self.renew()
+                if not renewed:
                     log.warning("lost %s to another owner", self.key)
                     self.lost.set()
                     return
                 wait = interval
-            except REDIS_DOWN:
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
                 if not self.valid():
-                    log.warning("could not renew %s before it expired", self.key)
+                    log.warning("could not renew %s before it expired (%s)", self.key, exc)
                     return
                 wait = min(interval, RETRY_RENEW_S)  # try again soon: the lease is running out

@@ -2,7 +2,8 @@
 
 A turn that is given up leaves a notice here in the same atomic step. Any worker posts due
 notices: taking one pushes its due time forward (a lease), so two workers do not post it at
-once, and a worker that dies while posting leaves it due again soon.
+once, and a worker that dies while posting leaves it due again soon. Each take is counted:
+a notice taken before may have been posted already, so its poster looks first.
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ local taken = {}
 for _, id in ipairs(ids) do
   redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), id)
   local data = redis.call('HGET', KEYS[2], id)
-  if data then table.insert(taken, data) else redis.call('ZREM', KEYS[1], id) end
+  if data then
+    local notice = cjson.decode(data)
+    notice['taken'] = (tonumber(notice['taken']) or 0) + 1
+    data = cjson.encode(notice)
+    redis.call('HSET', KEYS[2], id, data)
+    table.insert(taken, data)
+  else
+    redis.call('ZREM', KEYS[1], id)
+  end
 end
 return taken
 """
@@ -38,10 +47,11 @@ class Notice:
     channel: str
     thread_ts: str
     message_ts: str
-    text: str
+    text: str  # "" when there is nothing to say, only things to tidy
     delivery: dict[str, Any] = field(default_factory=dict)  # what the turn left in Slack
     since: float = 0.0
-    attempts: int = 0
+    attempts: int = 0  # posts Slack refused
+    taken: int = 0  # times a worker took it to post
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
@@ -64,7 +74,7 @@ class Notices:
         raw = await self._take(
             keys=[self.keys.notices, self.keys.notice_data], args=[time.time(), lease_s, count]
         )
-        return [Notice(**json.loads(item)) for item in raw]
+        return [_notice(item) for item in raw]
 
     async def done(self, notice: Notice) -> None:
         async with self.client.pipeline(transaction=True) as pipe:
@@ -81,3 +91,10 @@ class Notices:
 
     async def pending(self) -> int:
         return int(await self.client.zcard(self.keys.notices))
+
+
+def _notice(raw: str) -> Notice:
+    data = json.loads(raw)
+    if not isinstance(data.get("delivery"), dict):
+        data["delivery"] = {}  # Lua's cjson writes an empty object as []
+    return Notice(**data)

@@ -47,6 +47,13 @@ redis.call('ZADD', KEYS[4], ARGV[6], id)
 return id
 """
 
+# KEYS: thread queue, thread's current; ARGV: entry id
+FORGET = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1
+"""
+
 Entry = tuple[str, Turn | None]  # None: an entry whose payload could not be read
 
 
@@ -57,6 +64,7 @@ class TurnQueue:
         self.dedup_ttl_s = dedup_ttl_s
         self.max_len = max_len
         self._enqueue = client.register_script(ENQUEUE)
+        self._forget = client.register_script(FORGET)
         # Wakes in-process workers at once (the embedded Redis cannot block on reads).
         self.arrived = asyncio.Event()
 
@@ -155,11 +163,12 @@ class TurnQueue:
         return _entry(*items[0])
 
     async def forget(self, thread: ThreadKey, entry_id: str) -> None:
-        """Drop an id whose entry is already gone from the thread's set (and pointer)."""
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.zrem(self.keys.thread_queue(thread), entry_id)
-            pipe.delete(self.keys.thread_current(thread))
-            await pipe.execute()
+        """Drop an id whose entry is already gone from the thread's set (and the pointer,
+        when it names that id)."""
+        await self._forget(
+            keys=[self.keys.thread_queue(thread), self.keys.thread_current(thread)],
+            args=[entry_id],
+        )
 
     def finish(self, commands: Commands | Any, thread: ThreadKey, entry_id: str) -> None:
         """Queue what ends a turn: ack, delete, leave the thread's set and pointer."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,12 +68,16 @@ return 'ok'
 """
 )
 
-# Start (or resume) work on a turn: count the attempt, mark it running if it was queued,
-# point the thread at it, and return the record, the journal and the calls run again.
-# KEYS: lock, record, journal, reruns, thread's current; ARGV: token, entry id, TTL
+# Start (or resume) work on a turn: count the attempt (once per attempt id, so a command
+# resent after a lost reply counts once), mark it running if it was queued, point the
+# thread at it, and return the record, the journal and the calls run again.
+# KEYS: lock, record, journal, reruns, thread's current; ARGV: token, entry id, TTL, attempt
 BEGIN = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {'stale'} end
-redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+if redis.call('HGET', KEYS[2], 'attempt') ~= ARGV[4] then
+  redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+  redis.call('HSET', KEYS[2], 'attempt', ARGV[4])
+end
 local state = redis.call('HGET', KEYS[2], 'state')
 if not state or state == 'queued' then
   redis.call('HSET', KEYS[2], 'state', 'running', 'round', 0)
@@ -197,6 +202,7 @@ class OwnedTurn:
         self._record = keys.turn(entry_id)
         self._journal = keys.journal(entry_id)
         self._reruns = keys.reruns(entry_id)
+        self.attempt = secrets.token_hex(8)  # this owner's attempt at the turn
         self._rounds = 0
         self._saved = 0  # messages in the journal
         self._journal_lock = asyncio.Lock()  # one message at a time, each at its index
@@ -212,7 +218,7 @@ class OwnedTurn:
                 self._reruns,
                 keys.thread_current(self.thread),
             ],
-            args=[self.token, self.entry_id, self.records.keep_s],
+            args=[self.token, self.entry_id, self.records.keep_s, self.attempt],
         )
         if reply[0] == "stale":
             raise Stale(self._lock)

@@ -85,9 +85,13 @@ class ThreadProcessor:
                 return
             entry = await queue.fetch(head)
             if entry is None or entry[1] is None:
-                if entry is not None:
+                if entry is None:
+                    # A finished turn leaves the set in the same step, so this entry was
+                    # trimmed from the stream (queue.stream_max_len) or Redis lost it.
+                    log.warning("turn %s of %s is gone from the stream; skipping it", head, thread)
+                else:
                     await self._discard_unreadable(head)
-                await queue.forget(thread, head)  # finished already; only the id was left
+                await queue.forget(thread, head)
                 continue
             lease.entry = head
             try:

@@ -32,7 +32,9 @@ async def test_begin_counts_attempts_and_marks_the_turn_running(state: State) ->
     assert (first.state, first.attempts, first.journal) == (TurnState.RUNNING, 1, [])
     await owned.record({"role": "user", "content": "hello"})
     await owned.record({"role": "assistant", "content": None, "tool_calls": []})
-    again = await owned.begin()
+    assert (await owned.begin()).attempts == 1  # resent after a lost reply: counted once
+    next_owner = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    again = await next_owner.begin()
     assert (again.state, again.attempts, again.round) == (TurnState.RUNNING, 2, 1)
     assert [m["role"] for m in again.journal] == ["user", "assistant"]
     # The thread now points at its started turn.
@@ -114,7 +116,7 @@ async def test_a_call_is_claimed_for_a_rerun_once(state: State) -> None:
     assert await owned.claim_rerun("call-1")
     assert not await owned.claim_rerun("call-1")
     assert await owned.claim_rerun("call-2")
-    record = await owned.begin()
+    record = await state.records.owned(entry_id, TURN.thread_key, lease.token).begin()
     assert record.reruns == {"call-1", "call-2"}
 
 

@@ -1,0 +1,72 @@
+"""Which Slack calls slack_sdk may send again by itself.
+
+429s are always retried after their Retry-After (Slack did nothing). A 5xx or a connection
+that dropped after the request was sent may have left the call applied: for a call that
+creates a message (there is no idempotency key) sending it again could show it twice, so
+those are left to the turn's delivery, which records what it posts and looks for it by its
+tag before posting again. A connection that was never made is safe to retry for any call.
+"""
+
+from __future__ import annotations
+
+from aiohttp import ClientConnectorError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+
+CREATES = ("chat.postMessage", "chat.startStream")
+
+
+def creates_a_message(request: HttpRequest) -> bool:
+    return request.url.rstrip("/").rsplit("/", 1)[-1] in CREATES
+
+
+class ServerErrorRetry(AsyncServerErrorRetryHandler):
+    """5xx: retried, except for calls that create a message."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if creates_a_message(request):
+            return False
+        return await super()._can_retry_async(
+            state=state, request=request, response=response, error=error
+        )
+
+
+class ConnectionErrorRetry(AsyncConnectionErrorRetryHandler):
+    """Dropped or refused connections: retried; for calls that create a message only when
+    the connection was never made."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if creates_a_message(request):
+            return isinstance(error, ClientConnectorError)
+        return await super()._can_retry_async(
+            state=state, request=request, response=response, error=error
+        )
+
+
+def retry_handlers() -> list[AsyncRetryHandler]:
+    return [
+        AsyncRateLimitErrorRetryHandler(max_retry_count=5),
+        ConnectionErrorRetry(max_retry_count=2),
+        ServerErrorRetry(max_retry_count=2),
+    ]
