@@ -65,7 +65,9 @@ def connect(
             "queued turns, switches, grants, audit) is kept in memory only and is lost when "
             "this process stops; run one process only."
         )
-        embedded = fakeredis.FakeAsyncRedis(server=fakeredis.FakeServer(), decode_responses=True)
+        embedded = fakeredis.FakeAsyncRedis(
+            server=fakeredis.FakeServer(), decode_responses=True, encoding_errors="replace"
+        )
         return RedisHandle(embedded, embedded=True)
     parts = urlsplit(url)
     log.info("using Redis at %s:%s", parts.hostname, parts.port or 6379)  # never the password

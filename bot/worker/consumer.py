@@ -18,12 +18,12 @@ import time
 
 import redis.exceptions
 
-from bot.agent.cancellation import sleep_unless
+from bot.agent.cancellation import Interrupted, sleep_unless, unless
 from bot.lifecycle.responder import DeliveryFailed, Responder, Undeliverable
 from bot.state.errors import REDIS_DOWN
 from bot.state.notices import GIVE_UP_AFTER_S, Notice, Notices
 from bot.state.queue import Entry, TurnQueue
-from bot.turn import Turn
+from bot.turn import ThreadKey, Turn
 from bot.worker.processor import ThreadProcessor
 
 log = logging.getLogger(__name__)
@@ -204,8 +204,18 @@ class Worker:
             await sleep_unless(self.claim_every_s, stop)
 
     async def _post_notice(self, notice: Notice) -> None:
+        """Post one notice while holding its thread's lease: never beside another worker
+        posting it, and in order with the thread's turns. A thread busy now is tried again
+        when the notice comes due again."""
+        thread = ThreadKey(notice.team, notice.channel, notice.thread_ts)
+        lease = await self.processor.locks.try_acquire(thread, self.name)
+        if lease is None:
+            return
         try:
-            await self.responder.post_notice(notice)
+            async with lease.kept_alive() as lost:
+                outcome = await unless(self.responder.post_notice(notice), lost)
+            if isinstance(outcome, Interrupted):
+                return  # due again once its take runs out
         except DeliveryFailed as exc:
             if time.time() - notice.since > GIVE_UP_AFTER_S:
                 log.error("dropping the notice for turn %s: Slack refused it for a day", notice.id)
@@ -217,4 +227,6 @@ class Worker:
             return
         except Undeliverable as exc:
             log.error("the notice for turn %s can never be posted: %s", notice.id, exc)
+        finally:
+            await lease.release()
         await self.notices.done(notice)

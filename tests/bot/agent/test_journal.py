@@ -7,6 +7,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from bot.agent import LoopSettings, StopReason, run_turn
 from bot.agent.journal import resume_from
 from bot.agent.messages import assistant_message, tool_message, user_message
@@ -200,3 +202,24 @@ def test_an_incomplete_earlier_round_is_not_reopened() -> None:
     resumed = resume_from(saved)
     assert resumed.open_calls == []
     assert [m["role"] for m in resumed.messages] == ["user", "assistant", "tool", "user"]
+
+
+class BrokenJournal(ListJournal):
+    """Saves the user message, then Redis is gone for good."""
+
+    async def record(self, message: dict[str, Any]) -> None:
+        if self.saved:
+            raise ConnectionError("Redis is away")
+        await super().record(message)
+
+
+async def test_a_call_that_cannot_be_saved_never_runs(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    RUNS.clear()
+    fake_llm.add(calls(("work", {"name": "a"}, "a")), text("never"))
+    journal = BrokenJournal()
+    with pytest.raises(ConnectionError):
+        await run_turn(make_model(), SETTINGS, [], "go", TOOLS, journal=journal)
+    assert RUNS == []  # the call was not saved, so it did not run
+    assert [m["role"] for m in journal.saved] == ["user"]

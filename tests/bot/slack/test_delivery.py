@@ -90,6 +90,7 @@ async def test_a_channel_slack_refuses_for_good_is_not_retried(slack_app: SlackH
     [dead] = await state.queue.dead_letters()
     assert dead["reason"] == "undeliverable: channel_not_found"
     assert await state.queue.pending_count() == 0
+
     # What the turn left open is tidied (nothing was), and nothing more is posted: Slack
     # said the channel is gone.
     async def tidied() -> bool:

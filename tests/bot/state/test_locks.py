@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from bot.state.store import State
 from bot.turn import Turn
+from tests.fakes.redis_server import PrivateRedis
 
 
 def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Turn:
@@ -83,3 +84,27 @@ async def test_a_lease_not_renewed_in_time_is_no_longer_trusted(
     await asyncio.sleep(1.0)  # past 80 % of the TTL without a heartbeat
     assert not lease.valid()
     assert lease.lost.is_set()
+
+
+async def test_a_lease_whose_renewal_hangs_is_lost_on_time(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url, queue={"lock_ttl_s": 1.2})
+    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    assert lease is not None
+    async with lease.kept_alive() as lost:
+        private_redis.pause()  # Redis takes the renewal and never answers
+        try:
+            await asyncio.wait_for(lost.wait(), 3)
+        finally:
+            private_redis.resume()
+    assert not lease.valid()
+
+
+async def test_a_resent_acquire_keeps_the_lock(state: State) -> None:
+    thread = message("", "").thread_key
+    lease = await state.locks.try_acquire(thread, "w1")
+    assert lease is not None
+    # The reply to SET NX was lost and redis-py sent it again: the same token holds it.
+    assert await state.locks._acquire(keys=[lease.key], args=[lease.token, 1000]) == 1
+    assert await state.locks._acquire(keys=[lease.key], args=["someone-else", 1000]) == 0
