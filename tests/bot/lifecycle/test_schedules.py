@@ -7,7 +7,8 @@ real Redis under one key prefix per example, and one in-memory fake Slack shared
 A crash marks the process dead, so every later Redis or Slack call it would make fails
 (nothing it cleans up on the way out reaches the world), and stops its loop. A crash can
 also strike right after a Redis command or a Slack call took effect, before the process
-learned the answer: the cases an idempotency key would cover, which Slack does not have.
+learned the answer, and a Slack call can take effect and then time out while the process
+lives on: the cases an idempotency key would cover, which Slack does not have.
 A Redis drop loses a command before it is sent, or its reply after it ran.
 
 Invariants, once the faults stop and two healthy processes finish the work: every message
@@ -104,11 +105,16 @@ class FailSlack:
 
 
 @dataclass(frozen=True)
+class Unconfirmed:
+    method: str  # the next call of this method (any process) is applied, then times out
+
+
+@dataclass(frozen=True)
 class Pause:
     ms: int
 
 
-Step = Send | Kill | KillAfterRedis | KillAfterSlack | DropRedis | FailSlack | Pause
+Step = Send | Kill | KillAfterRedis | KillAfterSlack | DropRedis | FailSlack | Unconfirmed | Pause
 
 processes = st.integers(0, PROCESSES - 1)
 steps = st.one_of(
@@ -120,6 +126,7 @@ steps = st.one_of(
     st.builds(KillAfterSlack, processes, st.sampled_from(SLACK_METHODS)),
     st.builds(DropRedis, processes, st.integers(1, 3), st.booleans()),
     st.builds(FailSlack, st.integers(1, 6)),
+    st.builds(Unconfirmed, st.sampled_from(SLACK_METHODS)),
     st.builds(Pause, st.integers(0, 400)),
 )
 
@@ -181,6 +188,7 @@ class World:
         self.slack = FakeSlack()
         self.slack_lock = threading.Lock()
         self.slack_failures = 0
+        self.unconfirmed: list[str] = []
         self.streaming = streaming
         self.runs: Counter[str] = Counter()  # tool call id -> runs started
         self.runs_lock = threading.Lock()
@@ -197,6 +205,12 @@ class World:
         if faults.slack_kill and faults.slack_kill == method:
             faults.slack_kill = ""
             faults.die()
+        with self.slack_lock:
+            unconfirmed = method in self.unconfirmed
+            if unconfirmed:
+                self.unconfirmed.remove(method)
+        if unconfirmed:
+            raise TimeoutError(f"{method} was applied; its answer never came (injected)")
 
     def model(self) -> FunctionModel:
         async def respond(
@@ -346,11 +360,15 @@ async def play(schedule: list[Step], streaming: bool) -> None:
             elif isinstance(step, FailSlack):
                 with world.slack_lock:
                     world.slack_failures += step.calls
+            elif isinstance(step, Unconfirmed):
+                with world.slack_lock:
+                    world.unconfirmed.append(step.method)
             else:
                 await asyncio.sleep(step.ms / 1000)
         # The faults stop; dead processes are replaced by healthy ones.
         with world.slack_lock:
             world.slack_failures = 0
+            world.unconfirmed.clear()
         for number, process in enumerate(fleet):
             process.faults.redis_countdown, process.faults.slack_kill = 0, ""
             process.faults.drops.clear()
