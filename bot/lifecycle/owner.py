@@ -269,10 +269,12 @@ class TurnOwner:
             )
         self.stores.usage.add_to(commands, turn.team, turn.user, result.usage, result.cost)
         state = settled_state(result.stop_reason)
+        since = time.time()  # delivery starts now: its timeout counts from here
         fields = {
             "text": result.text,
             "outcome": result.stop_reason.value,
             "messages": result.new_messages,
+            "delivering_since": repr(since),
         }
         await self._durably(lambda: self.owned.move(state, fields, commands))
         return TurnRecord(
@@ -282,7 +284,7 @@ class TurnOwner:
             text=result.text,
             outcome=result.stop_reason.value,
             messages=result.new_messages,
-            delivering_since=record.delivering_since,
+            delivering_since=since,
         )
 
     async def _deliver(self, view: TurnView, record: TurnRecord) -> bool:
