@@ -12,10 +12,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
+from bot.slack.after_ack import AfterAck
 from bot.slack.ingress import Ingress
 from bot.slack.listeners import actions, assistant, commands, home, messages
 from bot.slack.retries import retry_handlers
 from bot.slack.storage_down import is_storage_down, storage_down_response
+from bot.state.agent_pane import AgentPaneThreads
 from bot.state.stops import StopRequests
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
@@ -55,6 +57,8 @@ def build_app(
     policy: Policy,
     registry: ToolRegistry,
     stops: StopRequests,
+    pane: AgentPaneThreads,
+    later: AfterAck,
 ) -> AsyncApp:
     app = AsyncApp(
         client=client,
@@ -65,10 +69,10 @@ def build_app(
         request_verification_enabled=signing_secret is not None,
     )
     messages.register(app, ingress, settings)
-    assistant.register(app, settings)
-    commands.register(app, settings.command, admin)
-    home.register(app, settings.command, policy, registry)
-    actions.register(app, stops, policy)
+    assistant.register(app, settings, pane, later)
+    commands.register(app, settings.command, admin, later)
+    home.register(app, settings.command, policy, registry, later)
+    actions.register(app, stops, policy, later)
 
     @app.error
     async def on_error(

@@ -18,6 +18,7 @@ from bot.admin.commands import AdminCommands, AdminStores
 from bot.config import ConfigError
 from bot.lifecycle.owner import Agent
 from bot.services import Services
+from bot.slack.after_ack import AfterAck
 from bot.slack.app import build_app, web_client
 from bot.slack.directory import SlackDirectory
 from bot.slack.ingress import Ingress
@@ -39,6 +40,7 @@ class SlackService:
     ingress: Ingress
     worker: Worker
     app: AsyncApp
+    later: AfterAck  # listeners' Slack work after their ack
 
 
 def build_slack_service(services: Services, *, http: bool) -> SlackService:
@@ -81,6 +83,7 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         services.config.roles,
         AdminStores(state.switches, state.grants, state.audit, state.usage),
     )
+    later = AfterAck()
     app = build_app(
         client,
         ingress,
@@ -90,8 +93,10 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         policy=policy,
         registry=services.registry,
         stops=state.stops,
+        pane=state.pane,
+        later=later,
     )
-    return SlackService(services, client, ingress, worker, app)
+    return SlackService(services, client, ingress, worker, app, later)
 
 
 async def run(
@@ -131,6 +136,7 @@ async def run(
             await socket_handler.close_async()  # type: ignore[no-untyped-call]
         if runner is not None:
             await runner.cleanup()
+        await service.later.close()
         if worker_task is not None:
             stop.set()
             await worker_task

@@ -33,6 +33,12 @@ class Keys:
     def participation(self, thread: ThreadKey) -> str:
         return f"{self.prefix}joined:{thread}"
 
+    def greeted(self, thread: ThreadKey) -> str:
+        return f"{self.prefix}pane:{thread}:greeted"
+
+    def pane_context(self, thread: ThreadKey) -> str:
+        return f"{self.prefix}pane:{thread}:context"
+
     def cache(self, key: str) -> str:
         return f"{self.prefix}cache:{key}"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.config.schema import AppConfig
+from bot.state.agent_pane import AgentPaneThreads
 from bot.state.audit import AuditLog
 from bot.state.connection import Redis, RedisHandle, connect
 from bot.state.grants import RoleGrants
@@ -35,6 +36,7 @@ class State:
     usage: UsageCounters
     audit: AuditLog
     participation: ThreadParticipation
+    pane: AgentPaneThreads
     cache: RedisCache
     stops: StopRequests
 
@@ -69,6 +71,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         usage=UsageCounters(client, keys),
         audit=AuditLog(client, keys),
         participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
+        pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),
         stops=StopRequests(client, keys),
     )

@@ -192,6 +192,8 @@ class SlackHarness:
             await asyncio.wait_for(self._worker, 40)
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.service is not None:
+            await self.service.later.close()
         if self.services is not None:
             await self.services.aclose()
 
@@ -265,6 +267,11 @@ class SlackHarness:
     def idle(self) -> bool:
         assert self.service is not None
         return not self.service.worker.active
+
+    async def after_acks(self) -> None:
+        """Wait for the listeners' work after their acks (Home tab, greeting, clicks)."""
+        assert self.service is not None
+        await self.service.later.settle()
 
 
 def is_progress(message: Message) -> bool:

@@ -10,6 +10,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
+from bot.slack.after_ack import AfterAck
 from bot.slack.blocks import STOP_ACTION
 from bot.state.stops import StopRequests
 from bot.turn import ThreadKey
@@ -18,7 +19,7 @@ from permissions.policy import Person, Policy
 log = logging.getLogger(__name__)
 
 
-def register(app: AsyncApp, stops: StopRequests, policy: Policy) -> None:
+def register(app: AsyncApp, stops: StopRequests, policy: Policy, later: AfterAck) -> None:
     @app.action(STOP_ACTION)
     async def on_stop(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
@@ -29,12 +30,18 @@ def register(app: AsyncApp, stops: StopRequests, policy: Policy) -> None:
             log.warning("a Stop button with an unreadable value")
             return
         clicker = (body.get("user") or {}).get("id") or ""
-        person = Person(thread.team, clicker, thread.channel)
-        if clicker != turn.get("user") and not await policy.is_admin(person):
-            await respond(
-                text="Only the person who asked, or an admin, can stop this answer.",
-                response_type="ephemeral",
-                replace_original=False,
-            )
+        if clicker == turn.get("user"):
+            await stops.request(thread, clicker)  # one Redis write: done before the ack
             return
-        await stops.request(thread, clicker)
+
+        async def stop_if_admin() -> None:  # may ask Slack (users.info): after the ack
+            if not await policy.is_admin(Person(thread.team, clicker, thread.channel)):
+                await respond(
+                    text="Only the person who asked, or an admin, can stop this answer.",
+                    response_type="ephemeral",
+                    replace_original=False,
+                )
+                return
+            await stops.request(thread, clicker)
+
+        later.spawn(stop_if_admin(), respond=respond, what="a Stop click")

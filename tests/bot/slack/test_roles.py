@@ -233,6 +233,7 @@ async def test_the_home_tab_shows_roles_and_tools(app: SlackHarness) -> None:
         "event_ts": "209.000001",
     }
     await app.post(app.envelope(opened))
+    await app.after_acks()
     [publish] = app.slack.calls_to("views.publish")
     view = json.dumps(publish.args["view"])
     assert "*warehouse_staff* \\u2014 member of user group S0WAREHOUSE" in view

@@ -76,6 +76,7 @@ async def test_only_the_asker_or_an_admin_may_stop(slack_app: SlackHarness) -> N
     button = stop_button(progress)
     assert button is not None
     assert await app.click("stop_turn", button["value"], "U0BOB", progress.ts) == 200
+    await app.after_acks()
     [refusal] = app.slack.calls_to("response_url")
     assert refusal.args["text"] == "Only the person who asked, or an admin, can stop this answer."
     assert refusal.args["response_type"] == "ephemeral"
