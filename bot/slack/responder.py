@@ -25,6 +25,7 @@ from bot.slack.blocks import ToolLine, answer_blocks, message_text, progress_blo
 from bot.slack.calls import safe_call
 from bot.slack.delivery import SlackDelivery
 from bot.slack.errors import error_code, for_delivery, is_temporary
+from bot.slack.identity import BotIdentity
 from bot.slack.ledger import DeliveryLedger
 from bot.slack.progress import ProgressView, settle_line
 from bot.slack.tagging import Me, OwnMessage, find_own, tag
@@ -132,17 +133,16 @@ class SlackTurnView:
 
 
 class SlackResponder:
-    def __init__(self, client: AsyncWebClient, settings: SlackConfig) -> None:
+    def __init__(
+        self, client: AsyncWebClient, settings: SlackConfig, identity: BotIdentity | None = None
+    ) -> None:
         self.client = client
         self.settings = settings
-        self._me: Me | None = None
+        self.identity = identity or BotIdentity(client)
 
     async def me(self) -> Me:
         """Who the bot is (auth.test, once per process)."""
-        if self._me is None:
-            response = await self.client.auth_test()
-            self._me = Me(str(response.get("user_id") or ""), str(response.get("bot_id") or ""))
-        return self._me
+        return await self.identity.me()
 
     @contextlib.asynccontextmanager
     async def view(

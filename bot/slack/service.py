@@ -21,6 +21,7 @@ from bot.services import Services
 from bot.slack.after_ack import AfterAck
 from bot.slack.app import build_app, web_client
 from bot.slack.directory import SlackDirectory
+from bot.slack.identity import BotIdentity
 from bot.slack.ingress import Ingress
 from bot.slack.responder import SlackResponder
 from bot.slack.server import http_app
@@ -41,6 +42,7 @@ class SlackService:
     worker: Worker
     app: AsyncApp
     later: AfterAck  # listeners' Slack work after their ack
+    identity: BotIdentity
 
 
 def build_slack_service(services: Services, *, http: bool) -> SlackService:
@@ -70,7 +72,8 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         history_budget=services.config.history.token_budget,
         estimator=services.model.estimator,
     )
-    responder = SlackResponder(client, settings)
+    identity = BotIdentity(client)
+    responder = SlackResponder(client, settings, identity)
     worker = build_worker(state, agent, responder, services.config.queue)
     ingress = Ingress(state.queue, state.participation, settings)
     secret = (
@@ -96,7 +99,7 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         pane=state.pane,
         later=later,
     )
-    return SlackService(services, client, ingress, worker, app, later)
+    return SlackService(services, client, ingress, worker, app, later, identity)
 
 
 async def run(
@@ -108,6 +111,7 @@ async def run(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    await service.identity.share_with(service.app)
     worker_task = asyncio.create_task(service.worker.run(stop)) if with_worker else None
     runner: web.AppRunner | None = None
     socket_handler: AsyncSocketModeHandler | None = None

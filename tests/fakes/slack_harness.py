@@ -174,6 +174,7 @@ class SlackHarness:
         self.services = build_services(path)
         self.service = build_slack_service(self.services, http=True)
         await self.services.start()  # MCP servers, as `slack-agent run` does
+        await self.service.identity.share_with(self.service.app)
         self.service.worker.block_ms = 200
         self._runner = web.AppRunner(
             http_app(self.service.app, self.services.state.client.ping, SECRET), access_log=None
