@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
+from bot.slack.text.limits import limited, shorten
 from bot.state.audit import AuditEntry, AuditLog
 from bot.state.grants import RoleGrants
 from bot.state.switches import ToolSwitches
@@ -137,9 +138,8 @@ class AdminCommands:
         visible = await self.policy.visible(caller.person, await self.registry.list_tools())
         if not visible:
             return "No tools are available to you here."
-        return "*Your tools here:*\n" + "\n".join(
-            f"• `{t.name}` — {_first_line(t.description)}" for t in visible
-        )
+        rows = [f"• `{t.name}` — {shorten(_first_line(t.description), 150)}" for t in visible]
+        return "*Your tools here:*\n" + "\n".join(limited(rows))
 
     async def whoami(self, caller: Caller, args: list[str]) -> str:
         held = await self.policy.held(caller.person)
@@ -150,7 +150,7 @@ class AdminCommands:
         else:
             roles_text = "You hold no role."
         visible = await self.policy.visible(caller.person, await self.registry.list_tools())
-        names = ", ".join(f"`{t.name}`" for t in visible) or "none"
+        names = ", ".join(limited([f"`{t.name}`" for t in visible], 2_000, ", ")) or "none"
         return f"*Your roles:*\n{roles_text}\n*Your tools here:* {names}"
 
     # --- admins --------------------------------------------------------------------------
@@ -165,7 +165,7 @@ class AdminCommands:
                 state = f"*off* (by <@{switch.by}>, {_when(switch.at)})"
             who = ", ".join(roles_allowing(tool.name, self.roles)) if self.roles else "everyone"
             lines.append(f"• `{tool.name}` [{tool.source}] — {state} — roles: {who or 'none'}")
-        return "\n".join(lines)
+        return "\n".join([lines[0], *limited(lines[1:])])
 
     async def enable(self, caller: Caller, args: list[str]) -> str:
         return await self._switch(caller, args, enabled=True)
@@ -245,7 +245,7 @@ class AdminCommands:
         lines += [f"• <@{g.user}> — *{g.role}* (by <@{g.by}>, {_when(g.at)})" for g in grants] or [
             "• none"
         ]
-        return "\n".join(lines)
+        return "\n".join(limited(lines))
 
     async def audit(self, caller: Caller, args: list[str]) -> str:
         count = AUDIT_DEFAULT
@@ -260,9 +260,10 @@ class AdminCommands:
         for e in entries:
             target = f" `{e.target}`" if e.target else ""
             lines.append(
-                f"• {_when(e.at)} <@{e.actor}> {e.kind} `{e.action}`{target} → {e.outcome}"
+                f"• {_when(e.at)} <@{e.actor}> {e.kind} `{e.action}`{target} → "
+                f"{shorten(e.outcome, 200)}"
             )
-        return "\n".join(lines)
+        return "\n".join([lines[0], *limited(lines[1:])])
 
     async def usage(self, caller: Caller, args: list[str]) -> str:
         if len(args) > 1:
@@ -271,21 +272,20 @@ class AdminCommands:
             user = user_id(args[0])
             if user is None:
                 return f"`{args[0]}` is not a person. Usage: `{self.command} usage [@user]`"
-            today = await self.state.usage.totals(caller.team, user, days=1)
-            week = await self.state.usage.totals(caller.team, user, days=7)
-            return f"<@{user}>\n• today: {_totals(today)}\n• last 7 days: {_totals(week)}"
-        users = await self.state.usage.users(caller.team, days=7)
-        if not users:
+            person = await self.state.usage.person(caller.team, user, days=7)
+            return (
+                f"<@{user}>\n• today: {_totals(person.last_day)}\n"
+                f"• last 7 days: {_totals(person.all_days)}"
+            )
+        people = await self.state.usage.report(caller.team, days=7)
+        if not people:
             return "Nobody has used the bot in the last 7 days."
-        rows = []
-        for user in users:
-            week = await self.state.usage.totals(caller.team, user, days=7)
-            today = await self.state.usage.totals(caller.team, user, days=1)
-            rows.append((week.prompt_tokens + week.completion_tokens, user, today, week))
-        rows.sort(reverse=True)
-        lines = ["*Usage, today | last 7 days:*"]
-        lines += [f"• <@{u}> — {_totals(t)} | {_totals(w)}" for _, u, t, w in rows]
-        return "\n".join(lines)
+        people.sort(key=lambda p: p.all_days.prompt_tokens + p.all_days.completion_tokens)
+        rows = [
+            f"• <@{p.user}> — {_totals(p.last_day)} | {_totals(p.all_days)}"
+            for p in reversed(people)
+        ]
+        return "\n".join(["*Usage, today | last 7 days:*", *limited(rows)])
 
 
 def _first_line(text: str) -> str:

@@ -72,7 +72,11 @@ class Keys:
         return f"{self.prefix}grants:{team}"
 
     def usage(self, team: str, user: str, day: str) -> str:
-        return f"{self.prefix}usage:{team}:{day}:{user}"
+        return f"{self.usage_prefix(team)}{day}:{user}"
+
+    def usage_prefix(self, team: str) -> str:
+        """What every usage key of the team starts with (then the day, ':', the user)."""
+        return f"{self.prefix}usage:{team}:"
 
     def usage_users(self, team: str, day: str) -> str:
         return f"{self.prefix}usage:{team}:{day}"

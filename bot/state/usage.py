@@ -33,10 +33,47 @@ def today() -> date:
     return datetime.now(UTC).date()
 
 
+@dataclass(frozen=True)
+class PersonUsage:
+    """One person's usage on the last day of a report, and over all its days."""
+
+    user: str
+    last_day: UsageTotals
+    all_days: UsageTotals
+
+
+# Everyone who used the bot on the given days, each with their counters per day: one round
+# trip for `/agent usage`, however many people and days.
+# KEYS: the per-day user sets; ARGV[1]: the usage key prefix for the team, ARGV[2..]: days
+REPORT = """
+local users = redis.call('SUNION', unpack(KEYS))
+local report = {}
+for _, user in ipairs(users) do
+  local days = {}
+  for i = 2, #ARGV do
+    table.insert(days, redis.call('HGETALL', ARGV[1] .. ARGV[i] .. ':' .. user))
+  end
+  table.insert(report, {user, days})
+end
+return report
+"""
+
+
+def _totals(flat: list[str]) -> UsageTotals:
+    raw = dict(zip(flat[::2], flat[1::2], strict=True))
+    return UsageTotals(
+        int(raw.get("turns", 0)),
+        int(raw.get("prompt_tokens", 0)),
+        int(raw.get("completion_tokens", 0)),
+        float(raw.get("cost", 0.0)),
+    )
+
+
 class UsageCounters:
     def __init__(self, client: Redis, keys: Keys) -> None:
         self.client = client
         self.keys = keys
+        self._report = client.register_script(REPORT)
 
     async def record(
         self, team: str, user: str, usage: Usage, cost: float | None, day: date | None = None
@@ -70,23 +107,39 @@ class UsageCounters:
         self, team: str, user: str, days: int = 1, until: date | None = None
     ) -> UsageTotals:
         """The sum over the ``days`` days ending ``until`` (default today)."""
-        last = until or today()
-        total = UsageTotals()
-        for offset in range(days):
-            stamp = (last - timedelta(days=offset)).isoformat()
-            raw = await self.client.hgetall(self.keys.usage(team, user, stamp))
-            total += UsageTotals(
-                int(raw.get("turns", 0)),
-                int(raw.get("prompt_tokens", 0)),
-                int(raw.get("completion_tokens", 0)),
-                float(raw.get("cost", 0.0)),
-            )
-        return total
+        return (await self.person(team, user, days, until)).all_days
+
+    async def person(
+        self, team: str, user: str, days: int, until: date | None = None
+    ) -> PersonUsage:
+        """One person's last day and whole period (one round trip)."""
+        stamps = _stamps(days, until)
+        async with self.client.pipeline(transaction=False) as pipe:
+            for stamp in stamps:
+                pipe.hgetall(self.keys.usage(team, user, stamp))
+            raw = await pipe.execute()
+        per_day = [_totals([part for item in day.items() for part in item]) for day in raw]
+        return PersonUsage(user, per_day[0], sum(per_day, UsageTotals()))
+
+    async def report(self, team: str, days: int, until: date | None = None) -> list[PersonUsage]:
+        """Everyone who used the bot in the ``days`` days ending ``until``, with their last
+        day and their whole period (one round trip)."""
+        stamps = _stamps(days, until)
+        prefix = self.keys.usage_prefix(team)
+        raw = await self._report(
+            keys=[self.keys.usage_users(team, stamp) for stamp in stamps], args=[prefix, *stamps]
+        )
+        people = []
+        for user, per_day in raw:
+            totals = [_totals(day) for day in per_day]
+            people.append(PersonUsage(str(user), totals[0], sum(totals, UsageTotals())))
+        return people
 
     async def users(self, team: str, days: int = 1, until: date | None = None) -> list[str]:
-        last = until or today()
-        found: set[str] = set()
-        for offset in range(days):
-            stamp = (last - timedelta(days=offset)).isoformat()
-            found |= set(await self.client.smembers(self.keys.usage_users(team, stamp)))
-        return sorted(found)
+        return sorted(person.user for person in await self.report(team, days, until))
+
+
+def _stamps(days: int, until: date | None) -> list[str]:
+    """The days ending ``until`` (default today), newest first."""
+    last = until or today()
+    return [(last - timedelta(days=offset)).isoformat() for offset in range(days)]
