@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
 from bot.slack.text.limits import limited, shorten
 from bot.state.audit import AuditEntry, AuditLog
+from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters, UsageTotals
@@ -25,7 +26,19 @@ from permissions.rules import roles_allowing
 from tools.registry import ToolRegistry
 
 EVERYONE = ("help", "tools", "whoami")
-ADMIN = ("tools all", "enable", "disable", "grant", "revoke", "roles", "audit", "usage")
+ADMIN = (
+    "tools all",
+    "enable",
+    "disable",
+    "grant",
+    "revoke",
+    "roles",
+    "audit",
+    "usage",
+    "feedback",
+)
+FEEDBACK_DAYS = 7
+FEEDBACK_NEGATIVE = 10
 AUDIT_DEFAULT, AUDIT_MAX = 20, 100
 
 
@@ -48,6 +61,14 @@ class AdminStores:
     grants: RoleGrants
     audit: AuditLog
     usage: UsageCounters
+    feedback: FeedbackLog
+
+
+Permalink = Callable[[str, str, str], str]  # channel, ts, thread ts -> a link to the message
+
+
+def _plain_link(channel: str, ts: str, thread_ts: str) -> str:
+    return f"{channel} {ts}"
 
 
 class AdminCommands:
@@ -58,7 +79,10 @@ class AdminCommands:
         registry: ToolRegistry,
         roles: dict[str, RoleConfig],
         state: AdminStores,
+        *,
+        permalink: Permalink = _plain_link,
     ) -> None:
+        self.permalink = permalink
         self.command = command
         self.policy = policy
         self.registry = registry
@@ -76,6 +100,7 @@ class AdminCommands:
             "roles": self.list_roles,
             "audit": self.audit,
             "usage": self.usage,
+            "feedback": self.feedback,
         }
 
     async def run(self, caller: Caller, text: str) -> str:
@@ -128,6 +153,7 @@ class AdminCommands:
                 f"• `{c} roles` — the roles and the grants",
                 f"• `{c} audit [n]` — the latest tool runs and admin actions",
                 f"• `{c} usage [@user]` — tokens and cost today and over 7 days",
+                f"• `{c} feedback` — answers rated per day, and the latest bad ones",
             ]
         return "\n".join(lines)
 
@@ -286,6 +312,25 @@ class AdminCommands:
             for p in reversed(people)
         ]
         return "\n".join(["*Usage, today | last 7 days:*", *limited(rows)])
+
+    async def feedback(self, caller: Caller, args: list[str]) -> str:
+        if args:
+            return f"`{self.command} feedback` takes no arguments."
+        days = await self.state.feedback.per_day(caller.team, FEEDBACK_DAYS)
+        if not any(day.up or day.down for day in days):
+            return f"No feedback in the last {FEEDBACK_DAYS} days."
+        lines = [f"*Feedback, last {FEEDBACK_DAYS} days (good / bad):*"]
+        lines += [f"• {day.day}: {day.up} / {day.down}" for day in days if day.up or day.down]
+        negative = await self.state.feedback.latest_negative(caller.team, FEEDBACK_NEGATIVE)
+        if negative:
+            lines.append("*Latest bad ones:*")
+            for item in negative:
+                tools = f", tools {', '.join(f'`{t}`' for t in item.tools)}" if item.tools else ""
+                link = self.permalink(item.channel, item.message_ts, item.thread_ts)
+                lines.append(
+                    f"• {_when(item.at)} <@{item.user}> — {item.model or 'model ?'}{tools} — {link}"
+                )
+        return "\n".join(limited(lines))
 
 
 def _first_line(text: str) -> str:

@@ -87,7 +87,9 @@ class _Turn:
         cancel: asyncio.Event | None,
         approver: Approver | None,
         journal: Journal | None = None,
+        context: str = "",
     ) -> None:
+        self.context = context  # what the surface knows about this turn, for the model
         self.model = model
         self.settings = settings
         self.history = list(history)
@@ -105,7 +107,10 @@ class _Turn:
         )
 
     def messages(self) -> list[Message]:
-        return [system_message(self.settings.system_prompt), *repair(self.history + self.new)]
+        prompt = self.settings.system_prompt
+        if self.context:
+            prompt = f"{prompt}\n\n{self.context}"
+        return [system_message(prompt), *repair(self.history + self.new)]
 
     async def ask(self, tool_choice: str | None = None) -> ModelResponse:
         self.rounds += 1
@@ -266,6 +271,7 @@ async def run_turn(
     approver: Approver | None = None,
     journal: Journal | None = None,
     resume: Sequence[Message] = (),
+    context: str = "",
 ) -> TurnResult:
     """Run one turn: ``history`` is what came before, ``user_message`` the new message.
 
@@ -278,7 +284,7 @@ async def run_turn(
     the calls whose results were not saved.
     """
     first = make_user_message(user_message) if isinstance(user_message, str) else user_message
-    turn = _Turn(model, settings, history, toolset, observer, cancel, approver, journal)
+    turn = _Turn(model, settings, history, toolset, observer, cancel, approver, journal, context)
     result = await turn.run(first, resume)
     await notify(observer, TurnFinished(result))
     return result

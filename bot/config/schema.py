@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -120,6 +120,19 @@ class SlackConfig(_Strict):
         default=1.0, ge=0.2, le=30, description="At most one edit per message in this time."
     )
     status_text: str = Field(default="is thinking…", min_length=1)
+    loading_messages: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Rotating lines shown with the assistant status (at most 10).",
+    )
+    task_display: Literal["timeline", "plan"] = Field(
+        default="timeline", description="How Slack shows tool calls inside a streamed answer."
+    )
+    agent_sessions: bool = Field(
+        default=True,
+        description="Drive Slack's agent sessions (status, native stop button) where offered.",
+    )
+    feedback: bool = Field(default=True, description="Feedback buttons under every answer.")
     suggested_prompts: list[SuggestedPrompt] = Field(default_factory=list, max_length=4)
     greeting: str | None = Field(
         default=None, description="Posted when someone opens a new thread in the agent pane."

@@ -54,6 +54,13 @@ from tools.toolset import Toolset
 log = logging.getLogger(__name__)
 
 ToolsetFor = Callable[[Turn], Awaitable[Toolset]]
+ContextFor = Callable[[Turn], Awaitable[str]]
+
+
+async def no_context(turn: Turn) -> str:
+    return ""
+
+
 ARGUMENTS_IN_AUDIT = 500
 REDIS_RETRY_START_S = 0.2
 REDIS_RETRY_MAX_S = 2.0
@@ -69,6 +76,7 @@ class Agent:
     toolset_for: ToolsetFor
     history_budget: int
     estimator: TokenEstimator
+    context_for: ContextFor = no_context  # what the surface knows (the channel in view)
 
 
 @dataclass
@@ -219,6 +227,7 @@ class TurnOwner:
             turn.thread_key, agent.history_budget, agent.estimator
         )
         toolset = await agent.toolset_for(turn)
+        context = await agent.context_for(turn)
         outcome = await unless(
             run_turn(
                 agent.model,
@@ -230,6 +239,7 @@ class TurnOwner:
                 cancel=self.cancel,
                 journal=DurableJournal(self),
                 resume=record.journal,
+                context=context,
             ),
             self.lease.lost,
             self.handing_back,

@@ -14,10 +14,12 @@ from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
 from bot.slack.after_ack import AfterAck
 from bot.slack.ingress import Ingress
-from bot.slack.listeners import actions, assistant, commands, home, messages
+from bot.slack.listeners import actions, agent, assistant, commands, home, messages
+from bot.slack.listeners import feedback as feedback_clicks
 from bot.slack.retries import retry_handlers
 from bot.slack.storage_down import is_storage_down, storage_down_response
 from bot.state.agent_pane import AgentPaneThreads
+from bot.state.feedback import FeedbackLog
 from bot.state.stops import StopRequests
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
@@ -58,6 +60,7 @@ def build_app(
     registry: ToolRegistry,
     stops: StopRequests,
     pane: AgentPaneThreads,
+    feedback: FeedbackLog,
     later: AfterAck,
 ) -> AsyncApp:
     app = AsyncApp(
@@ -73,6 +76,8 @@ def build_app(
     commands.register(app, settings.command, admin, later)
     home.register(app, settings.command, policy, registry, later)
     actions.register(app, stops, policy, later)
+    agent.register(app, stops)
+    feedback_clicks.register(app, feedback)
 
     @app.error
     async def on_error(

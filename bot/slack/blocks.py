@@ -1,137 +1,152 @@
-"""Block Kit for the bot's messages, as pure functions of what they show."""
+"""Block Kit for the bot's messages, as pure functions of what they show, built with
+slack_sdk's block models (which check Slack's limits when serialised)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
 from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextActionsBlock,
+    ContextBlock,
+    FeedbackButtonObject,
+    FeedbackButtonsElement,
+    HeaderBlock,
+    MarkdownBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.views import View
+
+from bot.slack.tasks import ToolTask, tasks_text
+from bot.slack.text.limits import TEXT_OBJECT_CHARS, limited, shorten
 
 Blocks = list[dict[str, Any]]
 
-REASON_CHARS = 120
 TEXT_FIELD_CHARS = 3_900  # a message's `text` (its notification fallback): Slack allows 4,000
+STOP_ACTION = "stop_turn"
+FEEDBACK_ACTION = "answer_feedback"
+WORKING = "Working on it…"
 
 
-@dataclass
-class ToolLine:
-    call_id: str
-    name: str
-    state: str = "running"  # running, done, failed, stopped
-    duration_ms: float | None = None  # unknown for a call an earlier attempt ran
-    reason: str = ""
-
-
-def answer_blocks(markdown: str) -> Blocks:
-    """One part of an answer: Slack renders standard markdown in a ``markdown`` block."""
-    return [{"type": "markdown", "text": markdown}]
+def _dicts(blocks: list[Block]) -> Blocks:
+    return [block.to_dict() for block in blocks]
 
 
 def message_text(markdown: str) -> str:
     """The ``text`` of a message whose content is in blocks: within Slack's limit."""
-    if len(markdown) <= TEXT_FIELD_CHARS:
-        return markdown
-    return markdown[: TEXT_FIELD_CHARS - 1] + "…"
+    return shorten(markdown, TEXT_FIELD_CHARS)
 
 
-def progress_text(lines: list[ToolLine], note: str = "", finished: bool = False) -> str:
-    """The progress message as text (also its notification fallback)."""
-    rows = [_row(line) for line in lines]
-    if note:
-        rows.insert(0, f"_{_short(note, 300)}_")
-    if not rows:
-        rows.append("Working on it…")
-    if finished and lines:
-        total = sum(line.duration_ms or 0.0 for line in lines)
-        rows.append(f"Used {len(lines)} tool{'s' if len(lines) != 1 else ''} ({_ms(total)} in all)")
-    return "\n".join(rows)
+def answer_blocks(markdown: str) -> Blocks:
+    """One part of an answer: Slack renders standard markdown in a ``markdown`` block."""
+    return _dicts([MarkdownBlock(text=markdown)])
 
 
-STOP_ACTION = "stop_turn"
-
-
-def progress_blocks(
-    lines: list[ToolLine], note: str = "", finished: bool = False, stop: str | None = None
-) -> Blocks:
-    """The progress message; while the turn runs, ``stop`` (the turn's address) adds a Stop
-    button."""
-    blocks: Blocks = [
-        {
-            "type": "context",
-            "elements": [{"type": "mrkdwn", "text": progress_text(lines, note, finished)}],
-        }
-    ]
-    if stop is not None and not finished:
-        blocks.append(
-            {
-                "type": "actions",
-                "elements": [
-                    {
-                        "type": "button",
-                        "action_id": STOP_ACTION,
-                        "text": {"type": "plain_text", "text": "Stop"},
-                        "style": "danger",
-                        "value": stop,
-                    }
-                ],
-            }
-        )
-    return blocks
-
-
-def tool_list_text(tools: list[tuple[str, str]]) -> str:
-    """``name — first line of description``, one per line."""
-    if not tools:
-        return "No tools are available to you."
-    return "\n".join(
-        f"• `{name}` — {_short(description.splitlines()[0], 150)}" for name, description in tools
+def stop_button(value: str) -> ActionsBlock:
+    return ActionsBlock(
+        elements=[
+            ButtonElement(
+                text=PlainTextObject(text="Stop"),
+                action_id=STOP_ACTION,
+                value=value,
+                style="danger",
+            )
+        ]
     )
 
 
-def home_view(
-    roles: list[tuple[str, str]], tools: list[tuple[str, str]], command: str
-) -> dict[str, Any]:
+def feedback_buttons(turn: dict[str, Any]) -> ContextActionsBlock:
+    """Slack's thumbs up / down under an answer; each value names the turn."""
+
+    def value(verdict: str) -> str:
+        return json.dumps({**turn, "v": verdict}, separators=(",", ":"))[:2000]
+
+    return ContextActionsBlock(
+        elements=[
+            FeedbackButtonsElement(
+                action_id=FEEDBACK_ACTION,
+                positive_button=FeedbackButtonObject(
+                    text="Good answer", accessibility_label="This answer helped", value=value("up")
+                ),
+                negative_button=FeedbackButtonObject(
+                    text="Bad answer",
+                    accessibility_label="This answer did not help",
+                    value=value("down"),
+                ),
+            )
+        ]
+    )
+
+
+def turn_blocks(
+    tasks: list[ToolTask],
+    markdown: str,
+    *,
+    finished: bool,
+    stop: str | None = None,
+    feedback: dict[str, Any] | None = None,
+) -> Blocks:
+    """A turn's single posted message: its tools, the answer (or a placeholder while none
+    is written), a Stop button while it runs (where Slack has no stop of its own), and the
+    feedback buttons once it is the answer's last part."""
+    blocks: list[Block] = []
+    if tasks:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=tasks_text(tasks, finished))]))
+    blocks.append(MarkdownBlock(text=markdown or WORKING))
+    if stop is not None and not finished:
+        blocks.append(stop_button(stop))
+    if feedback is not None and finished:
+        blocks.append(feedback_buttons(feedback))
+    return _dicts(blocks)
+
+
+def turn_text(tasks: list[ToolTask], markdown: str, finished: bool) -> str:
+    """The notification text of that message."""
+    if markdown:
+        return message_text(markdown)
+    return message_text(tasks_text(tasks, finished) if tasks else WORKING)
+
+
+def control_blocks(stop: str) -> Blocks:
+    """The small message that carries the Stop button where Slack has no stop of its own
+    and the answer streams (a stream cannot lose a button once it is in it)."""
+    return _dicts(
+        [ContextBlock(elements=[MarkdownTextObject(text=f"_{WORKING}_")]), stop_button(stop)]
+    )
+
+
+def home_view(roles: list[tuple[str, str]], tools: list[tuple[str, str]], command: str) -> View:
     """The App Home tab: how to ask, the person's roles (with where each comes from), and the
-    tools they may use."""
-    roles_text = "\n".join(f"• *{role}* — {source}" for role, source in roles) or (
+    tools they may use; long lists end in "…and N more"."""
+    role_rows = [f"• *{role}* — {shorten(source, 200)}" for role, source in roles]
+    tool_rows = [
+        f"• `{name}` — {shorten(' '.join((description.splitlines() or [''])[0].split()), 150)}"
+        for name, description in tools
+    ]
+    roles_text = "\n".join(limited(role_rows, TEXT_OBJECT_CHARS)) or (
         "No roles are configured: everyone may use every tool."
     )
-    return {
-        "type": "home",
-        "blocks": [
-            {"type": "header", "text": {"type": "plain_text", "text": "Your agent"}},
-            {
-                "type": "section",
-                "text": {
-                    "type": "mrkdwn",
-                    "text": "Mention me in a channel, message me here, or open me in the agent "
-                    f"pane. I answer in the thread. `{command} help` lists the commands.",
-                },
-            },
-            {"type": "header", "text": {"type": "plain_text", "text": "Your roles"}},
-            {"type": "section", "text": {"type": "mrkdwn", "text": roles_text}},
-            {"type": "header", "text": {"type": "plain_text", "text": "Tools you can use"}},
-            {"type": "section", "text": {"type": "mrkdwn", "text": tool_list_text(tools)}},
+    tools_text = "\n".join(limited(tool_rows, TEXT_OBJECT_CHARS)) or (
+        "No tools are available to you."
+    )
+    return View(
+        type="home",
+        blocks=[
+            HeaderBlock(text="Your agent"),
+            SectionBlock(
+                text=MarkdownTextObject(
+                    text="Mention me in a channel, message me here, or open me in the agent "
+                    f"pane. I answer in the thread. `{command} help` lists the commands."
+                )
+            ),
+            HeaderBlock(text="Your roles"),
+            SectionBlock(text=MarkdownTextObject(text=roles_text)),
+            HeaderBlock(text="Tools you can use"),
+            SectionBlock(text=MarkdownTextObject(text=tools_text)),
         ],
-    }
-
-
-def _row(line: ToolLine) -> str:
-    name = f"`{line.name}`"
-    if line.state == "running":
-        return f":hourglass_flowing_sand: {name} running…"
-    if line.state == "done":
-        if line.duration_ms is None:
-            return f":white_check_mark: {name} done"
-        return f":white_check_mark: {name} done in {_ms(line.duration_ms)}"
-    if line.state == "stopped":
-        return f":black_square_for_stop: {name} stopped"
-    reason = f": {_short(line.reason, REASON_CHARS)}" if line.reason else ""
-    return f":warning: {name} failed{reason}"
-
-
-def _ms(duration_ms: float) -> str:
-    return f"{duration_ms:.0f} ms" if duration_ms < 10_000 else f"{duration_ms / 1000:.1f} s"
-
-
-def _short(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    )

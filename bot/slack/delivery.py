@@ -9,15 +9,16 @@ from typing import Any
 
 @dataclass
 class SlackDelivery:
-    progress_ts: str = ""  # the progress message (with its Stop button while the turn runs)
-    progress_posting: bool = False  # a progress post was sent; its ts may not be known
-    progress_closed: bool = False  # its final form is written: no Stop button any more
-    progress_lines: list[dict[str, Any]] = field(default_factory=list)  # tool rows shown
-    first_ts: str = ""  # the message holding the answer's first part: a stream or a post
+    first_ts: str = ""  # the turn's message (tools, then the answer's first part)
     first_streaming: bool = False  # first_ts is a stream that may still be open
     first_posting: bool = False  # a stream start or post was sent; its ts may not be known
+    stopped_by_user: bool = False  # the person stopped the stream: never write into it again
+    tasks: list[dict[str, Any]] = field(default_factory=list)  # the tool calls shown
     parts: dict[str, str] = field(default_factory=dict)  # part number -> ts, once final
     posting_part: int = -1  # a later part was sent; its ts may not be known
+    control_ts: str = ""  # the Stop button's own message (streaming, no agent session)
+    control_posting: bool = False  # it was posted; its ts may not be known
+    control_closed: bool = False  # it is gone (the turn is over)
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> SlackDelivery:
@@ -26,8 +27,8 @@ class SlackDelivery:
         # A record that went through Lua's cjson has its empty objects and lists alike.
         if not isinstance(record.parts, dict):
             record.parts = {}
-        if not isinstance(record.progress_lines, list):
-            record.progress_lines = []
+        if not isinstance(record.tasks, list):
+            record.tasks = []
         return record
 
     def to_record(self) -> dict[str, Any]:

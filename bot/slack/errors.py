@@ -34,8 +34,10 @@ TEMPORARY = frozenset(
 MESSAGE_GONE = frozenset(
     {"message_not_found", "cant_update_message", "edit_window_closed", "cant_delete_message"}
 )
-# The stream is over (expired, or stopped by the person): write into it as a message.
+# The stream is over (it expired): write into it as a message.
 STREAM_OVER = frozenset({"message_not_in_streaming_state", "streaming_state_conflict"})
+# The person stopped the stream in Slack: never write into it again.
+STOPPED_BY_USER = frozenset({"stopped_by_user"})
 
 
 def error_code(exc: BaseException) -> str:

@@ -36,6 +36,17 @@ class BotIdentity:
         result = await self.load()
         return Me(str(result.get("user_id") or ""), str(result.get("bot_id") or ""))
 
+    def permalink(self, channel: str, ts: str, thread_ts: str = "") -> str:
+        """A link to a message (the workspace's address from auth.test); the bare ts while
+        it is not known yet."""
+        url = str(self.result.get("url") or "") if self.result is not None else ""
+        if not url:
+            return f"{channel} {ts}"
+        link = f"{url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+        if thread_ts and thread_ts != ts:
+            link += f"?thread_ts={thread_ts}&cid={channel}"
+        return link
+
     async def share_with(self, app: AsyncApp) -> None:
         """Ask now and give Bolt the answer, so no request waits for it. Best effort: if
         Slack cannot be asked now, Bolt asks on the first request as it always did."""

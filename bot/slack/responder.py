@@ -1,15 +1,17 @@
-"""The worker's way into Slack: one view per turn (progress, then the answer), and notices.
+"""The worker's way into Slack: one view per turn (status, then the turn's one message),
+and notices.
 
 A :class:`SlackTurnView` lives exactly as long as its turn's owner holds it (an async
 context). It starts from the turn's delivery record, so a resumed turn takes over what an
 earlier attempt left in the thread, and everything it creates is recorded through the
-owner's fence. Leaving the context stops its background writers and makes no Slack call.
+owner's fence. Leaving the context stops its background work and makes no Slack call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
@@ -18,24 +20,32 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.events import AgentEvent, RoundStarted, TextDelta, ToolFinished, ToolStarted
 from bot.config.schema import SlackConfig
-from bot.lifecycle.responder import Aborted, DeliveryRecord, Fence, Settled
+from bot.lifecycle.responder import DeliveryRecord, Fence, Settled
 from bot.slack.answer import AnswerWriter
 from bot.slack.background import Background
-from bot.slack.blocks import ToolLine, answer_blocks, message_text, progress_blocks
-from bot.slack.calls import safe_call
+from bot.slack.blocks import answer_blocks, message_text, turn_blocks, turn_text
 from bot.slack.delivery import SlackDelivery
 from bot.slack.errors import error_code, for_delivery, is_temporary
 from bot.slack.identity import BotIdentity
 from bot.slack.ledger import DeliveryLedger
-from bot.slack.progress import ProgressView, settle_line
+from bot.slack.status import SessionSupport, TurnStatus
 from bot.slack.tagging import Me, OwnMessage, find_own, tag
+from bot.slack.tasks import ToolTask, settle_task
 from bot.state.notices import Notice
+from bot.state.stops import StopRequests
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
 
-TITLE_CHARS = 60
 STOPPED_NOTE = "Could not finish this answer."
+
+
+def stop_value(turn: Turn) -> str:
+    """What the Stop button carries: the thread, and who asked."""
+    return json.dumps(
+        {"team": turn.team, "channel": turn.channel, "thread": turn.thread_ts, "user": turn.user},
+        separators=(",", ":"),
+    )
 
 
 class SlackTurnView:
@@ -50,71 +60,70 @@ class SlackTurnView:
         settings: SlackConfig,
         responder: SlackResponder,
     ) -> None:
-        self.client = client
         self.turn = turn
         self.ledger = ledger
-        self.responder = responder
-        self.progress = ProgressView(
+        self.background = Background()
+        self.status = TurnStatus(
             client,
             turn,
-            entry_id,
-            ledger,
-            responder.me,
-            interval_s=settings.edit_interval_s,
-            status_text=settings.status_text,
+            settings,
+            responder.sessions,
+            title_thread=turn.kind == "assistant" and bool(turn.extra.get("new_thread")),
         )
+        stops = responder.stops
+
+        async def was_stopped(ts: str) -> bool:
+            return stops is not None and await stops.stream_stopped(turn.channel, ts)
+
+        async def stop_turn() -> None:
+            if stops is not None:
+                await stops.request(turn.thread_key, turn.user)
+
         self.answer = AnswerWriter(
             client,
             turn,
             entry_id,
             ledger,
             responder.me,
-            streaming=settings.streaming,
-            buffer_chars=settings.stream_buffer_chars,
-            interval_s=settings.edit_interval_s,
+            self.status,
+            settings,
+            was_stopped=was_stopped,
+            on_user_stop=stop_turn,
+            stop_value=stop_value(turn),
+            feedback={"m": responder.model} if settings.feedback else None,
         )
-        self._titled = not (turn.kind == "assistant" and turn.extra.get("new_thread"))
-        self.background = Background()
+        self._started = False
 
     async def resume(self) -> None:
-        """Take over what an earlier attempt left: a progress message it posted but did not
-        record, a stream it left open. Best effort; delivery does it for sure."""
-        try:
-            await self.progress.find_posted()
-        except (asyncio.CancelledError, Aborted):
-            raise
-        except Exception as exc:
-            log.info("could not look for the earlier progress message yet (%s)", exc)
+        """Take over what an earlier attempt left (best effort; delivery does it for sure)."""
         await self.answer.resume()
 
     async def observe(self, event: AgentEvent) -> None:
-        if not self._titled:
-            self._titled = True
-            title = " ".join(self.turn.text.split())[:TITLE_CHARS]
-            self.background.spawn(
-                safe_call(
-                    self.client.assistant_threads_setTitle,
-                    channel_id=self.turn.channel,
-                    thread_ts=self.turn.thread_ts,
-                    title=title,
-                )
-            )
         if isinstance(event, RoundStarted):
-            self.progress.start()
+            if not self._started:
+                self._started = True
+                self.background.spawn(self._start())
         elif isinstance(event, TextDelta):
             self.answer.text(event.round, event.text)
         elif isinstance(event, ToolStarted):
-            remark = self.answer.tools_called(event.round)
-            self.progress.tool_started(event, remark)
+            self.answer.tool_started(event)
         elif isinstance(event, ToolFinished):
-            self.progress.tool_finished(event)
+            self.answer.tool_finished(event)
+
+    async def _start(self) -> None:
+        await self.status.start()
+        if not self.status.sessions and not self.status.shown:
+            self.answer.show_working()
 
     async def deliver(self, settled: Settled) -> None:
-        """The answer first (nothing waits for an edit window), then the progress message's
-        final form. Both are recorded, so a retry continues where this one stopped."""
+        """The turn's message shows the answer (nothing waits for an edit window); later
+        parts follow. Recorded, so a retry continues where this one stopped."""
         try:
-            await self.answer.finish(settled.text)
-            await self.progress.finish(settled.tool_results())
+            await self.background.settle()  # the status: agent session or not
+            if not self._started:  # resumed after the loop: find out about the session again
+                self._started = True
+                await self.status.start()
+            await self.answer.finish(settled)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -129,16 +138,24 @@ class SlackTurnView:
     async def close(self) -> None:
         await self.background.close()
         await self.answer.close()
-        await self.progress.close()
 
 
 class SlackResponder:
     def __init__(
-        self, client: AsyncWebClient, settings: SlackConfig, identity: BotIdentity | None = None
+        self,
+        client: AsyncWebClient,
+        settings: SlackConfig,
+        identity: BotIdentity | None = None,
+        *,
+        stops: StopRequests | None = None,
+        model: str = "",
     ) -> None:
         self.client = client
         self.settings = settings
         self.identity = identity or BotIdentity(client)
+        self.stops = stops
+        self.model = model
+        self.sessions = SessionSupport(settings.agent_sessions)
 
     async def me(self) -> Me:
         """Who the bot is (auth.test, once per process)."""
@@ -158,9 +175,9 @@ class SlackResponder:
             await view.close()
 
     async def post_notice(self, notice: Notice) -> None:
-        """Close what the turn left open (a stream, a progress message with a Stop button,
-        also ones whose ts was never learnt), then post the notice once: a notice taken
-        before is looked for first."""
+        """Close what the turn left open (a stream, the turn's message or the Stop button's
+        message while they still offer a stop, also ones whose ts was never learnt), then
+        post the notice once: a notice taken before is looked for first."""
         record = SlackDelivery.from_record(notice.delivery)
         turn = Turn(notice.team, notice.channel, notice.thread_ts, "", "", notice.message_ts)
         found: list[OwnMessage] | None = None
@@ -174,32 +191,28 @@ class SlackResponder:
         try:
             first_ts, streaming = record.first_ts, record.first_streaming
             if record.first_posting and not first_ts:
+                tagged = [m.ts for m in await own() if m.is_for(notice.message_ts, "answer", 0)]
                 untagged = [m.ts for m in await own() if m.payload is None]
-                first_ts, streaming = (untagged[0], True) if untagged else ("", False)
-            if first_ts and streaming:
-                await self._quietly(
-                    self.client.chat_stopStream(
-                        channel=notice.channel,
-                        ts=first_ts,
-                        metadata=tag(notice.message_ts, notice.id, "answer", 0),
-                    )
+                first_ts, streaming = (
+                    (tagged[0], False)
+                    if tagged
+                    else (untagged[0], True)
+                    if untagged
+                    else ("", False)
                 )
-            progress_ts = record.progress_ts
-            if record.progress_posting and not progress_ts:
-                progress_ts = next(
-                    (m.ts for m in await own() if m.is_for(notice.message_ts, "progress")), ""
+            if first_ts and not record.stopped_by_user and not record.part_ts(0):
+                await self._close_turn_message(notice, record, first_ts, streaming)
+            control_ts = record.control_ts
+            if record.control_posting and not control_ts:
+                control_ts = next(
+                    (m.ts for m in await own() if m.is_for(notice.message_ts, "control")), ""
                 )
-            if progress_ts and not record.progress_closed:
-                lines = [ToolLine(**line) for line in record.progress_lines]
-                for line in lines:
-                    if line.state == "running":
-                        settle_line(line, None)
+            if control_ts and not record.control_closed:
+                await self._quietly(self.client.chat_delete(channel=notice.channel, ts=control_ts))
+            if self.settings.agent_sessions:
                 await self._quietly(
-                    self.client.chat_update(
-                        channel=notice.channel,
-                        ts=progress_ts,
-                        text=STOPPED_NOTE,
-                        blocks=progress_blocks(lines, STOPPED_NOTE, True),
+                    self.client.agents_sessions_setStatus(
+                        channel_id=notice.channel, thread_ts=notice.thread_ts, status="active"
                     )
                 )
             if not notice.text:
@@ -220,6 +233,34 @@ class SlackResponder:
             if sorted_ is exc:
                 raise
             raise sorted_ from exc
+
+    async def _close_turn_message(
+        self, notice: Notice, record: SlackDelivery, ts: str, streaming: bool
+    ) -> None:
+        """The turn's message stops offering a stop and says it could not finish."""
+        tasks = [ToolTask(**task) for task in record.tasks]
+        for task in tasks:
+            if task.open:
+                settle_task(task, None)
+        if streaming:
+            await self._quietly(
+                self.client.chat_stopStream(
+                    channel=notice.channel,
+                    ts=ts,
+                    markdown_text=f"\n\n_{STOPPED_NOTE}_",
+                    metadata=tag(notice.message_ts, notice.id, "answer", 0),
+                )
+            )
+            return
+        await self._quietly(
+            self.client.chat_update(
+                channel=notice.channel,
+                ts=ts,
+                text=turn_text(tasks, STOPPED_NOTE, True),
+                blocks=turn_blocks(tasks, f"_{STOPPED_NOTE}_", finished=True),
+                metadata=tag(notice.message_ts, notice.id, "answer", 0),
+            )
+        )
 
     @staticmethod
     async def _quietly(call: Awaitable[Any]) -> None:

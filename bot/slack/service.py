@@ -20,6 +20,7 @@ from bot.lifecycle.owner import Agent
 from bot.services import Services
 from bot.slack.after_ack import AfterAck
 from bot.slack.app import build_app, web_client
+from bot.slack.context import SlackContext
 from bot.slack.directory import SlackDirectory
 from bot.slack.identity import BotIdentity
 from bot.slack.ingress import Ingress
@@ -71,9 +72,12 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         toolset_for=toolset_for,
         history_budget=services.config.history.token_budget,
         estimator=services.model.estimator,
+        context_for=SlackContext(state.pane),
     )
     identity = BotIdentity(client)
-    responder = SlackResponder(client, settings, identity)
+    responder = SlackResponder(
+        client, settings, identity, stops=state.stops, model=services.config.llm.model
+    )
     worker = build_worker(state, agent, responder, services.config.queue)
     ingress = Ingress(state.queue, state.participation, settings)
     secret = (
@@ -84,7 +88,8 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         policy,
         services.registry,
         services.config.roles,
-        AdminStores(state.switches, state.grants, state.audit, state.usage),
+        AdminStores(state.switches, state.grants, state.audit, state.usage, state.feedback),
+        permalink=identity.permalink,
     )
     later = AfterAck()
     app = build_app(
@@ -97,6 +102,7 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         registry=services.registry,
         stops=state.stops,
         pane=state.pane,
+        feedback=state.feedback,
         later=later,
     )
     return SlackService(services, client, ingress, worker, app, later, identity)

@@ -59,6 +59,9 @@ class Me:
     bot_id: str
 
 
+WhoAmI = Callable[[], Awaitable[Me]]
+
+
 async def own_messages(
     client: AsyncWebClient, channel: str, thread_ts: str, me: Me, after_ts: str = ""
 ) -> list[OwnMessage]:
@@ -87,9 +90,7 @@ async def own_messages(
     return found
 
 
-async def find_own(
-    client: AsyncWebClient, turn: Turn, who_am_i: Callable[[], Awaitable[Me]]
-) -> list[OwnMessage]:
+async def find_own(client: AsyncWebClient, turn: Turn, who_am_i: WhoAmI) -> list[OwnMessage]:
     """The bot's messages in the turn's thread after the person's message, to repair a post
     an earlier attempt made without recording it. Slack failing for now raises
     DeliveryFailed (try again later); failing for good (a missing scope, say) finds nothing,

@@ -33,6 +33,12 @@ class Keys:
     def participation(self, thread: ThreadKey) -> str:
         return f"{self.prefix}joined:{thread}"
 
+    def feedback(self, team: str) -> str:
+        return f"{self.prefix}feedback:{team}"
+
+    def feedback_day(self, team: str, day: str) -> str:
+        return f"{self.prefix}feedback:{team}:{day}"
+
     def greeted(self, thread: ThreadKey) -> str:
         return f"{self.prefix}pane:{thread}:greeted"
 
@@ -44,6 +50,9 @@ class Keys:
 
     def stop(self, thread: ThreadKey) -> str:
         return f"{self.prefix}stop:{thread}"
+
+    def stopped_stream(self, channel: str, ts: str) -> str:
+        return f"{self.prefix}stopped-stream:{channel}:{ts}"
 
     def lock(self, thread: ThreadKey) -> str:
         return f"{self.prefix}lock:{thread}"

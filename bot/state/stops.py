@@ -1,8 +1,11 @@
-"""Stop requests (the Stop button), seen by whichever process runs the thread's turn."""
+"""Stop requests (the Stop button, Slack's own stop of an agent session, a stream the
+person stopped), seen by whichever process runs the thread's turn; and the streams the
+person stopped, which are never written to again."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from bot.state.connection import Redis
 from bot.state.keys import Keys
@@ -16,10 +19,18 @@ class StopRequests:
         self.client = client
         self.keys = keys
 
-    async def request(self, thread: ThreadKey, by: str) -> None:
+    async def request(self, thread: ThreadKey, by: str, streams: Sequence[str] = ()) -> None:
         """Ask the thread's running turn to stop. Stored with the time, so a request made
-        before a turn started never stops it."""
-        await self.client.set(self.keys.stop(thread), f"{time.time()} {by}", ex=KEEP_S)
+        before a turn started never stops it. ``streams``: messages Slack stopped."""
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.set(self.keys.stop(thread), f"{time.time()} {by}", ex=KEEP_S)
+            for ts in streams:
+                pipe.set(self.keys.stopped_stream(thread.channel, ts), by, ex=KEEP_S)
+            await pipe.execute()
+
+    async def stream_stopped(self, channel: str, ts: str) -> bool:
+        """Did the person stop this streamed message in Slack?"""
+        return bool(await self.client.exists(self.keys.stopped_stream(channel, ts)))
 
     async def requested_since(self, since: dict[ThreadKey, float]) -> list[ThreadKey]:
         """Which threads were asked to stop after the given times (one round trip)."""

@@ -8,6 +8,7 @@ from bot.config.schema import AppConfig
 from bot.state.agent_pane import AgentPaneThreads
 from bot.state.audit import AuditLog
 from bot.state.connection import Redis, RedisHandle, connect
+from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.history import RedisHistory
 from bot.state.keys import Keys
@@ -35,6 +36,7 @@ class State:
     grants: RoleGrants
     usage: UsageCounters
     audit: AuditLog
+    feedback: FeedbackLog
     participation: ThreadParticipation
     pane: AgentPaneThreads
     cache: RedisCache
@@ -50,6 +52,7 @@ class State:
 
 def build_state(handle: RedisHandle, config: AppConfig) -> State:
     client, keys = handle.client, Keys(config.redis.key_prefix)
+    audit = AuditLog(client, keys)
     return State(
         handle=handle,
         keys=keys,
@@ -69,7 +72,8 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         switches=ToolSwitches(client, keys),
         grants=RoleGrants(client, keys),
         usage=UsageCounters(client, keys),
-        audit=AuditLog(client, keys),
+        audit=audit,
+        feedback=FeedbackLog(client, keys, audit),
         participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
         pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),

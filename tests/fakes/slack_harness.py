@@ -276,7 +276,14 @@ class SlackHarness:
 
 
 def is_progress(message: Message) -> bool:
-    return any(block.get("type") == "context" for block in message.blocks)
+    """The Stop button's own message, or a turn's message with no answer in it yet."""
+    shown = message.shown
+    return shown in ("", "Working on it…") or any(
+        element.get("action_id") == "stop_turn"
+        for block in message.blocks
+        if block.get("type") == "actions"
+        for element in block.get("elements") or ()
+    )
 
 
 def mention(

@@ -53,6 +53,14 @@ class Message:
     user: str = BOT_USER
     bot_id: str | None = BOT_ID  # None for what a person wrote
     updated_at: float = 0.0  # time.monotonic() of the last post, edit or stream write
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task cards, by id
+    task_display: str = ""  # how a stream shows its task cards (timeline, plan)
+    stopped_by_user: bool = False  # the person pressed stop on this stream
+
+    @property
+    def open_tasks(self) -> list[dict[str, Any]]:
+        """Task cards still shown as running."""
+        return [t for t in self.tasks.values() if t.get("status") in ("pending", "in_progress")]
 
     @property
     def shown(self) -> str:
@@ -98,6 +106,9 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], Message] = {}
         self.failures: dict[str, list[Failure]] = {}
         self.outages: list[Outage] = []
+        self.agent_sessions = True  # False: the workspace does not offer agent sessions
+        self.sessions: dict[tuple[str, str], list[str]] = {}  # (channel, thread) -> statuses
+        self.user_stop_error = ""  # what a write to a stream the person stopped gets
         self.user_messages: dict[tuple[str, str], Message] = {}  # what people wrote
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
@@ -154,6 +165,19 @@ class FakeSlack:
         )
         self.user_messages[(channel, ts)] = message
         return message
+
+    def _set_session(self, channel: str, thread_ts: str, status: str) -> None:
+        self.sessions.setdefault((channel, thread_ts), []).append(status)
+
+    def session(self, channel: str, thread_ts: str) -> str:
+        """The agent session's status now ("" when there is none)."""
+        statuses = self.sessions.get((channel, thread_ts)) or [""]
+        return statuses[-1]
+
+    def stop_stream_as_user(self, channel: str, ts: str) -> None:
+        """The person pressed Slack's stop while the message streamed."""
+        message = self.messages[(channel, ts)]
+        message.streaming, message.stopped_by_user = False, True
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -282,19 +306,33 @@ class FakeSlack:
                 updated_at=time.monotonic(),
             )
             message.text = str(args.get("markdown_text") or "") + _chunk_text(args.get("chunks"))
+            message.task_display = str(args.get("task_display_mode") or "")
+            _take_tasks(message, args.get("chunks"))
             self.messages[(channel, ts)] = message
             return {"ok": True, "channel": channel, "ts": ts}
         if method in ("chat.appendStream", "chat.stopStream"):
             message = self.messages.get((channel, str(args.get("ts"))))
             if message is None or not message.streaming:
-                return {"ok": False, "error": "message_not_in_streaming_state"}
+                error = self.user_stop_error if message and message.stopped_by_user else None
+                return {"ok": False, "error": error or "message_not_in_streaming_state"}
             message.text += str(args.get("markdown_text") or "") + _chunk_text(args.get("chunks"))
+            _take_tasks(message, args.get("chunks"))
             message.updated_at = time.monotonic()
             if method == "chat.stopStream":
                 message.streaming = False
                 if "metadata" in args:
                     message.metadata = _metadata(args.get("metadata"))
+                if args.get("blocks"):
+                    message.blocks = list(args["blocks"])
+                if args.get("session_status"):
+                    thread = message.thread_ts or message.ts
+                    self._set_session(channel, thread, str(args["session_status"]))
             return {"ok": True, "channel": channel, "ts": message.ts}
+        if method == "agents.sessions.setStatus":
+            if not self.agent_sessions:
+                return {"ok": False, "error": "not_allowed_token_type"}
+            self._set_session(channel, str(args.get("thread_ts") or ""), str(args["status"]))
+            return {"ok": True, "status": args["status"]}
         if method == "conversations.replies":
             return self._replies(channel, args)
         if method == "usergroups.users.list":
@@ -417,6 +455,14 @@ def _metadata(value: Any) -> dict[str, Any] | None:
     if not isinstance(data, dict) or "event_type" not in data:
         raise Refused("invalid_metadata_format")
     return dict(data)
+
+
+def _take_tasks(message: Message, chunks: Any) -> None:
+    if isinstance(chunks, str):
+        chunks = json.loads(chunks)
+    for chunk in chunks or ():
+        if chunk.get("type") == "task_update":
+            message.tasks[str(chunk["id"])] = dict(chunk)
 
 
 def _chunk_text(chunks: Any) -> str:

@@ -40,33 +40,39 @@ async def test_a_mention_shows_status_then_answers_in_the_thread(slack_app: Slac
     assert answer.shown == "Flour is in aisle 4."
     assert answer.thread_ts == "100.000001"
     methods = [c.method for c in slack_app.slack.calls if c.method != "auth.test"]
-    assert methods[0] == "assistant.threads.setStatus"  # visible at once
-    status_call = slack_app.slack.calls_to("assistant.threads.setStatus")[0]
+    assert methods[0] == "agents.sessions.setStatus"  # visible at once
+    status_call = slack_app.slack.calls_to("agents.sessions.setStatus")[0]
     assert status_call.args["thread_ts"] == "100.000001"
+    assert status_call.args["status"] == "processing"
+    assert slack_app.slack.session("C0CHAN", "100.000001") == "active"  # back when answered
     # The model saw the question without the bot's own mention.
     assert slack_app.llm.requests[0]["messages"][-1]["content"] == "where is flour?"
 
 
-async def test_tools_show_in_one_progress_message(slack_app: SlackHarness) -> None:
+async def test_tools_show_as_task_cards_in_the_one_streamed_message(
+    slack_app: SlackHarness,
+) -> None:
     await slack_app.start()
     slack_app.llm.add(
         calls(("calculate", {"expression": "6*7"}, "c1"), ("get_time", {"timezone": "Mars"}, "c2")),
         text("6*7 is 42."),
     )
     await slack_app.post(slack_app.envelope(mention("compute", "101.000001")))
-    await slack_app.answered("C0CHAN", "101.000001")
-    progress = [m for m in slack_app.slack.thread("C0CHAN", "101.000001") if is_progress(m)]
-    assert len(progress) == 1
-    shown = progress[0].text
-    assert "`calculate` done in" in shown
-    assert "`get_time` failed: Unknown time zone 'Mars'" in shown
-    assert "Used 2 tools" in shown
+    [message] = await slack_app.answered("C0CHAN", "101.000001")
+    assert slack_app.slack.thread("C0CHAN", "101.000001") == [message]  # one message
+    assert message.task_display == "timeline"
+    assert message.tasks["c1"]["status"] == "complete" and "calculate" in message.tasks["c1"]["title"]
+    assert message.tasks["c2"]["status"] == "error"
+    assert "Unknown time zone 'Mars'" in message.tasks["c2"]["output"]
+    assert message.text == "6*7 is 42."
+    assert not message.open_tasks
 
 
-async def test_without_the_assistant_status_a_progress_message_appears(
+async def test_without_any_status_a_working_message_appears(
     slack_app: SlackHarness,
 ) -> None:
     await slack_app.start()
+    slack_app.slack.agent_sessions = False
     slack_app.slack.fail("assistant.threads.setStatus", "not_allowed_token_type", times=5)
     slack_app.llm.add(text("Hello.", delay_s=0.5))
     await slack_app.post(slack_app.envelope(mention("hi", "102.000001")))
@@ -257,9 +263,11 @@ async def test_without_streaming_a_markdown_block_and_a_fallback_text(
     slack_app.llm.add(text("**Bold** answer with a [link](https://example.com)."))
     await slack_app.post(slack_app.envelope(mention("plain", "115.000001")))
     [message] = await slack_app.answered("C0CHAN", "115.000001")
-    assert message.blocks == [
-        {"type": "markdown", "text": "**Bold** answer with a [link](https://example.com)."}
-    ]
+    assert message.blocks[0] == {
+        "type": "markdown",
+        "text": "**Bold** answer with a [link](https://example.com).",
+    }
+    assert [b["type"] for b in message.blocks] == ["markdown", "context_actions"]  # feedback
     assert message.text == "**Bold** answer with a [link](https://example.com)."
     assert not slack_app.slack.calls_to("chat.startStream")
 
@@ -278,8 +286,9 @@ async def test_a_429_on_chat_update_is_retried_after_retry_after(slack_app: Slac
     assert len(updates) >= 2
     gap = updates[1].at - updates[0].at
     assert gap >= 0.9  # retried after Retry-After, not at once
-    [progress] = [m for m in slack_app.slack.thread("C0CHAN", "116.000001") if is_progress(m)]
-    assert "Used 2 tools" in progress.text
+    [message] = slack_app.slack.thread("C0CHAN", "116.000001")  # tools and answer: one message
+    assert "Used 2 tools" in message.blocks[0]["elements"][0]["text"]
+    assert message.shown == "Done."
 
 
 async def test_progress_edits_are_coalesced(slack_app: SlackHarness) -> None:
@@ -335,9 +344,9 @@ async def test_the_agent_pane(slack_app: SlackHarness) -> None:
     )
     await slack_app.post(slack_app.envelope(question))
     await slack_app.answered("D0ALICE", "119.000001", count=2)
-    [title] = slack_app.slack.calls_to("assistant.threads.setTitle")
-    assert title.args["title"] == "How much flour is left in the main warehouse?"
-    assert slack_app.slack.calls_to("assistant.threads.setStatus")
+    session = slack_app.slack.calls_to("agents.sessions.setStatus")[0].args
+    assert session["title"] == "How much flour is left in the main warehouse?"
+    assert session["status"] == "processing" and session["initiator_user_id"] == "U0ALICE"
 
 
 async def test_redis_down_refuses_the_event_and_the_redelivery_is_answered(

@@ -1,0 +1,24 @@
+"""What the model is told about the Slack around a turn: in the agent pane, the channel the
+person is looking at (Slack's thread context)."""
+
+from __future__ import annotations
+
+from bot.state.agent_pane import AgentPaneThreads
+from bot.turn import Turn
+
+
+class SlackContext:
+    def __init__(self, pane: AgentPaneThreads) -> None:
+        self.pane = pane
+
+    async def __call__(self, turn: Turn) -> str:
+        if turn.kind != "assistant":
+            return ""
+        viewed = await self.pane.context(turn.thread_key)
+        channel = viewed.get("channel_id")
+        if not channel:
+            return ""
+        return (
+            f"While asking, the person is looking at the Slack channel <#{channel}> "
+            "(mention it as written here if it matters)."
+        )
