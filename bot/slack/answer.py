@@ -115,6 +115,10 @@ class AnswerWriter:
         if record.first_posting and not record.first_ts:
             await self._find_first()
         if record.first_ts and record.first_streaming and not record.stopped_by_user:
+            if await self.was_stopped(record.first_ts):
+                record.stopped_by_user = True
+                await self.ledger.save()
+                return
             await self._end_stream(record.first_ts)
 
     # --- while the turn runs -----------------------------------------------------------
@@ -319,6 +323,8 @@ class AnswerWriter:
         if stream is not None:
             # A call in flight decides whether the stream exists: wait for it first.
             await stream.settle(SETTLE_S)
+            if stream.ts and not stream.user_stopped and await self.was_stopped(stream.ts):
+                record.stopped_by_user = True
         user_stopped = record.stopped_by_user or (stream is not None and stream.user_stopped)
         if user_stopped and (stopped := await self._leave_as_stopped()):
             return stopped

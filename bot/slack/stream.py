@@ -139,6 +139,9 @@ class StreamWriter:
                 record.first_ts, record.first_streaming, record.first_posting = self.ts, True, False
                 await self.ledger.save()
             else:
+                if await self.was_stopped(self.ts):  # Slack's stop: not one more write
+                    await self._user_stopped()
+                    return
                 await self.client.chat_appendStream(
                     channel=self.turn.channel, ts=self.ts, chunks=chunks
                 )
@@ -149,12 +152,7 @@ class StreamWriter:
 
     async def _failed(self, exc: BaseException) -> None:
         if error_code(exc) in STOPPED_BY_USER or (self.ts and await self.was_stopped(self.ts)):
-            log.info("the person stopped the stream in %s", self.turn.channel)
-            self.user_stopped = True
-            self.ledger.record.stopped_by_user = True
-            with contextlib.suppress(Exception):
-                await self.ledger.save()
-                await self.on_user_stop()
+            await self._user_stopped()
             return
         log.info(
             "streaming stopped in %s (%s); posting and editing instead",
@@ -162,6 +160,14 @@ class StreamWriter:
             error_code(exc),
         )
         self.failed = exc
+
+    async def _user_stopped(self) -> None:
+        log.info("the person stopped the stream in %s", self.turn.channel)
+        self.user_stopped = True
+        self.ledger.record.stopped_by_user = True
+        with contextlib.suppress(Exception):
+            await self.ledger.save()
+            await self.on_user_stop()
 
     # --- the end -------------------------------------------------------------------------
 

@@ -61,7 +61,9 @@ async def test_tools_show_as_task_cards_in_the_one_streamed_message(
     [message] = await slack_app.answered("C0CHAN", "101.000001")
     assert slack_app.slack.thread("C0CHAN", "101.000001") == [message]  # one message
     assert message.task_display == "timeline"
-    assert message.tasks["c1"]["status"] == "complete" and "calculate" in message.tasks["c1"]["title"]
+    assert (
+        message.tasks["c1"]["status"] == "complete" and "calculate" in message.tasks["c1"]["title"]
+    )
     assert message.tasks["c2"]["status"] == "error"
     assert "Unknown time zone 'Mars'" in message.tasks["c2"]["output"]
     assert message.text == "6*7 is 42."

@@ -9,7 +9,7 @@ import pytest
 from bot.lifecycle.states import TurnState
 from bot.turn import ThreadKey
 from tests.fakes.llm_server import calls, text
-from tests.fakes.slack_harness import SlackHarness, is_progress, mention
+from tests.fakes.slack_harness import SlackHarness, mention
 from tests.fakes.slack_server import TEAM
 from tests.waiting import until, until_true
 
@@ -44,20 +44,29 @@ async def test_everything_the_bot_posts_is_tagged_with_its_turn(slack_app: Slack
     slack_app.llm.add(calls(("calculate", {"expression": "2+2"}, "c1")), text("4"))
     await slack_app.post(slack_app.envelope(mention("2+2?", "501.000001")))
     [answer] = await slack_app.answered("C0CHAN", "501.000001")
-    [progress] = [m for m in slack_app.slack.thread("C0CHAN", "501.000001") if is_progress(m)]
-    for message, kind in ((answer, "answer"), (progress, "progress")):
-        post = next(
-            c
-            for c in slack_app.slack.calls_to("chat.postMessage")
-            if c.args.get("metadata") and c.args["metadata"]["event_payload"]["kind"] == kind
-        )
-        payload = post.args["metadata"]["event_payload"]
-        assert post.args["metadata"]["event_type"] == "slack_agent"
-        assert payload["message"] == "501.000001" and payload["turn"]
-        assert message.ts
-    # The progress message's final form has no Stop button.
-    assert not any(block.get("type") == "actions" for block in progress.blocks)
-    assert "Used 1 tool" in progress.text
+    assert slack_app.slack.thread("C0CHAN", "501.000001") == [answer]  # tools and answer
+    assert answer.metadata is not None and answer.metadata["event_type"] == "slack_agent"
+    payload = answer.metadata["event_payload"]
+    assert (payload["message"], payload["kind"], payload["part"]) == ("501.000001", "answer", 0)
+    assert payload["turn"]
+    assert not any(block.get("type") == "actions" for block in answer.blocks)  # no Stop left
+    assert "Used 1 tool" in answer.blocks[0]["elements"][0]["text"]
+
+
+async def test_the_stop_buttons_own_message_is_tagged_and_goes(slack_app: SlackHarness) -> None:
+    await slack_app.start(tools={"modules": ["tests.fakes.slow_tools"]})
+    slack_app.slack.agent_sessions = False
+    slack_app.llm.add(calls(("wait_a_while", {"seconds": 0.6}, "w1")), text("waited"))
+    await slack_app.post(slack_app.envelope(mention("wait", "505.000001")))
+    [answer] = await slack_app.answered("C0CHAN", "505.000001")
+    [control] = [
+        c
+        for c in slack_app.slack.calls_to("chat.postMessage")
+        if (c.args.get("metadata") or {}).get("event_payload", {}).get("kind") == "control"
+    ]
+    assert control.args["metadata"]["event_payload"]["message"] == "505.000001"
+    assert slack_app.slack.thread("C0CHAN", "505.000001") == [answer]  # deleted at the end
+    assert slack_app.slack.calls_to("chat.delete")
 
 
 async def test_a_long_answer_keeps_each_text_field_within_slacks_limit(

@@ -138,10 +138,9 @@ async def test_a_progress_post_slack_applied_without_confirming_is_taken_over(
         await view.observe(ToolFinished(1, "c1", "calc", True, 5.0, "4", None))
         results = [{"role": "tool", "tool_call_id": "c1", "content": "4"}]
         await deliver_until_taken(view, Settled("4", "answered", results))
-    shown = kinds(slack.thread("200.000001"))
-    assert [kind for kind, _, _ in shown] == ["progress", "answer"]
-    assert not any(stop for _, _, stop in shown)
-    assert "`calc` done in 5 ms" in slack.thread("200.000001")[0].text
+    [message] = slack.thread("200.000001")  # the turn's one message, not a second copy
+    assert kinds([message]) == [("answer", "4", False)]
+    assert "`calc` done in 5 ms" in message.blocks[0]["elements"][0]["text"]
 
 
 async def test_a_stream_an_earlier_attempt_left_open_is_ended_and_replaced(
@@ -217,7 +216,8 @@ async def test_a_progress_message_someone_deleted_does_not_fail_the_delivery(
 async def test_a_notice_closes_what_its_turn_left_and_is_posted_once(
     slack: Slack, state: State
 ) -> None:
-    # The turn left a progress message with a row still running and its Stop button.
+    # The turn left its message with a tool still running and a Stop button, its ts never
+    # recorded.
     posted = await slack.client.chat_postMessage(
         channel="C1",
         thread_ts="300.000001",
@@ -225,12 +225,12 @@ async def test_a_notice_closes_what_its_turn_left_and_is_posted_once(
         blocks=[{"type": "actions", "elements": []}],
         metadata={
             "event_type": "slack_agent",
-            "event_payload": {"message": "300.000001", "turn": "7-0", "kind": "progress"},
+            "event_payload": {"message": "300.000001", "turn": "7-0", "kind": "answer", "part": 0},
         },
     )
     delivery = {
-        "progress_posting": True,  # its ts was never recorded
-        "progress_lines": [{"call_id": "c1", "name": "etl", "state": "running"}],
+        "first_posting": True,
+        "tasks": [{"call_id": "c1", "name": "etl", "state": "running"}],
     }
     commands = Commands()
     state.notices.add_to(
@@ -249,16 +249,16 @@ async def test_a_notice_closes_what_its_turn_left_and_is_posted_once(
     await state.notices.done(again)
     shown = kinds(slack.thread("300.000001"))
     assert shown == [
-        ("progress", "Could not finish this answer.", False),
+        ("answer", "_Could not finish this answer._", False),
         ("notice", "Sorry.", False),
     ]
-    [progress] = [m for m in slack.thread("300.000001") if m.ts == posted["ts"]]
-    assert "`etl` stopped" in progress.blocks[0]["elements"][0]["text"]
+    [message] = [m for m in slack.thread("300.000001") if m.ts == posted["ts"]]
+    assert "`etl` stopped" in message.blocks[0]["elements"][0]["text"]
+    assert slack.world.session("C1", "300.000001") == "active"
 
 
 async def test_the_view_never_makes_the_loop_wait_on_slack(slack: Slack) -> None:
-    slack.slow["assistant.threads.setStatus"] = 2.0
-    slack.slow["assistant.threads.setTitle"] = 2.0
+    slack.slow["agents.sessions.setStatus"] = 2.0
     turn = Turn(
         "T1",
         "C1",
@@ -271,6 +271,5 @@ async def test_the_view_never_makes_the_loop_wait_on_slack(slack: Slack) -> None
     )
     async with SlackResponder(slack.client, SlackConfig()).view(turn, "8-0", {}, Fence()) as view:
         await view.observe(RoundStarted(1))  # returns at once
-        calls = {"assistant.threads.setStatus", "assistant.threads.setTitle"}
-        await until(lambda: calls <= set(slack.called))
-        assert slack.finished == []  # both still wait on Slack; the loop went on
+        await until(lambda: "agents.sessions.setStatus" in slack.called)
+        assert slack.finished == []  # still waiting on Slack; the loop went on

@@ -1,4 +1,7 @@
-"""The Stop button on the progress message: cancels the running tools and ends the turn."""
+"""Stopping a turn: the Stop button where the workspace has no agent sessions (on the
+turn's message, or on its own message while the answer streams), and Slack's own stop of
+an agent session or of a stream. It cancels the running tools and ends the turn; nothing is
+written into a stream the person stopped."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 from bot.turn import ThreadKey
 from tests.fakes import slow_tools
 from tests.fakes.llm_server import calls, text
-from tests.fakes.slack_harness import SlackHarness, is_progress, mention
+from tests.fakes.slack_harness import SlackHarness, mention
 from tests.fakes.slack_server import Message
 from tests.waiting import until
 
@@ -33,7 +36,7 @@ def stop_button(message: Message) -> dict[str, Any] | None:
 async def running_progress(app: SlackHarness, thread: str) -> Message:
     def find() -> Message | None:
         for message in app.slack.thread("C0CHAN", thread):
-            if is_progress(message) and stop_button(message) and "running" in message.text:
+            if stop_button(message) and "running" in json.dumps(message.blocks):
                 return message
         return None
 
@@ -45,6 +48,7 @@ async def running_progress(app: SlackHarness, thread: str) -> Message:
 
 async def test_the_asker_stops_a_long_tool(slack_app: SlackHarness) -> None:
     app = await slack_app.start(**CONFIG)
+    app.slack.agent_sessions = False  # the Stop button is ours only without agent sessions
     slow_tools.CANCELLED.clear()
     app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")), text("never asked"))
     await app.post(app.envelope(mention("take your time", "400.000001", user="U0ALICE")))
@@ -57,8 +61,8 @@ async def test_the_asker_stops_a_long_tool(slack_app: SlackHarness) -> None:
     assert [a.shown for a in answers] == ["Stopped before the answer was finished."]
     assert slow_tools.CANCELLED == [30]  # the running tool was cancelled
     assert len(app.llm.requests) == 1  # no further model call
-    final = next(m for m in app.slack.thread("C0CHAN", "400.000001") if is_progress(m))
-    assert "`wait_a_while` stopped" in final.text
+    [final] = app.slack.thread("C0CHAN", "400.000001")  # one message: the tools, the answer
+    assert "`wait_a_while` stopped" in final.blocks[0]["elements"][0]["text"]
     assert stop_button(final) is None  # the button goes once the turn is over
     # The turn is stored whole: the call has its (cancelled) result.
     assert app.services is not None
@@ -70,6 +74,7 @@ async def test_the_asker_stops_a_long_tool(slack_app: SlackHarness) -> None:
 
 async def test_only_the_asker_or_an_admin_may_stop(slack_app: SlackHarness) -> None:
     app = await slack_app.start(**CONFIG)
+    app.slack.agent_sessions = False  # the Stop button is ours only without agent sessions
     app.llm.add(calls(("wait_a_while", {"seconds": 1.5}, "w1")), text("Done waiting."))
     await app.post(app.envelope(mention("wait", "401.000001", user="U0ALICE")))
     progress = await running_progress(app, "401.000001")
@@ -86,6 +91,7 @@ async def test_only_the_asker_or_an_admin_may_stop(slack_app: SlackHarness) -> N
 
 async def test_an_admin_may_stop_anyones_turn(slack_app: SlackHarness) -> None:
     app = await slack_app.start(**CONFIG)
+    app.slack.agent_sessions = False  # the Stop button is ours only without agent sessions
     app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")), text("never"))
     await app.post(app.envelope(mention("wait", "402.000001", user="U0ALICE")))
     progress = await running_progress(app, "402.000001")
@@ -98,6 +104,7 @@ async def test_an_admin_may_stop_anyones_turn(slack_app: SlackHarness) -> None:
 
 async def test_a_stop_for_an_earlier_turn_does_not_stop_the_next(slack_app: SlackHarness) -> None:
     app = await slack_app.start(**CONFIG)
+    app.slack.agent_sessions = False  # the Stop button is ours only without agent sessions
     app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")))  # stopped: no second call
     await app.post(app.envelope(mention("wait", "403.000001", user="U0ALICE")))
     progress = await running_progress(app, "403.000001")
@@ -111,3 +118,94 @@ async def test_a_stop_for_an_earlier_turn_does_not_stop_the_next(slack_app: Slac
     await app.post(app.envelope(follow_up))
     answers = await app.answered("C0CHAN", "403.000001", count=2, within=15)
     assert answers[-1].shown == "Finished this time."
+
+
+STREAMING: dict[str, Any] = {**CONFIG, "slack": {"streaming": True, "edit_interval_s": 0.2}}
+
+
+async def streamed_message(app: SlackHarness, thread: str) -> Message:
+    def find() -> Message | None:
+        return next((m for m in app.slack.thread("C0CHAN", thread) if m.streaming), None)
+
+    await until(lambda: find() is not None, 15)
+    found = find()
+    assert found is not None
+    return found
+
+
+async def test_while_streaming_without_sessions_the_button_has_its_own_message(
+    slack_app: SlackHarness,
+) -> None:
+    app = await slack_app.start(**STREAMING)
+    app.slack.agent_sessions = False
+    slow_tools.CANCELLED.clear()
+    app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")), text("never"))
+    await app.post(app.envelope(mention("wait", "404.000001", user="U0ALICE")))
+    control = await running_progress_or_control(app, "404.000001")
+    button = stop_button(control)
+    assert button is not None
+    await app.click("stop_turn", button["value"], "U0ALICE", control.ts)
+    [answer] = await app.answered("C0CHAN", "404.000001", within=10)
+    assert answer.text.endswith("_Stopped before the answer was finished._")
+    assert answer.tasks["w1"]["status"] == "error" and not answer.open_tasks
+    assert app.slack.thread("C0CHAN", "404.000001") == [answer]  # the button's message is gone
+    assert slow_tools.CANCELLED == [30]
+
+
+async def running_progress_or_control(app: SlackHarness, thread: str) -> Message:
+    def find() -> Message | None:
+        return next((m for m in app.slack.thread("C0CHAN", thread) if stop_button(m)), None)
+
+    await until(lambda: find() is not None, 15)
+    found = find()
+    assert found is not None
+    return found
+
+
+async def test_slacks_own_stop_cancels_the_turn_and_leaves_the_stream_alone(
+    slack_app: SlackHarness,
+) -> None:
+    app = await slack_app.start(**STREAMING)
+    slow_tools.CANCELLED.clear()
+    app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w1")), text("never"))
+    await app.post(app.envelope(mention("wait", "405.000001", user="U0ALICE")))
+    stream = await streamed_message(app, "405.000001")
+    assert not any(stop_button(m) for m in app.slack.thread("C0CHAN", "405.000001"))
+    # The person presses Slack's stop: Slack stops the stream and tells the bot.
+    app.slack.stop_stream_as_user("C0CHAN", stream.ts)
+    stopped_at = len(app.slack.calls)
+    event = {
+        "type": "agent_session_stopped",
+        "channel": "C0CHAN",
+        "thread_ts": "405.000001",
+        "user": "U0ALICE",
+        "streaming_message_ts": [stream.ts],
+        "event_ts": "405.000009",
+    }
+    assert (await app.post(app.envelope(event)))[0] == 200
+    await until(lambda: slow_tools.CANCELLED == [30], 5)  # stopped on the replica running it
+    await until(lambda: app.slack.session("C0CHAN", "405.000001") == "active", 10)
+    await until(lambda: app.idle(), 10)
+    after = [c for c in app.slack.calls[stopped_at:] if c.args.get("ts") == stream.ts]
+    assert after == []  # nothing appended to, stopped or edited in the stopped message
+    assert len(app.llm.requests) == 1
+
+
+async def test_a_stream_the_person_stopped_stops_the_turn(slack_app: SlackHarness) -> None:
+    app = await slack_app.start(**STREAMING)
+    app.slack.user_stop_error = "stopped_by_user"
+    slow_tools.CANCELLED.clear()
+    app.llm.add(
+        calls(("wait_a_while", {"seconds": 0.5}, "w1")),
+        calls(("wait_a_while", {"seconds": 30}, "w2")),
+        text("never"),
+    )
+    await app.post(app.envelope(mention("wait", "406.000001", user="U0ALICE")))
+    stream = await streamed_message(app, "406.000001")
+    app.slack.stop_stream_as_user("C0CHAN", stream.ts)  # no event reaches the bot
+    # The next write to the stream hears "stopped_by_user": the turn stops.
+    await until(lambda: slow_tools.CANCELLED == [30], 10)
+    await until(lambda: app.idle(), 10)
+    refused = [c for c in app.slack.calls if c.args.get("ts") == stream.ts]
+    assert all(c.method in ("chat.appendStream", "chat.stopStream") for c in refused)
+    assert not app.slack.calls_to("chat.update")  # never edited into the stopped message
