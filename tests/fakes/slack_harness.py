@@ -239,6 +239,10 @@ class SlackHarness:
     async def click(self, action_id: str, value: str, user: str, message_ts: str) -> int:
         """Press a button as Slack would: a signed form post with a block_actions payload."""
         payload = button_click(action_id, value, user, message_ts, self.slack.response_url)
+        return await self.click_payload(payload)
+
+    async def click_payload(self, payload: dict[str, Any]) -> int:
+        """Send an interaction payload as Slack would (a signed form post)."""
         body = urlencode({"payload": json.dumps(payload)})
         headers = signed_headers(body, "application/x-www-form-urlencoded")
         async with (
