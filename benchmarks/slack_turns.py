@@ -5,10 +5,13 @@ fake LLM with injected latency, on a real Redis (REDIS_URL, default 127.0.0.1:63
 Each turn: the model asks for one slow tool, then answers. Prints:
 - ack latency (signed POST /slack/events until Slack would have its 200), p50 and p99;
 - time to first visible feedback (the first Slack call for the thread: status or message);
-- end-to-end time divided by the critical-path ideal: rounds x (LLM latency + slowest tool);
-- Slack Web API calls per turn.
+- end-to-end time (the event sent until the call that completes the answer in Slack)
+  divided by the critical path: 2 LLM calls + the tool;
+- Slack Web API calls per turn, by method.
 
-Run: uv run python -m benchmarks.slack_turns [--threads 200] [--llm-ms 200] [--tool-ms 300]
+By default it runs once with 1 thread and once with 50.
+
+Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from bot.state.store import open_state
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack_server import Call, FakeSlack
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -143,7 +146,7 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
         channel = str(call.args.get("channel") or call.args.get("channel_id") or "")
         if channel in sent:
             first_seen.setdefault(channel, call.at)
-            if str(call.args.get("text", "")).startswith("There are"):
+            if completes(call):
                 done[channel] = call.at
     feedback = [(first_seen[c] - sent[c]) * 1000 for c in sent]
     ideal = 2 * llm_ms + tool_ms
@@ -173,17 +176,35 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
     print("  " + ", ".join(f"{m} {n / threads:.1f}" for m, n in sorted(counts.items())))
 
 
-def answered(slack: FakeSlack, channel: str) -> bool:
-    return any(
-        c.args.get("channel") == channel and str(c.args.get("text", "")).startswith("There are")
-        for c in slack.calls_to("chat.postMessage")
+def completes(call: Call) -> bool:
+    """The call that makes the answer complete in Slack: the stream's end or the post/edit
+    that carries it."""
+    if call.status != 200:
+        return False
+    shown = str(call.args.get("text") or "") + str(call.args.get("markdown_text") or "")
+    chunks = call.args.get("chunks") or []
+    if isinstance(chunks, str):
+        chunks = json.loads(chunks)
+    shown += "".join(str(c.get("text", "")) for c in chunks if isinstance(c, dict))
+    return "There are" in shown and call.method in (
+        "chat.stopStream",
+        "chat.postMessage",
+        "chat.update",
     )
+
+
+def answered(slack: FakeSlack, channel: str) -> bool:
+    return any(completes(c) for c in slack.calls if c.args.get("channel") == channel)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--threads", type=int, default=200)
+    parser.add_argument(
+        "--threads", type=int, nargs="+", default=[1, 50], help="concurrent threads, each run"
+    )
     parser.add_argument("--llm-ms", type=int, default=200)
     parser.add_argument("--tool-ms", type=int, default=300)
     args = parser.parse_args()
-    asyncio.run(main(args.threads, args.llm_ms, args.tool_ms))
+    for count in args.threads:
+        asyncio.run(main(count, args.llm_ms, args.tool_ms))
+        print()
