@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -408,13 +409,20 @@ class AnswerWriter:
         return ts
 
     async def _end_stream(self, ts: str) -> None:
-        """End a stream left open (tagged, so it is never taken for another turn's); a stream
-        that is over already is fine, one the person stopped is left alone."""
+        """End a stream left open (tagged, so it is never taken for another turn's), with
+        every task card it shows brought to its last known state (one cut off shows as
+        stopped: no card stays "running"); a stream that is over already is fine, one the
+        person stopped is left alone."""
         self._guard()
+        cards = []
+        for task in self.tasks.values():
+            shown = replace(task, state="stopped") if task.open else task
+            cards.append(task_chunk(shown))
         try:
             await self.client.chat_stopStream(
                 channel=self.turn.channel,
                 ts=ts,
+                chunks=cards or None,
                 metadata=tag(self.turn.message_ts, self.entry_id, "answer", 0),
             )
         except asyncio.CancelledError:

@@ -30,7 +30,7 @@ from bot.slack.identity import BotIdentity
 from bot.slack.ledger import DeliveryLedger
 from bot.slack.status import SessionSupport, TurnStatus
 from bot.slack.tagging import Me, OwnMessage, find_own, tag
-from bot.slack.tasks import ToolTask, settle_task
+from bot.slack.tasks import ToolTask, settle_task, task_chunk
 from bot.state.notices import Notice
 from bot.state.stops import StopRequests
 from bot.turn import Turn
@@ -247,6 +247,7 @@ class SlackResponder:
                 self.client.chat_stopStream(
                     channel=notice.channel,
                     ts=ts,
+                    chunks=[task_chunk(task) for task in tasks] or None,
                     markdown_text=f"\n\n_{STOPPED_NOTE}_",
                     metadata=tag(notice.message_ts, notice.id, "answer", 0),
                 )

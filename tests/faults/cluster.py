@@ -42,7 +42,7 @@ from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import app_environment
 from tests.fakes.slack_server import FakeSlack
-from tests.faults.invariants import Report, Run, check, first_asked, left_behind
+from tests.faults.invariants import Report, Run, check, first_asked, left_behind, sessions_left
 from tests.faults.replicas import Replica
 from tests.faults.router import RETRY_DELAYS_S, Router, Sent
 from tests.faults.script import Answers, Plan, Question
@@ -355,6 +355,7 @@ class Cluster:
                 )
                 + (f" (+{len(refused) - 5} more)" if len(refused) > 5 else ""),
             )
+        report.left_behind += sessions_left(self.slack.sessions)
         report.add(
             "Slack gave up on no event",
             not self.router.given_up,
@@ -389,7 +390,10 @@ class Cluster:
                 for m in shown
             ):
                 return False
-        return not (clean and left_behind(self.slack.messages.values()))
+        return not (
+            clean
+            and (left_behind(self.slack.messages.values()) or sessions_left(self.slack.sessions))
+        )
 
     def _last_activity(self) -> float:
         moments = [self.answers.last_call_at()]

@@ -6,7 +6,8 @@ Slack shows, what the fake LLM was asked, and the tool runs recorded in Redis.
   after it was queued (the turns of a thread run in message order among those pending at
   the same time; a message Slack redelivers after a later one already started may follow
   it). Without the times, the plain order of the people's messages is required;
-- nothing left behind: no open stream, no Stop button, no "running…" or "Working on it…";
+- nothing left behind: no open stream, no Stop button, no task card still running, no
+  "running…" or "Working on it…", no agent session still "processing";
 - history usable: the model request for a probe (one more message per thread, sent after
   the fault) holds every earlier message of the thread once, every tool call with a real
   result, and no answer the thread does not show, each shown answer once;
@@ -291,6 +292,9 @@ def left_behind(messages: Iterable[Message]) -> list[str]:
             problems.append(f"message {where} is still streaming: {_short(message.text)!r}")
         if STOP_ACTION in _action_ids(message.blocks):
             problems.append(f"message {where} still has a Stop button")
+        if message.open_tasks and not message.streaming:
+            names = ", ".join(str(t.get("title")) for t in message.open_tasks)
+            problems.append(f"message {where} still shows running task cards: {names}")
         words = [message.text, *_strings(message.blocks)]
         for leftover in LEFTOVER_TEXTS:
             if any(leftover in text for text in words):
@@ -298,6 +302,15 @@ def left_behind(messages: Iterable[Message]) -> list[str]:
                     f"message {where} still says {leftover!r}: {_short(message.text)!r}"
                 )
     return problems
+
+
+def sessions_left(sessions: dict[tuple[str, str], list[str]]) -> list[str]:
+    """Agent sessions the bot left "processing" (Slack would keep showing it works)."""
+    return [
+        f"the agent session of {channel}/{thread} is still {statuses[-1]!r}"
+        for (channel, thread), statuses in sorted(sessions.items())
+        if statuses and statuses[-1] == "processing"
+    ]
 
 
 def metadata_problems(sent: Sequence[Sent], messages: Iterable[Message]) -> list[str]:

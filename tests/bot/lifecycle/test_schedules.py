@@ -408,6 +408,9 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
     for message in messages:
         assert not any(b.get("type") == "actions" for b in message.blocks), message
         assert "running…" not in message.text, message
+        assert not message.open_tasks, message
+    processing = [k for k, statuses in world.slack.sessions.items() if statuses[-1] == "processing"]
+    assert not processing, f"agent sessions left processing: {processing}"
     assert await state.queue.dead_letters() == []
     for thread, labels in sent.items():
         channel = f"C{thread}"
