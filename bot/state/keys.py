@@ -39,6 +39,10 @@ class Keys:
     def feedback_day(self, team: str, day: str) -> str:
         return f"{self.prefix}feedback:{team}:{day}"
 
+    def feedback_votes(self, team: str, channel: str, message_ts: str) -> str:
+        """Each person's current vote on one answer: user -> "day verdict"."""
+        return f"{self.prefix}feedback:{team}:votes:{channel}:{message_ts}"
+
     def greeted(self, thread: ThreadKey) -> str:
         return f"{self.prefix}pane:{thread}:greeted"
 
