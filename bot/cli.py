@@ -159,11 +159,17 @@ async def _worker(services: Services) -> int:
 
 
 async def _list_tools(config: AppConfig, tools: Tools, as_json: bool) -> int:
-    """Every tool (built-in, module, MCP) with its source, schema and the roles that may use it."""
+    """Every tool (built-in, module, MCP) with its source, title, hints, schema and the roles
+    that may use it. Exits 1, after printing everything else, when a configured MCP server
+    could not be listed."""
     await tools.start()
     try:
         listed = await tools.registry.list_tools()
-        down = [c.name for c in tools.mcp.connections.values() if not c.connected.is_set()]
+        down = {
+            c.name: tools.mcp.not_listed(c)
+            for c in tools.mcp.connections.values()
+            if not c.connected.is_set()
+        }
     finally:
         await tools.aclose()
 
@@ -174,9 +180,12 @@ async def _list_tools(config: AppConfig, tools: Tools, as_json: bool) -> int:
         rows = [
             {
                 "name": t.name,
+                "title": t.title,
                 "source": t.source,
                 "description": t.description,
+                "annotations": t.hints.as_json(),
                 "parameters": t.parameters,
+                "output_schema": t.output_schema,
                 "timeout_s": t.timeout_s,
                 "confirm": t.confirm,
                 "roles": who(t.name),
@@ -187,16 +196,20 @@ async def _list_tools(config: AppConfig, tools: Tools, as_json: bool) -> int:
     else:
         for t in listed:
             flags = " (needs confirmation)" if t.confirm else ""
-            print(f"{t.name}  [{t.source}]{flags}")
+            title = f" — {t.title}" if t.title and t.title != t.name else ""
+            print(f"{t.name}{title}  [{t.source}]{flags}")
             print(f"    {t.description.splitlines()[0] if t.description else ''}")
+            hints = t.hints.labels()
+            if hints:
+                print(f"    annotations: {', '.join(hints)}")
             print(f"    roles: {', '.join(who(t.name)) or 'none'}")
             print(f"    parameters: {json.dumps(t.parameters)}")
-    for name in down:
-        print(
-            f"slack-agent: MCP server {name} is not connected; its tools are not listed",
-            file=sys.stderr,
-        )
-    return 0
+            if t.output_schema:
+                print(f"    returns: {json.dumps(t.output_schema)}")
+    sys.stdout.flush()
+    for name, why in down.items():
+        print(f"slack-agent: MCP server {name} {why}: its tools are not listed", file=sys.stderr)
+    return 1 if down else 0
 
 
 if __name__ == "__main__":

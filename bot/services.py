@@ -10,12 +10,21 @@ from bot.agent.loop import LoopSettings
 from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import price_for
+from bot.sampling import ModelSampler
 from bot.state.store import State, open_state
 from permissions.policy import Policy
 from permissions.resolver import RoleResolver
 from permissions.validation import role_errors, unmatched_patterns
 from tools.errors import ToolDefinitionError
-from tools.mcp.manager import McpManager
+from tools.mcp.config import McpConfig
+from tools.mcp.manager import McpManager, McpNameClash
+from tools.mcp.resource_tool import resource_tool
+from tools.mcp.servers_file import (
+    ServersFileError,
+    merge_servers,
+    read_servers_file,
+    servers_file_path,
+)
 from tools.registry import ToolRegistry, build_registry
 
 log = logging.getLogger(__name__)
@@ -31,10 +40,14 @@ class Tools:
 
     async def start(self) -> None:
         """Connect the MCP servers (each waited for at most its connect timeout), then warn
-        about role patterns that still match no tool."""
+        about role patterns that still match no tool. Two servers offering one tool name is
+        a :class:`ConfigError`."""
         if not self.mcp.connections:
             return
-        await self.mcp.start()
+        try:
+            await self.mcp.start()
+        except McpNameClash as exc:
+            raise ConfigError(str(exc)) from None
         for pattern in unmatched_patterns(self.config.roles, self.registry.names()):
             log.warning("%s (an MCP server may list it later)", pattern)
 
@@ -84,9 +97,16 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
     """The config, the environment and the tools, all validated (MCP servers not yet
     connected: call ``Tools.start``)."""
     environment = Environment()
-    config = load_config(config_path(cli_config, environment))
+    path = config_path(cli_config, environment)
+    config = load_config(path)
+    config = config.model_copy(
+        update={"mcp": mcp_servers(config.mcp, path.parent if path is not None else None)}
+    )
+    mcp = McpManager(config.mcp)
     try:
         registry = build_registry(config.tools)
+        if config.mcp.servers:
+            registry.add(resource_tool(list(config.mcp.servers), mcp.read_resource))
     except ToolDefinitionError as exc:
         raise ConfigError(str(exc)) from None
     # With MCP servers, a pattern may name tools that are only listed once they connect:
@@ -96,9 +116,20 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
     )
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
-    mcp = McpManager(config.mcp)
     registry.add_source(mcp)
     return config, environment, Tools(config, registry, mcp)
+
+
+def mcp_servers(config: McpConfig, base: Path | None) -> McpConfig:
+    """``mcp`` with the servers of ``mcp.servers_file`` added (relative to ``base``, the
+    config file's folder)."""
+    if config.servers_file is None:
+        return config
+    try:
+        path = servers_file_path(config.servers_file, base)
+        return merge_servers(config, read_servers_file(path))
+    except ServersFileError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def build_services(cli_config: Path | None = None) -> Services:
@@ -117,4 +148,7 @@ def build_services(cli_config: Path | None = None) -> Services:
     # The Slack directory (user groups, workspace admins) is added by the Slack service.
     resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
     policy = Policy(config.roles, resolver, state.switches)
-    return Services(config, environment, tools, model, loop_settings(config), state, policy)
+    settings = loop_settings(config)
+    # MCP servers with `sampling: true` are answered by the bot's own model.
+    tools.mcp.use_sampler(ModelSampler(model, settings.price, state.usage, state.audit))
+    return Services(config, environment, tools, model, settings, state, policy)

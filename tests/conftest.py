@@ -142,3 +142,14 @@ def http_mcp_server() -> Iterator[HttpMcpServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture
+def sse_mcp_server() -> Iterator[HttpMcpServer]:
+    """The test server over the legacy SSE transport only."""
+    server = HttpMcpServer("sse")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

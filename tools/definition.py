@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from tools.docstrings import parse_docstring
 from tools.errors import ToolArgumentsError, ToolDefinitionError
+from tools.hints import ToolHints
 from tools.schema import ToolArguments, arguments_model, json_schema
 
 Invoker = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -70,6 +71,9 @@ class Tool:
         idempotent: bool = True,
         source: str = "python",
         fn: Callable[..., Any] | None = None,
+        title: str | None = None,
+        hints: ToolHints | None = None,
+        output_schema: dict[str, Any] | None = None,
     ) -> None:
         check_name(name)
         if timeout_s is not None and timeout_s <= 0:
@@ -85,6 +89,9 @@ class Tool:
         self.idempotent = idempotent
         self.source = source
         self.fn = fn
+        self.title = title  # a name for people (MCP tools may have one)
+        self.hints = hints or ToolHints()
+        self.output_schema = output_schema  # the shape of its structured result, if declared
 
     def spec(self) -> dict[str, Any]:
         """The Chat Completions ``tools`` entry for this tool."""
@@ -98,17 +105,26 @@ class Tool:
         }
 
     def with_source(self, source: str) -> Tool:
-        return Tool(
-            name=self.name,
-            description=self.description,
-            parameters=self.parameters,
-            invoke=self.invoke,
-            timeout_s=self.timeout_s,
-            confirm=self.confirm,
-            idempotent=self.idempotent,
-            source=source,
-            fn=self.fn,
-        )
+        return self.replace(source=source)
+
+    def replace(self, **changes: Any) -> Tool:
+        """A copy with ``changes`` (keyword arguments of the constructor) applied."""
+        fields: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "invoke": self.invoke,
+            "timeout_s": self.timeout_s,
+            "confirm": self.confirm,
+            "idempotent": self.idempotent,
+            "source": self.source,
+            "fn": self.fn,
+            "title": self.title,
+            "hints": self.hints,
+            "output_schema": self.output_schema,
+        }
+        fields.update(changes)
+        return Tool(**fields)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the original function directly (handy in tests)."""

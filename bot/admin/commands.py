@@ -190,7 +190,11 @@ class AdminCommands:
             if switch is not None and not switch.enabled:
                 state = f"*off* (by <@{switch.by}>, {_when(switch.at)})"
             who = ", ".join(roles_allowing(tool.name, self.roles)) if self.roles else "everyone"
-            lines.append(f"• `{tool.name}` [{tool.source}] — {state} — roles: {who or 'none'}")
+            hints = tool.hints.labels()
+            said = f" ({', '.join(hints)})" if hints else ""
+            lines.append(
+                f"• `{tool.name}` [{tool.source}]{said} — {state} — roles: {who or 'none'}"
+            )
         return "\n".join([lines[0], *limited(lines[1:])])
 
     async def enable(self, caller: Caller, args: list[str]) -> str:

@@ -37,6 +37,27 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class ToolProgress:
+    """How far a running tool is, as it reports it (MCP progress notifications)."""
+
+    round: int
+    call_id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The percentage (with a total) and the message, joined by an en dash."""
+        if self.total and self.total > 0:
+            amount = f"{100 * self.progress / self.total:.0f} %"
+        else:
+            amount = "" if self.message else f"{self.progress:g} done"
+        return " – ".join(part for part in (amount, self.message or "") if part)
+
+
+@dataclass(frozen=True)
 class ToolFinished:
     round: int
     call_id: str
@@ -52,7 +73,7 @@ class TurnFinished:
     result: TurnResult
 
 
-AgentEvent = RoundStarted | TextDelta | ToolStarted | ToolFinished | TurnFinished
+AgentEvent = RoundStarted | TextDelta | ToolStarted | ToolProgress | ToolFinished | TurnFinished
 Observer = Callable[[AgentEvent], Awaitable[None]]
 
 

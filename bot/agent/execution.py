@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.agent.cancellation import Interrupted, unless
-from bot.agent.events import Observer, ToolFinished, ToolStarted, notify
+from bot.agent.events import Observer, ToolFinished, ToolProgress, ToolStarted, notify
 from bot.agent.result import ToolExecution
 from bot.agent.truncation import truncate_middle
 from bot.llm.response import ToolCall
+from tools.call_context import CallScope, ProgressReport, calling
 from tools.definition import Tool
 from tools.errors import ToolError
 from tools.output import error_output, render_output
@@ -108,8 +109,13 @@ async def execute_call(
 ) -> ToolExecution:
     await notify(observer, ToolStarted(round_number, call.id, call.name, call.arguments))
     started = time.perf_counter()
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        event = ToolProgress(round_number, call.id, call.name, progress, total, message)
+        await notify(observer, event)
+
     try:
-        output = await _run(call, toolset, settings, approver)
+        output = await _run(call, toolset, settings, approver, report)
         ok, kind = True, None
     except _Failure as failure:
         output, ok, kind = error_output(failure.kind, str(failure)), False, failure.kind
@@ -143,7 +149,11 @@ async def execute_call(
 
 
 async def _run(
-    call: ToolCall, toolset: Toolset, settings: ExecutionSettings, approver: Approver | None
+    call: ToolCall,
+    toolset: Toolset,
+    settings: ExecutionSettings,
+    approver: Approver | None,
+    report: ProgressReport,
 ) -> str:
     try:
         tool = await toolset.get_tool(call.name)
@@ -167,7 +177,9 @@ async def _run(
     timeout_s = tool.timeout_s or settings.default_timeout_s
     try:
         async with asyncio.timeout(timeout_s) as deadline:
-            value = await tool.invoke(arguments)
+            # The tool may report progress, and stops the clock while it asks a person.
+            with calling(CallScope(call.id, call.name, report, deadline)):
+                value = await tool.invoke(arguments)
     except TimeoutError:
         if deadline.expired():
             raise _Failure(

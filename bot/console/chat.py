@@ -14,11 +14,14 @@ from typing import Any, TextIO
 from bot.agent.execution import Approver
 from bot.agent.loop import run_turn
 from bot.config import ConfigError
+from bot.console.asker import ConsoleAsker
 from bot.console.display import ConsoleDisplay
+from bot.console.lines import LineReader
 from bot.services import Services
 from bot.turn import ThreadKey
 from permissions.policy import Person
 from permissions.sources import role_names
+from tools.call_context import Requester, for_requester
 from tools.definition import Tool
 from tools.toolset import Toolset
 
@@ -58,20 +61,27 @@ async def run_chat(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
-    toolset, roles = await console_toolset(services, options)
+    allowed, roles = await console_toolset(services, options)
     store = services.state.history
     budget = services.config.history.token_budget
     key = ThreadKey(CONSOLE_TEAM, CONSOLE_CHANNEL, options.thread)
     display = ConsoleDisplay(stdout, stderr)
     interactive = stdin.isatty()
-    approver = _approver(interactive, options.yes, stdin, stderr)
+    lines = LineReader(stdin)
+    approver = _approver(interactive, options.yes, lines, stderr)
+    # Tools run for the console's person; MCP questions are asked here on a terminal only.
+    asker = ConsoleAsker(lines, stderr) if interactive else None
+    toolset = for_requester(
+        allowed,
+        Requester(CONSOLE_TEAM, options.user or "console", CONSOLE_CHANNEL, options.thread, asker),
+    )
     if interactive:
         names = ", ".join(t.name for t in await toolset.list_tools()) or "none"
         who = f" as {', '.join(roles)}" if roles else ""
         stderr.write(f"slack-agent chat · thread {options.thread}{who} · tools: {names}\n")
         stderr.write(HELP + "\n")
 
-    async for prompt in _prompts(stdin, stderr, interactive):
+    async for prompt in _prompts(lines, stderr, interactive):
         if prompt in ("/exit", "/quit"):
             break
         if prompt == "/tools":
@@ -98,13 +108,13 @@ async def run_chat(
     return 0
 
 
-async def _prompts(stdin: TextIO, stderr: TextIO, interactive: bool) -> AsyncIterator[str]:
+async def _prompts(lines: LineReader, stderr: TextIO, interactive: bool) -> AsyncIterator[str]:
     """Non-empty lines: with a prompt on a terminal, plainly from a pipe or a file."""
     while True:
         if interactive:
             stderr.write("you> ")
             stderr.flush()
-        line = await asyncio.to_thread(stdin.readline)
+        line = await lines.readline()
         if not line:
             if interactive:
                 stderr.write("\n")
@@ -114,7 +124,7 @@ async def _prompts(stdin: TextIO, stderr: TextIO, interactive: bool) -> AsyncIte
             yield text
 
 
-def _approver(interactive: bool, yes: bool, stdin: TextIO, stderr: TextIO) -> Approver | None:
+def _approver(interactive: bool, yes: bool, lines: LineReader, stderr: TextIO) -> Approver | None:
     if yes:
 
         async def approve_all(tool: Tool, arguments: dict[str, Any]) -> bool:
@@ -127,7 +137,7 @@ def _approver(interactive: bool, yes: bool, stdin: TextIO, stderr: TextIO) -> Ap
     async def ask(tool: Tool, arguments: dict[str, Any]) -> bool:
         stderr.write(f"  ? run {tool.name} {json.dumps(arguments)} [y/N] ")
         stderr.flush()
-        answer = await asyncio.to_thread(stdin.readline)
+        answer = await lines.readline()
         return answer.strip().lower() in ("y", "yes")
 
     return ask

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from bot.agent.events import AgentEvent, TextDelta, ToolFinished, ToolStarted, TurnFinished
+from bot.agent.events import (
+    AgentEvent,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    TurnFinished,
+)
 from bot.agent.result import TurnResult
 
 ARGUMENT_CHARS = 200
@@ -19,6 +26,7 @@ class ConsoleDisplay:
         self._mid_line = False
         self._round = 0
         self._round_text: list[str] = []
+        self._progress: dict[str, str] = {}  # the last progress shown per call
 
     async def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
@@ -31,6 +39,13 @@ class ConsoleDisplay:
         elif isinstance(event, ToolStarted):
             self._break_line()
             self.err.write(f"  → {event.name} {_short(event.arguments)}\n")
+            self.err.flush()
+        elif isinstance(event, ToolProgress):
+            if self._progress.get(event.call_id) == event.text:
+                return
+            self._progress[event.call_id] = event.text
+            self._break_line()
+            self.err.write(f"  … {event.name} {event.text}\n")
             self.err.flush()
         elif isinstance(event, ToolFinished):
             mark = "✓" if event.ok else "✗"

@@ -71,9 +71,13 @@ class OpenAIChatModel:
         *,
         tool_choice: str | None = None,
         on_text: TextCallback | None = None,
+        max_tokens: int | None = None,
     ) -> ModelResponse:
+        """``max_tokens`` overrides ``llm.max_tokens`` for this call (a cap on sampling)."""
         self._calls += 1
         request = self._request(messages, tools, tool_choice)
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
         try:
             if self.config.stream:
                 response = await self._streamed(request, on_text)

@@ -27,7 +27,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent.events import ToolFinished, ToolStarted
+from bot.agent.events import ToolFinished, ToolProgress, ToolStarted
 from bot.agent.loop import STOPPED
 from bot.config.schema import SlackConfig
 from bot.lifecycle.responder import Aborted, Settled
@@ -145,6 +145,14 @@ class AnswerWriter:
         self.background.spawn(self.status.working_on(event.name))
         if self.streaming:
             self.background.spawn(self._stop_control())
+
+    def tool_progress(self, event: ToolProgress) -> None:
+        """A running tool's own report of how far it is, shown on its task."""
+        task = self.tasks.get(event.call_id)
+        if task is None or not task.open or task.progress == event.text:
+            return
+        task.progress = event.text
+        self._task_changed(task)
 
     def tool_finished(self, event: ToolFinished) -> None:
         task = self.tasks.setdefault(event.call_id, ToolTask(event.call_id, event.name))

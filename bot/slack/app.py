@@ -14,11 +14,12 @@ from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
 from bot.slack.after_ack import AfterAck
 from bot.slack.ingress import Ingress
-from bot.slack.listeners import actions, agent, assistant, commands, home, messages
+from bot.slack.listeners import actions, agent, assistant, commands, elicitation, home, messages
 from bot.slack.listeners import feedback as feedback_clicks
 from bot.slack.retries import retry_handlers
 from bot.slack.storage_down import is_storage_down, storage_down_response
 from bot.state.agent_pane import AgentPaneThreads
+from bot.state.elicitations import Elicitations
 from bot.state.feedback import FeedbackLog
 from bot.state.stops import StopRequests
 from permissions.policy import Policy
@@ -62,6 +63,7 @@ def build_app(
     pane: AgentPaneThreads,
     feedback: FeedbackLog,
     later: AfterAck,
+    elicitations: Elicitations | None = None,
 ) -> AsyncApp:
     app = AsyncApp(
         client=client,
@@ -78,6 +80,8 @@ def build_app(
     actions.register(app, stops, policy, later)
     agent.register(app, stops)
     feedback_clicks.register(app, feedback)
+    if elicitations is not None:
+        elicitation.register(app, elicitations)
 
     @app.error
     async def on_error(

@@ -18,7 +18,14 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.agent.events import AgentEvent, RoundStarted, TextDelta, ToolFinished, ToolStarted
+from bot.agent.events import (
+    AgentEvent,
+    RoundStarted,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+)
 from bot.config.schema import SlackConfig
 from bot.lifecycle.responder import DeliveryRecord, Fence, Settled
 from bot.slack.answer import AnswerWriter
@@ -107,6 +114,8 @@ class SlackTurnView:
             self.answer.text(event.round, event.text)
         elif isinstance(event, ToolStarted):
             self.answer.tool_started(event)
+        elif isinstance(event, ToolProgress):
+            self.answer.tool_progress(event)
         elif isinstance(event, ToolFinished):
             self.answer.tool_finished(event)
 

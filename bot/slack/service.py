@@ -20,6 +20,7 @@ from bot.lifecycle.owner import Agent
 from bot.services import Services
 from bot.slack.after_ack import AfterAck
 from bot.slack.app import build_app, web_client
+from bot.slack.asker import SlackAsker
 from bot.slack.context import SlackContext
 from bot.slack.directory import SlackDirectory
 from bot.slack.identity import BotIdentity
@@ -30,6 +31,7 @@ from bot.turn import Turn
 from bot.worker.assembly import build_worker
 from bot.worker.consumer import Worker
 from permissions.policy import Person
+from tools.call_context import Requester, for_requester
 from tools.toolset import Toolset
 
 log = logging.getLogger(__name__)
@@ -64,7 +66,11 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
     policy.resolver.directory = SlackDirectory(client, state.cache)
 
     async def toolset_for(turn: Turn) -> Toolset:
-        return policy.toolset(services.registry, Person(turn.team, turn.user, turn.channel))
+        allowed = policy.toolset(services.registry, Person(turn.team, turn.user, turn.channel))
+        # The turn's tools run for its person, who is asked in the thread (MCP elicitation).
+        asker = SlackAsker(client, state.elicitations, turn)
+        requester = Requester(turn.team, turn.user, turn.channel, turn.thread_ts, asker)
+        return for_requester(allowed, requester)
 
     agent = Agent(
         model=services.model,
@@ -104,6 +110,7 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         pane=state.pane,
         feedback=state.feedback,
         later=later,
+        elicitations=state.elicitations,
     )
     return SlackService(services, client, ingress, worker, app, later, identity)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
 from bot.slack.text.limits import TEXT_OBJECT_CHARS, limited, shorten
+from bot.slack.text.outgoing import escaped
 
 TITLE_CHARS = 80
 OUTPUT_CHARS = 300
@@ -25,6 +26,7 @@ class ToolTask:
     state: str = "running"  # running, done, failed, stopped
     duration_ms: float | None = None  # None: unknown (a call an earlier attempt ran)
     detail: str = ""  # the output's start when done; the reason when failed
+    progress: str = ""  # while running: how far it is, in the tool's words (e.g. "40 %")
 
     @property
     def open(self) -> bool:
@@ -32,18 +34,22 @@ class ToolTask:
 
 
 def task_chunk(task: ToolTask) -> TaskUpdateChunk:
-    """The task card of a tool call, as a stream chunk."""
-    output = None
-    if task.state == "done":
-        output = shorten(task.detail, OUTPUT_CHARS) or None
+    """The task card of a tool call, as a stream chunk. A tool's words are escaped: they
+    can neither mention anyone nor link anywhere."""
+    output = details = None
+    if task.state == "running":
+        details = escaped(shorten(task.progress, OUTPUT_CHARS)) or None
+    elif task.state == "done":
+        output = escaped(shorten(task.detail, OUTPUT_CHARS)) or None
     elif task.state == "failed":
-        output = shorten(task.detail, OUTPUT_CHARS) or "failed"
+        output = escaped(shorten(task.detail, OUTPUT_CHARS)) or "failed"
     elif task.state == "stopped":
         output = "stopped"
     return TaskUpdateChunk(
         id=task.call_id,
         title=shorten(_title(task), TITLE_CHARS),
         status=CARD_STATUS[task.state],
+        details=details,
         output=output,
     )
 
@@ -58,14 +64,17 @@ def task_row(task: ToolTask) -> str:
     """One line of the tasks context block."""
     name = f"`{task.name}`"
     if task.state == "running":
-        return f":hourglass_flowing_sand: {name} running…"
+        progress = escaped(shorten(" ".join(task.progress.split()), REASON_CHARS))
+        return f":hourglass_flowing_sand: {name} {progress or 'running…'}"
     if task.state == "done":
         if task.duration_ms is None:
             return f":white_check_mark: {name} done"
         return f":white_check_mark: {name} done in {duration(task.duration_ms)}"
     if task.state == "stopped":
         return f":black_square_for_stop: {name} stopped"
-    reason = f": {shorten(' '.join(task.detail.split()), REASON_CHARS)}" if task.detail else ""
+    reason = (
+        f": {escaped(shorten(' '.join(task.detail.split()), REASON_CHARS))}" if task.detail else ""
+    )
     return f":warning: {name} failed{reason}"
 
 

@@ -58,6 +58,13 @@ class Keys:
     def stopped_stream(self, channel: str, ts: str) -> str:
         return f"{self.prefix}stopped-stream:{channel}:{ts}"
 
+    def elicitation(self, question_id: str) -> str:
+        """A question an MCP server asks a person (bot/state/elicitations.py)."""
+        return f"{self.prefix}elicitation:{question_id}"
+
+    def elicitation_answer(self, question_id: str) -> str:
+        return f"{self.prefix}elicitation:{question_id}:answer"
+
     def lock(self, thread: ThreadKey) -> str:
         return f"{self.prefix}lock:{thread}"
 

@@ -8,6 +8,7 @@ from bot.config.schema import AppConfig
 from bot.state.agent_pane import AgentPaneThreads
 from bot.state.audit import AuditLog
 from bot.state.connection import Redis, RedisHandle, connect
+from bot.state.elicitations import Elicitations
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.history import RedisHistory
@@ -41,6 +42,7 @@ class State:
     pane: AgentPaneThreads
     cache: RedisCache
     stops: StopRequests
+    elicitations: Elicitations
 
     @property
     def client(self) -> Redis:
@@ -78,6 +80,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),
         stops=StopRequests(client, keys),
+        elicitations=Elicitations(client, keys),
     )
 
 

@@ -76,10 +76,19 @@ class UsageCounters:
         self._report = client.register_script(REPORT)
 
     async def record(
-        self, team: str, user: str, usage: Usage, cost: float | None, day: date | None = None
+        self,
+        team: str,
+        user: str,
+        usage: Usage,
+        cost: float | None,
+        day: date | None = None,
+        *,
+        turns: int = 1,
     ) -> None:
+        """Count ``usage``; ``turns=0`` for tokens spent outside a turn's own model calls
+        (an MCP server's sampling request)."""
         async with self.client.pipeline(transaction=True) as pipe:
-            self.add_to(pipe, team, user, usage, cost, day)
+            self.add_to(pipe, team, user, usage, cost, day, turns=turns)
             await pipe.execute()
 
     def add_to(
@@ -90,11 +99,13 @@ class UsageCounters:
         usage: Usage,
         cost: float | None,
         day: date | None = None,
+        *,
+        turns: int = 1,
     ) -> None:
         """Queue one turn's usage on a pipeline or transaction."""
         stamp = (day or today()).isoformat()
         key = self.keys.usage(team, user, stamp)
-        pipe.hincrby(key, "turns", 1)
+        pipe.hincrby(key, "turns", turns)
         pipe.hincrby(key, "prompt_tokens", usage.prompt_tokens)
         pipe.hincrby(key, "completion_tokens", usage.completion_tokens)
         if cost:

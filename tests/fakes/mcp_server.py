@@ -1,23 +1,51 @@
-"""A real MCP server (the mcp SDK's MCPServer) for the tests, over stdio or streamable HTTP.
+"""A real MCP server (the mcp SDK's MCPServer) for the tests, over stdio, streamable HTTP
+or the legacy SSE transport.
 
-Usage: python -m tests.fakes.mcp_server stdio
+Usage: python -m tests.fakes.mcp_server stdio [--start-delay S]
        python -m tests.fakes.mcp_server http PORT
+       python -m tests.fakes.mcp_server sse PORT
+
+Environment: WAREHOUSE_STARTS (a file: each start appends "pid time"), WAREHOUSE_CRASH (set:
+crash with a traceback on stderr instead of starting), WAREHOUSE_EXTRA_TOOL (a name: list
+one more tool under it).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import os
 import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Literal
 
+import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Image
+from pydantic import BaseModel, Field
 
-server = MCPServer("warehouse")
+warnings.simplefilter("ignore")  # sampling and roots are deprecated in the newest protocol
+
 PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
+TASK_ONLY = "batch_export"
+
+
+class Warehouse(MCPServer):
+    async def list_tools(self) -> list[types.Tool]:
+        """One tool runs only as a task (execution.taskSupport: required)."""
+        listed = await super().list_tools()
+        for tool in listed:
+            if tool.name == TASK_ONLY:
+                tool.execution = types.ToolExecution(task_support="required")
+        return listed
+
+
+server = Warehouse("warehouse")
 
 
 @server.tool()
@@ -39,9 +67,68 @@ def inventory_totals() -> dict[str, int]:
 
 
 @server.tool()
+def stock_report() -> types.CallToolResult:
+    """A sentence for people, and structured content with more in it."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="3 items are low on stock.")],
+        structured_content={"low": ["flour", "sugar", "yeast"], "checked": 1200},
+    )
+
+
+@server.tool()
 def shelf_photo() -> Image:
     """A photo of the shelf."""
     return Image(data=PIXEL, format="png")
+
+
+@server.tool()
+def big_photo() -> types.CallToolResult:
+    """A 344 KB image, mirrored into structured content as server-filesystem does."""
+    data = base64.b64encode(b"\x89PNG" + bytes(352_733)).decode()
+    block = types.ImageContent(type="image", data=data, mime_type="image/png")
+    return types.CallToolResult(
+        content=[block],
+        structured_content={"content": [block.model_dump(by_alias=True, mode="json")]},
+    )
+
+
+@server.tool()
+def report_link() -> types.CallToolResult:
+    """Links to the day's notes instead of returning them."""
+    return types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="Today's notes are ready."),
+            types.ResourceLink(
+                type="resource_link",
+                uri="warehouse://notes/today",
+                name="today's notes",
+                mime_type="text/plain",
+            ),
+        ]
+    )
+
+
+@server.resource("warehouse://notes/today", mime_type="text/plain")
+def notes_today() -> str:
+    return "Flour delivery at 10:00. Sugar is low."
+
+
+@server.tool(
+    title="Delete everything",
+    annotations=types.ToolAnnotations(destructive_hint=True, open_world_hint=False),
+)
+def delete_everything() -> str:
+    """Dangerous; the tests deny it."""
+    return "deleted"
+
+
+@server.tool(
+    title="Count pallets",
+    annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+)
+def count_pallets(aisle: int) -> str:
+    """Pallets in an aisle (read-only)."""
+    return f"aisle {aisle}: 7 pallets"
 
 
 @server.tool()
@@ -52,21 +139,95 @@ async def slow_report(seconds: float) -> str:
 
 
 @server.tool()
+async def long_count(go_file: str, ctx: Context) -> str:
+    """Counts with progress: reports 2 of 5 with a message, then waits for go_file."""
+    await ctx.report_progress(2, 5, "counting aisle 2")
+    await asyncio.to_thread(_wait_for, Path(go_file))
+    await ctx.report_progress(5, 5, "all counted")
+    return "counted 5 aisles"
+
+
+def _wait_for(path: Path) -> None:
+    """Until the test creates ``path`` (its signal to go on)."""
+    while not path.exists():
+        time.sleep(0.05)
+
+
+@server.tool()
+async def ask_model(question: str, ctx: Context) -> str:
+    """Asks the client's model (sampling)."""
+    result = await ctx.session.create_message(
+        messages=[
+            types.SamplingMessage(
+                role="user", content=types.TextContent(type="text", text=question)
+            )
+        ],
+        max_tokens=5000,
+        system_prompt="Answer in one word.",
+        related_request_id=ctx.request_id,
+    )
+    content = result.content
+    said = content.text if isinstance(content, types.TextContent) else str(content)
+    return f"the model ({result.model}) said: {said}"
+
+
+class Restock(BaseModel):
+    shelf: str = Field(description="Where it goes, e.g. A3")
+    count: int = Field(ge=1, le=100)
+    urgent: bool = False
+    size: Literal["small", "large"] = "small"
+
+
+class Confirm(BaseModel):
+    pass
+
+
+@server.tool()
+async def restock(item: str, ctx: Context) -> str:
+    """Asks the person where and how much to restock (elicitation, a form)."""
+    answer = await ctx.elicit(f"How should I restock {item}?", schema=Restock)
+    if answer.action == "accept":
+        return f"restocking {item}: {answer.data.model_dump()}"
+    return f"restock {answer.action}"
+
+
+@server.tool()
+async def confirm_cleanup(ctx: Context) -> str:
+    """Asks the person to confirm (elicitation without fields)."""
+    answer = await ctx.elicit("Clean up the old records?", schema=Confirm)
+    return f"cleanup {answer.action}"
+
+
+@server.tool()
+def batch_export() -> str:
+    """Runs only as a task."""
+    return "exported"
+
+
+@server.tool()
 def broken(reason: str) -> str:
     """Always fails."""
     raise ValueError(f"the warehouse system said no: {reason}")
 
 
 @server.tool()
-def delete_everything() -> str:
-    """Dangerous; the tests deny it."""
-    return "deleted"
-
-
-@server.tool()
 def whoami() -> str:
     """Environment the server was started with."""
     return os.environ.get("WAREHOUSE_TOKEN", "no token") + " @ " + os.getcwd()
+
+
+@server.tool()
+def client_info(ctx: Context) -> str:
+    """How the client introduced itself: name version; the capabilities it declared."""
+    params = ctx.session.client_params
+    info = params.client_info if params else None
+    capabilities = ctx.session.client_capabilities
+    declared = [
+        name
+        for name in ("sampling", "elicitation", "roots")
+        if capabilities is not None and getattr(capabilities, name) is not None
+    ]
+    return f"{info.name if info else '?'} {info.version if info else '?'}; {', '.join(declared)}"
 
 
 @server.tool()
@@ -88,11 +249,37 @@ async def add_tool(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+def _extra_tool(name: str) -> None:
+    def extra() -> str:
+        return f"{name} from the start"
+
+    server.add_tool(extra, name=name, description=f"Listed from the start: {name}")
+
+
 def main(argv: list[str]) -> None:
-    if argv[1] == "stdio":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("transport", choices=["stdio", "http", "sse"])
+    parser.add_argument("port", nargs="?", type=int, default=0)
+    parser.add_argument("--start-delay", type=float, default=0.0)
+    args = parser.parse_args(argv[1:])
+    starts = os.environ.get("WAREHOUSE_STARTS")
+    if starts:
+        with open(starts, "a") as file:
+            file.write(f"{os.getpid()} {time.time()}\n")
+    if os.environ.get("WAREHOUSE_CRASH"):
+        print("warehouse: loading the stock database", file=sys.stderr, flush=True)
+        raise RuntimeError("the stock database is locked")
+    if os.environ.get("WAREHOUSE_EXTRA_TOOL"):
+        _extra_tool(os.environ["WAREHOUSE_EXTRA_TOOL"])
+    if args.start_delay:
+        print(f"warehouse: warming up for {args.start_delay:g} s", file=sys.stderr, flush=True)
+        time.sleep(args.start_delay)
+    if args.transport == "stdio":
         server.run("stdio")
+    elif args.transport == "sse":
+        server.run("sse", host="127.0.0.1", port=args.port)
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(argv[2]))
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Starting the test MCP server (tests/fakes/mcp_server.py) as a real process, over HTTP."""
+"""Starting the test MCP server (tests/fakes/mcp_server.py) as a real process, over
+streamable HTTP or SSE."""
 
 from __future__ import annotations
 
@@ -11,19 +12,21 @@ from tests.fakes.redis_server import free_port
 
 
 class HttpMcpServer:
-    """``python -m tests.fakes.mcp_server http PORT`` that a test can kill and restart."""
+    """``python -m tests.fakes.mcp_server http|sse PORT`` that a test can kill and restart."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: str = "http") -> None:
+        self.transport = transport
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        path = "/sse" if self.transport == "sse" else "/mcp"
+        return f"http://127.0.0.1:{self.port}{path}"
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.mcp_server", "http", str(self.port)],
+            [sys.executable, "-m", "tests.fakes.mcp_server", self.transport, str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -43,5 +46,5 @@ class HttpMcpServer:
             self.process = None
 
 
-def stdio_command() -> tuple[str, list[str]]:
-    return sys.executable, ["-m", "tests.fakes.mcp_server", "stdio"]
+def stdio_command(*options: str) -> tuple[str, list[str]]:
+    return sys.executable, ["-m", "tests.fakes.mcp_server", "stdio", *options]

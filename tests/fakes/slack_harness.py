@@ -98,10 +98,16 @@ def command_fields(text: str, user: str = "U0ALICE", command: str = "/agent") ->
 
 
 def button_click(
-    action_id: str, value: str, user: str, message_ts: str, response_url: str
+    action_id: str,
+    value: str,
+    user: str,
+    message_ts: str,
+    response_url: str,
+    state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The block_actions payload of a button press on a message in C0CHAN."""
-    return {
+    """The block_actions payload of a button press on a message in C0CHAN; ``state`` is the
+    values of the message's inputs (``{"values": {block_id: {action_id: {...}}}}``)."""
+    payload: dict[str, Any] = {
         "type": "block_actions",
         "token": "legacy",
         "api_app_id": "A0APP",
@@ -122,6 +128,9 @@ def button_click(
             }
         ],
     }
+    if state is not None:
+        payload["state"] = state
+    return payload
 
 
 class SlackHarness:
@@ -236,9 +245,16 @@ class SlackHarness:
             assert response.status == 200, await response.text()
             return await response.json()
 
-    async def click(self, action_id: str, value: str, user: str, message_ts: str) -> int:
+    async def click(
+        self,
+        action_id: str,
+        value: str,
+        user: str,
+        message_ts: str,
+        state: dict[str, Any] | None = None,
+    ) -> int:
         """Press a button as Slack would: a signed form post with a block_actions payload."""
-        payload = button_click(action_id, value, user, message_ts, self.slack.response_url)
+        payload = button_click(action_id, value, user, message_ts, self.slack.response_url, state)
         return await self.click_payload(payload)
 
     async def click_payload(self, payload: dict[str, Any]) -> int:
@@ -263,7 +279,7 @@ class SlackHarness:
             return [
                 m
                 for m in self.slack.thread(channel, thread_ts)
-                if not m.streaming and not is_progress(m)
+                if not m.streaming and not is_progress(m) and not is_question(m)
             ]
 
         await until(lambda: len(answers()) >= count and self.idle(), within)
@@ -277,6 +293,12 @@ class SlackHarness:
         """Wait for the listeners' work after their acks (Home tab, greeting, clicks)."""
         assert self.service is not None
         await self.service.later.settle()
+
+
+def is_question(message: Message) -> bool:
+    """An MCP server's question to the person (tagged "question")."""
+    payload = (message.metadata or {}).get("event_payload") or {}
+    return payload.get("kind") == "question"
 
 
 def is_progress(message: Message) -> bool:

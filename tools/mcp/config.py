@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Self
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# ${NAME}, or ${env:NAME} as Cursor and VS Code spell it.
+_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+# VS Code's other variables (${input:...}, ${config:...}): nothing here can answer them.
+_OTHER_VARIABLE = re.compile(r"\$\{(?!env:)[A-Za-z]+:[^}]*\}")
+
+Transport = Literal["stdio", "streamable_http", "sse"]
+# How other MCP clients spell the transports (VS Code and Cursor: "http"; some: dashes).
+_TRANSPORT_SPELLINGS = {
+    "stdio": "stdio",
+    "streamable_http": "streamable_http",
+    "streamable-http": "streamable_http",
+    "streamablehttp": "streamable_http",
+    "http": "streamable_http",
+    "sse": "sse",
+}
 
 
 class EnvironmentVariableMissing(ValueError):
@@ -16,7 +30,15 @@ class EnvironmentVariableMissing(ValueError):
 
 
 def substitute(text: str) -> str:
-    """Replace each ``${NAME}`` with that environment variable; a missing one is an error."""
+    """Replace each ``${NAME}`` (or ``${env:NAME}``) with that environment variable; a
+    missing one is an error."""
+
+    other = _OTHER_VARIABLE.search(text)
+    if other is not None:
+        raise EnvironmentVariableMissing(
+            f"{other.group(0)} cannot be filled in here; use ${{NAME}} or ${{env:NAME}} "
+            "with the value in the environment"
+        )
 
     def value(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -27,9 +49,21 @@ def substitute(text: str) -> str:
     return _VARIABLE.sub(value, text)
 
 
-class McpServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def transport_named(spelling: str) -> Transport | None:
+    """The transport a spelling means (``http``, ``streamable-http``, ``sse``, ...)."""
+    found = _TRANSPORT_SPELLINGS.get(spelling.strip().lower())
+    return found  # type: ignore[return-value]
 
+
+class McpServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    transport: Transport | None = Field(
+        default=None,
+        validation_alias=AliasChoices("transport", "type"),
+        description="stdio, streamable_http or sse; default: stdio with `command`, "
+        "streamable HTTP (falling back to SSE) with `url`.",
+    )
     # stdio servers
     command: str | None = Field(default=None, description="Program to start (stdio transport).")
     args: list[str] = Field(default_factory=list)
@@ -37,12 +71,12 @@ class McpServerConfig(BaseModel):
         default_factory=dict, description="Extra environment; ${NAME} is substituted."
     )
     cwd: str | None = Field(default=None, description="Working directory of the program.")
-    # streamable HTTP servers
-    url: str | None = Field(default=None, description="Endpoint (streamable HTTP transport).")
+    # HTTP servers (streamable HTTP or SSE)
+    url: str | None = Field(default=None, description="Endpoint (streamable HTTP or SSE).")
     headers: dict[str, str] = Field(
         default_factory=dict, description="HTTP headers; ${NAME} is substituted."
     )
-    # both
+    # all
     allow: list[str] = Field(
         default_factory=lambda: ["*"], description="Tool-name globs to take from the server."
     )
@@ -50,33 +84,94 @@ class McpServerConfig(BaseModel):
     prefix: str = Field(
         default="", pattern=r"^[A-Za-z0-9_-]*$", description="Put before each tool's name."
     )
-    connect_timeout_s: float = Field(default=10.0, gt=0, description="Start-up waits no longer.")
+    connect_timeout_s: float = Field(
+        default=10.0, gt=0, description="Start-up waits no longer for it (it keeps starting)."
+    )
     call_timeout_s: float = Field(default=30.0, gt=0, description="Per tool call.")
     ping_interval_s: float = Field(
         default=15.0, gt=0, description="How often a quiet connection is checked."
     )
+    sampling: bool = Field(
+        default=False, description="Let the server ask the bot's model (sampling/createMessage)."
+    )
+    sampling_max_tokens: int = Field(
+        default=1000, ge=1, description="Most tokens one sampling request may generate."
+    )
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _transport_spelling(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            found = transport_named(value)
+            if found is None:
+                raise ValueError(f"unknown transport {value!r}; use stdio, streamable_http or sse")
+            return found
+        return value
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("give either `command` (stdio) or `url` (streamable HTTP), not both")
+        if self.command is not None and self.url is not None:
+            raise ValueError("give either `command` (stdio) or `url` (HTTP), not both")
+        if self.transport == "stdio" and self.url is not None:
+            raise ValueError("transport stdio needs `command`, not `url`")
+        if self.transport in ("streamable_http", "sse") and self.command is not None:
+            raise ValueError(f"transport {self.transport} needs `url`, not `command`")
         for field, values in (("env", self.env), ("headers", self.headers)):
             for key, text in values.items():
                 try:
                     substitute(text)
                 except EnvironmentVariableMissing as exc:
                     raise ValueError(f"{field}.{key}: {exc}") from None
+        for field, given in (("command", self.command), ("url", self.url), ("cwd", self.cwd)):
+            if given is not None:
+                try:
+                    substitute(given)
+                except EnvironmentVariableMissing as exc:
+                    raise ValueError(f"{field}: {exc}") from None
+        for index, arg in enumerate(self.args):
+            try:
+                substitute(arg)
+            except EnvironmentVariableMissing as exc:
+                raise ValueError(f"args[{index}]: {exc}") from None
         return self
 
     @property
-    def transport(self) -> str:
-        return "stdio" if self.command is not None else "http"
+    def reachable(self) -> bool:
+        """Whether it says how to reach the server (a ``command`` or a ``url``)."""
+        return self.command is not None or self.url is not None
+
+    @property
+    def kind(self) -> Transport:
+        """The transport to use (``streamable_http`` for a URL without one: it falls back to
+        SSE when the server does not speak streamable HTTP)."""
+        if self.transport is not None:
+            return self.transport
+        return "stdio" if self.command is not None else "streamable_http"
 
 
 class McpConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    servers_file: str | None = Field(
+        default=None,
+        description="A Claude Desktop / Cursor / VS Code JSON file whose `mcpServers` are "
+        "added (relative to the config file; ${NAME} and ~ are expanded).",
+    )
     reconnect_max_s: float = Field(
         default=30.0, gt=0, description="Longest wait between reconnection attempts."
     )
+    elicitation_timeout_s: float = Field(
+        default=300.0, gt=0, description="A question a server asks a person is declined after it."
+    )
+
+    @model_validator(mode="after")
+    def _servers_are_reachable(self) -> Self:
+        if self.servers_file is None:
+            for name, server in self.servers.items():
+                if not server.reachable:
+                    raise ValueError(
+                        f"servers.{name}: give either `command` (stdio) or `url` (HTTP), or "
+                        "list the server in `servers_file`"
+                    )
+        return self

@@ -1,56 +1,132 @@
-"""All configured MCP servers of a process, as one source of tools for the registry."""
+"""All configured MCP servers of a process, as one source of tools for the registry.
+
+Tool names are owned per server (``tools/mcp/names.py``): two servers offering the same name
+at start-up is an error; a clash that appears later leaves the newer tool out, with one
+warning.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 
 from tools.definition import Tool
+from tools.errors import ToolDefinitionError, ToolError
 from tools.mcp.config import McpConfig
 from tools.mcp.connection import McpConnection
+from tools.mcp.names import Clash, assign, clash_message
+from tools.mcp.sampling import Sampler
 
 log = logging.getLogger(__name__)
+
+
+class McpNameClash(ToolDefinitionError):
+    """Two servers offer the same tool name and no prefix separates them."""
 
 
 class McpManager:
     def __init__(self, config: McpConfig) -> None:
         self.connections = {
-            name: McpConnection(name, server, reconnect_max_s=config.reconnect_max_s)
+            name: McpConnection(
+                name,
+                server,
+                reconnect_max_s=config.reconnect_max_s,
+                on_change=self._changed,
+                elicitation_timeout_s=config.elicitation_timeout_s,
+            )
             for name, server in config.servers.items()
         }
+        self.owners: dict[str, str] = {}  # tool name -> the server whose tool it is
+        self._warned: set[tuple[str, str]] = set()
+        self._clashes: list[Clash] = []
+        self._starting = False  # clashes then are a start-up error, not warnings
+
+    def use_sampler(self, sampler: Sampler) -> None:
+        """Serve sampling with ``sampler`` for servers with ``sampling: true`` (call before
+        :meth:`start`)."""
+        for connection in self.connections.values():
+            connection.sampler = sampler
 
     async def start(self) -> None:
         """Connect every server; wait for each at most its ``connect_timeout_s``.
 
         A slow or absent server does not hold up start-up: it keeps trying in the background.
+        Raises :class:`McpNameClash` when servers that listed their tools offer one name.
         """
+        self._starting = True
         for connection in self.connections.values():
             connection.start()
         waits = [
             asyncio.wait_for(c.tried.wait(), c.config.connect_timeout_s)
             for c in self.connections.values()
         ]
-        for connection, outcome in zip(
-            self.connections.values(),
-            await asyncio.gather(*waits, return_exceptions=True),
-            strict=True,
-        ):
-            if isinstance(outcome, BaseException) or not connection.connected.is_set():
+        await asyncio.gather(*waits, return_exceptions=True)
+        # What connected during start-up is owned in the config's order, not by who was
+        # quicker; later clashes keep the older owner.
+        self.owners = {}
+        self._changed()
+        self._starting = False
+        for connection in self.connections.values():
+            if not connection.connected.is_set():
                 log.warning(
-                    "MCP server %s is not connected yet; starting without its tools",
+                    "MCP server %s %s; starting without its tools, which will appear when it "
+                    "is ready",
                     connection.name,
+                    self.not_listed(connection),
                 )
+        if self._clashes:
+            raise McpNameClash(clash_message(self._clashes))
 
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.connections.values()))
 
+    def not_listed(self, connection: McpConnection) -> str:
+        """Why a server's tools are not there, in words."""
+        if connection.starting_since is not None and connection.last_error is None:
+            waited = time.monotonic() - connection.starting_since
+            return f"is still starting after {waited:.0f} s"
+        return f"is not connected ({connection.last_error or 'not tried yet'})"
+
     def tools(self) -> Sequence[Tool]:
-        return [tool for c in self.connections.values() for tool in c.tools.values()]
+        return [
+            tool
+            for connection in self.connections.values()
+            for tool in connection.tools.values()
+            if self.owners.get(tool.name) == connection.name
+        ]
 
     def get(self, name: str) -> Tool | None:
-        for connection in self.connections.values():
-            tool = connection.tools.get(name)
-            if tool is not None:
-                return tool
-        return None
+        """The tool, also one of a server that is away now (its call says unavailable)."""
+        owner = self.owners.get(name)
+        if owner is None:
+            return None
+        connection = self.connections[owner]
+        return connection.tools.get(name) or connection.known.get(name)
+
+    async def read_resource(self, server: str, uri: str) -> str:
+        connection = self.connections.get(server)
+        if connection is None:
+            names = ", ".join(self.connections) or "none"
+            raise ToolError(f"There is no MCP server named {server!r} (servers: {names}).")
+        return await connection.read_resource(uri)
+
+    def _changed(self) -> None:
+        offered = {name: list(c.known) for name, c in self.connections.items()}
+        self.owners, clashes = assign(self.owners, offered)
+        self._clashes = clashes
+        for clash in clashes:
+            if (clash.name, clash.left_out) in self._warned:
+                continue
+            self._warned.add((clash.name, clash.left_out))
+            if self._starting:
+                continue
+            log.warning(
+                "MCP servers %s and %s both offer a tool named %s; leaving %s's out (give one "
+                "of them a prefix)",
+                clash.kept,
+                clash.left_out,
+                clash.name,
+                clash.left_out,
+            )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.agent.events import AgentEvent, RoundStarted, fan_out
+from bot.agent.events import AgentEvent, RoundStarted, ToolProgress, fan_out
 
 
 async def test_fan_out_isolates_a_failing_observer(caplog: pytest.LogCaptureFixture) -> None:
@@ -18,3 +18,10 @@ async def test_fan_out_isolates_a_failing_observer(caplog: pytest.LogCaptureFixt
     await deliver(RoundStarted(1))
     assert seen == [RoundStarted(1)]
     assert "observer failed on RoundStarted" in caplog.text
+
+
+def test_tool_progress_reads_as_a_percentage_and_a_message() -> None:
+    assert ToolProgress(1, "c", "t", 2, 5, "counting aisle 2").text == "40 % – counting aisle 2"
+    assert ToolProgress(1, "c", "t", 30, 100).text == "30 %"
+    assert ToolProgress(1, "c", "t", 3, None, "third file").text == "third file"
+    assert ToolProgress(1, "c", "t", 3).text == "3 done"

@@ -74,8 +74,35 @@ def test_no_file_and_an_empty_file_give_defaults(tmp_path: Path) -> None:
         ),
         (
             "mcp: {servers: {x: {command: a, url: 'http://b'}}}",
-            "mcp.servers.x: give either `command` (stdio) or `url` (streamable HTTP), not both",
+            "mcp.servers.x: give either `command` (stdio) or `url` (HTTP), not both",
         ),
+        (
+            "mcp: {servers: {x: {prefix: x_}}}",
+            "mcp: servers.x: give either `command` (stdio) or `url` (HTTP), or list the "
+            "server in `servers_file`",
+        ),
+        (
+            "mcp: {servers: {x: {url: 'http://b', transport: websocket}}}",
+            "mcp.servers.x.transport: unknown transport 'websocket'; use stdio, "
+            "streamable_http or sse",
+        ),
+        (
+            "mcp: {servers: {x: {url: 'http://b', transport: stdio}}}",
+            "mcp.servers.x: transport stdio needs `command`, not `url`",
+        ),
+        (
+            "mcp: {servers: {x: {command: a, type: sse}}}",
+            "mcp.servers.x: transport sse needs `url`, not `command`",
+        ),
+        (
+            "mcp: {servers: {x: {command: a, args: ['${env:SURELY_UNSET_VARIABLE}']}}}",
+            "mcp.servers.x: args[0]: ${SURELY_UNSET_VARIABLE} is not set in the environment",
+        ),
+        (
+            "mcp: {servers: {x: {command: a, args: ['${input:token}']}}}",
+            "mcp.servers.x: args[0]: ${input:token} cannot be filled in here",
+        ),
+        ("mcp: {servers: {x: {command: a, sampling_max_tokens: 0}}}", "sampling_max_tokens"),
         ("mcp: {servers: {x: {url: 'http://b', prefix: 'bad prefix'}}}", "mcp.servers.x.prefix"),
     ],
 )
@@ -139,3 +166,18 @@ def test_a_bad_tools_module_is_a_config_error(
         ConfigError, match=r"tools\.modules\[0\]: cannot import 'acme_missing_module'"
     ):
         build_services(path)
+
+
+def test_the_readme_example_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every key of the README's complete example is a real key with a valid value."""
+    monkeypatch.setenv("JIRA_TOKEN", "t")
+    monkeypatch.setenv("K8S_MCP_TOKEN", "t")
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    start = readme.index("```yaml\n", readme.index("A complete example with every key"))
+    example = readme[start + len("```yaml\n") : readme.index("```", start + 7)]
+    config = parse_config(example, "README.md")
+    assert {name: s.kind for name, s in config.mcp.servers.items()} == {
+        "jira": "stdio",
+        "k8s": "streamable_http",
+        "legacy": "sse",
+    }

@@ -279,10 +279,119 @@ roles:
     code, out, err = await run_cli("tools", "--json", "--config", str(config))
     assert code == 0, err
     listed = {row["name"]: row for row in json.loads(out)}
-    assert set(listed) == {"get_time", "calculate", "wh_lookup_stock"}
+    assert set(listed) == {"get_time", "calculate", "read_mcp_resource", "wh_lookup_stock"}
+    assert listed["read_mcp_resource"]["source"] == "mcp"
     stock = listed["wh_lookup_stock"]
     assert stock["source"] == "mcp warehouse"
     assert stock["parameters"]["required"] == ["item"]
     assert stock["roles"] == ["clerk"]
     assert listed["get_time"]["roles"] == ["member"]
     assert listed["calculate"]["roles"] == []
+
+
+def mcp_config(tmp_path: Path, servers: str, name: str = "mcp.yaml") -> Path:
+    return write_config(tmp_path, f"mcp:\n  servers:\n{servers}", name)
+
+
+WAREHOUSE = f"""    warehouse:
+      command: {sys.executable}
+      args: ["-m", "tests.fakes.mcp_server", "stdio"]
+      prefix: wh_
+"""
+
+
+async def test_tools_shows_titles_annotations_and_output_schemas(tmp_path: Path) -> None:
+    code, out, err = await run_cli("tools", "--config", str(mcp_config(tmp_path, WAREHOUSE)))
+    assert code == 0, err
+    lines = out.splitlines()
+    at = lines.index("wh_count_pallets — Count pallets  [mcp warehouse]")
+    assert lines[at + 1 : at + 3] == [
+        "    Pallets in an aisle (read-only).",
+        "    annotations: read-only, idempotent",
+    ]
+    delete = lines.index("wh_delete_everything — Delete everything  [mcp warehouse]")
+    assert lines[delete + 2] == "    annotations: destructive, closed-world"
+    totals = lines.index("wh_inventory_totals  [mcp warehouse]")
+    assert any(line.startswith("    returns: {") for line in lines[totals : totals + 6])
+    code, out, _ = await run_cli(
+        "tools", "--json", "--config", str(mcp_config(tmp_path, WAREHOUSE))
+    )
+    listed = {row["name"]: row for row in json.loads(out)}
+    assert listed["wh_count_pallets"]["title"] == "Count pallets"
+    assert listed["wh_count_pallets"]["annotations"] == {
+        "readOnlyHint": True,
+        "idempotentHint": True,
+    }
+
+
+async def test_tools_exits_1_when_a_server_could_not_be_listed(tmp_path: Path) -> None:
+    servers = WAREHOUSE + (
+        f"    broken:\n      command: {sys.executable}\n"
+        '      args: ["-c", "import sys; sys.exit(3)"]\n'
+        "      connect_timeout_s: 5\n"
+    )
+    code, out, err = await run_cli("tools", "--config", str(mcp_config(tmp_path, servers)))
+    assert code == 1
+    assert "wh_lookup_stock  [mcp warehouse]" in out and "calculate  [builtin]" in out
+    assert (
+        "slack-agent: MCP server broken is not connected (MCPError: Connection closed): its "
+        "tools are not listed"
+    ) in err
+
+
+async def test_two_servers_with_the_same_tools_stop_start_up(tmp_path: Path) -> None:
+    servers = WAREHOUSE + WAREHOUSE.replace("warehouse:", "copy:")
+    code, _, err = await run_cli("tools", "--config", str(mcp_config(tmp_path, servers)))
+    assert code == 2
+    assert "MCP servers warehouse and copy both offer " in err
+    assert 'give one of them a prefix, e.g. mcp.servers.copy.prefix: "copy_"' in err
+
+
+async def test_a_claude_desktop_servers_file(tmp_path: Path) -> None:
+    """The mcpServers file of another client, as is, running the published mcp-server-time."""
+    (tmp_path / "claude_desktop_config.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "time": {
+                        "command": sys.executable,
+                        "args": ["-m", "mcp_server_time", "--local-timezone=${TEST_TZ}"],
+                    }
+                }
+            }
+        )
+    )
+    config = write_config(
+        tmp_path,
+        "mcp:\n  servers_file: claude_desktop_config.json\n  servers:\n    time: {prefix: time_}\n",
+    )
+    code, out, err = await run_cli(
+        "tools", "--json", "--config", str(config), env={"TEST_TZ": "Europe/Berlin"}
+    )
+    assert code == 0, err
+    listed = {row["name"]: row for row in json.loads(out)}
+    assert listed["time_get_current_time"]["source"] == "mcp time"
+    assert "Europe/Berlin" in json.dumps(listed["time_get_current_time"]["parameters"])
+
+
+async def test_a_script_declines_questions_and_shows_progress(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    go.touch()  # the counting tool need not wait
+    fake_llm.add(
+        calls(
+            ("wh_restock", {"item": "flour"}, "r1"), ("wh_long_count", {"go_file": str(go)}, "l1")
+        ),
+        lambda request: text(f"{tool_results(request)['r1']}; {tool_results(request)['l1']}"),
+    )
+    code, out, err = await run_cli(
+        "chat",
+        "--config",
+        str(mcp_config(tmp_path, WAREHOUSE)),
+        stdin="restock and count\n",
+        env={"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-test"},
+    )
+    assert code == 0, err
+    assert out == "restock decline; counted 5 aisles\n"  # nobody to ask in a script
+    assert "  … wh_long_count 40 % – counting aisle 2" in err

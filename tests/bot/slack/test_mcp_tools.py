@@ -72,7 +72,7 @@ async def test_a_call_runs_on_the_server_and_is_audited(app: SlackHarness) -> No
     )
     await app.post(app.envelope(mention("flour?", "302.000001", user="U0CLERK")))
     [answer] = await app.answered("C0CHAN", "302.000001")
-    assert answer.shown == 'Stock: {"result": "flour: 12 bags"}'
+    assert answer.shown == "Stock: flour: 12 bags"
     audit = (await app.command("audit 3", user="U0ADMIN"))["text"]
     assert "<@U0CLERK> tool `wh_lookup_stock` → ok" in audit
 

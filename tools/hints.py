@@ -1,0 +1,42 @@
+"""What a tool says about itself (MCP tool annotations), for people to read.
+
+These are hints from the tool's author, never a guarantee: the bot shows them (``slack-agent
+tools``, ``/agent tools all``) and uses only ``read_only``/``idempotent`` to decide whether a
+call cut off by a crash may run again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ToolHints:
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+    def labels(self) -> list[str]:
+        """What was said, in words: ``read-only``, ``destructive`` or ``non-destructive``,
+        ``idempotent``, ``open-world`` or ``closed-world``."""
+        labels = []
+        if self.read_only:
+            labels.append("read-only")
+        if self.destructive is not None:
+            labels.append("destructive" if self.destructive else "non-destructive")
+        if self.idempotent:
+            labels.append("idempotent")
+        if self.open_world is not None:
+            labels.append("open-world" if self.open_world else "closed-world")
+        return labels
+
+    def as_json(self) -> dict[str, bool]:
+        """The hints that were given, by their MCP names."""
+        given = {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+        return {key: value for key, value in given.items() if value is not None}

@@ -1,0 +1,93 @@
+"""A server's tool as a :class:`Tool` the model can be offered (pure).
+
+The name gets the server's prefix and only ``[A-Za-z0-9_-]``; the arguments are checked
+against the tool's JSON schema before the call; the title, the annotations and the output
+schema are kept for people to read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import jsonschema
+
+from tools.definition import Tool
+from tools.errors import ToolArgumentsError
+from tools.hints import ToolHints
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+Call = Callable[[str, dict[str, Any]], Awaitable[str]]
+
+
+def exposed_name(prefix: str, name: str) -> str:
+    """The tool's name for the model: prefixed, only [A-Za-z0-9_-], at most 64 characters."""
+    return _UNSAFE.sub("_", prefix + name)[:64]
+
+
+def needs_tasks(remote: Any) -> bool:
+    """The tool can only run as a task (``execution.taskSupport: required``), which this
+    client does not speak."""
+    execution = getattr(remote, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
+
+
+def wrap_tool(remote: Any, prefix: str, timeout_s: float, source: str, call: Call) -> Tool:
+    """``remote`` (an ``mcp_types.Tool``) as a Tool whose invocation is ``call(name, args)``."""
+    exposed = exposed_name(prefix, remote.name)
+    schema = dict(remote.input_schema or {})
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    schema.pop("title", None)
+    validator = _validator(schema)
+    original = remote.name
+
+    async def invoke(arguments: dict[str, Any]) -> Any:
+        if validator is not None:
+            problems = [
+                (".".join(str(p) for p in error.absolute_path), error.message)
+                for error in validator.iter_errors(arguments)
+            ]
+            if problems:
+                raise ToolArgumentsError(exposed, problems)
+        return await call(original, arguments)
+
+    annotations = getattr(remote, "annotations", None)
+    title = getattr(remote, "title", None) or getattr(annotations, "title", None)
+    hints = hints_of(annotations)
+    return Tool(
+        name=exposed,
+        description=remote.description or title or remote.name,
+        parameters=schema,
+        invoke=invoke,
+        timeout_s=timeout_s,
+        idempotent=bool(hints.read_only or hints.idempotent),
+        source=source,
+        title=title,
+        hints=hints,
+        output_schema=getattr(remote, "output_schema", None),
+    )
+
+
+def hints_of(annotations: Any) -> ToolHints:
+    """MCP tool annotations as hints. A call cut off by a crash runs again only when the
+    server says the tool reads only or is idempotent (MCP's defaults assume neither)."""
+    if annotations is None:
+        return ToolHints()
+    return ToolHints(
+        read_only=getattr(annotations, "read_only_hint", None),
+        destructive=getattr(annotations, "destructive_hint", None),
+        idempotent=getattr(annotations, "idempotent_hint", None),
+        open_world=getattr(annotations, "open_world_hint", None),
+    )
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
+    except jsonschema.SchemaError:
+        return None  # an odd schema: leave validation to the server
