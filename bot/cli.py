@@ -59,6 +59,13 @@ def parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="run only workers: answer queued turns")
     _config_option(worker)
+    for command in (run, worker):
+        command.add_argument(
+            "--metrics-port",
+            type=int,
+            help="serve /healthz, /readyz and /metrics on this port too (run: default the "
+            "app's --port; worker: none unless given)",
+        )
 
     listing = commands.add_parser("tools", help="list every tool with its source and schema")
     _config_option(listing)
@@ -88,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return _exit_now_if_stuck(asyncio.run(_run(build_services(args.config), args)))
         if args.command == "worker":
-            return _exit_now_if_stuck(asyncio.run(_worker(build_services(args.config))))
+            return _exit_now_if_stuck(asyncio.run(_worker(build_services(args.config), args)))
         if args.command == "tools":
             config, _, tools = load(args.config)  # listing tools needs no model credentials
             return asyncio.run(_list_tools(config, tools, args.json))
@@ -126,7 +133,7 @@ async def _chat(services: Services, options: ChatOptions) -> int:
 
 
 async def _run(services: Services, args: argparse.Namespace) -> int:
-    from bot.slack.service import build_slack_service, run
+    from bot.slack.service import Listen, build_slack_service, run
 
     socket_mode = services.environment.slack_app_token is not None
     try:
@@ -136,8 +143,7 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
         await run(
             service,
             socket_mode=socket_mode,
-            host=args.host,
-            port=args.port,
+            listen=Listen(args.host, args.port, args.metrics_port),
             with_worker=not args.no_worker,
         )
         return 0
@@ -145,14 +151,14 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
         await services.aclose()
 
 
-async def _worker(services: Services) -> int:
-    from bot.slack.service import build_slack_service, run_worker_only
+async def _worker(services: Services, args: argparse.Namespace) -> int:
+    from bot.slack.service import Listen, build_slack_service, run_worker_only
 
     try:
         service = build_slack_service(services, http=False)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.start()
-        await run_worker_only(service)
+        await run_worker_only(service, Listen(metrics_port=args.metrics_port))
         return 0
     finally:
         await services.aclose()

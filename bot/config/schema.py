@@ -140,6 +140,12 @@ class SlackConfig(_Strict):
     command: str = Field(
         default="/agent", pattern=r"^/[a-z0-9_-]{1,31}$", description="The slash command's name."
     )
+    socket_connections: int = Field(
+        default=2,
+        ge=1,
+        le=10,
+        description="Socket Mode: connections kept open at once (Slack allows up to 10).",
+    )
 
 
 class AppConfig(_Strict):

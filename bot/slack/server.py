@@ -1,4 +1,5 @@
-"""HTTP mode: Slack's requests on POST /slack/events, liveness on GET /healthz.
+"""HTTP mode: Slack's requests on POST /slack/events; /healthz, /readyz and /metrics
+(bot/health/endpoints.py) on the same port.
 
 A request Slack did not sign gets 401 before its body is parsed; a signed body Bolt cannot
 read gets 400 with one warning (no traceback); everything else goes to Bolt.
@@ -15,6 +16,8 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
+from bot.health.endpoints import add_routes
+from bot.health.readiness import Readiness, redis_check
 from bot.slack.inbound import MalformedRequest, bolt_request, signed_by_slack
 
 log = logging.getLogger(__name__)
@@ -23,7 +26,10 @@ EVENTS_PATH = "/slack/events"
 
 
 def http_app(
-    bolt_app: AsyncApp, ping_redis: Callable[[], Awaitable[Any]], signing_secret: str
+    bolt_app: AsyncApp,
+    ping_redis: Callable[[], Awaitable[Any]],
+    signing_secret: str,
+    readiness: Readiness | None = None,
 ) -> web.Application:
     verifier = SignatureVerifier(signing_secret)
 
@@ -45,17 +51,9 @@ def http_app(
             return web.Response(status=400, text="malformed request body")
         return await to_aiohttp_response(await bolt_app.async_dispatch(parsed))
 
-    async def healthz(request: web.Request) -> web.Response:
-        # Liveness: the process answers. Redis is reported, not required: a Redis outage
-        # should not make an orchestrator restart every replica.
-        try:
-            await ping_redis()
-            redis = "ok"
-        except Exception as exc:
-            redis = f"unreachable ({type(exc).__name__})"
-        return web.json_response({"ok": True, "redis": redis})
-
     app = web.Application()
     app.router.add_post(EVENTS_PATH, events)
-    app.router.add_get("/healthz", healthz)
+    if readiness is None:
+        readiness = Readiness({"redis": redis_check(ping_redis)})
+    add_routes(app, readiness, ping_redis)
     return app

@@ -7,15 +7,17 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from aiohttp import web
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands, AdminStores
 from bot.config import ConfigError
+from bot.health.endpoints import HealthServer
+from bot.health.readiness import Readiness, redis_check, worker_check
 from bot.lifecycle.owner import Agent
 from bot.services import Services
 from bot.slack.after_ack import AfterAck
@@ -27,6 +29,8 @@ from bot.slack.identity import BotIdentity
 from bot.slack.ingress import Ingress
 from bot.slack.responder import SlackResponder
 from bot.slack.server import http_app
+from bot.slack.socket.pool import SocketPool
+from bot.slack.tokens import verify_tokens
 from bot.turn import Turn
 from bot.worker.assembly import build_worker
 from bot.worker.consumer import Worker
@@ -115,55 +119,128 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
     return SlackService(services, client, ingress, worker, app, later, identity)
 
 
-async def run(
-    service: SlackService, *, socket_mode: bool, host: str, port: int, with_worker: bool
-) -> None:
-    """Serve until SIGINT or SIGTERM, then stop taking events and let running turns finish."""
+@dataclass(frozen=True)
+class Listen:
+    """Where the process listens: the app's host and port (HTTP mode: Slack's events and
+    the endpoints; Socket Mode: the endpoints), and ``metrics_port`` for the endpoints on a
+    listener of their own."""
+
+    host: str = "0.0.0.0"
+    port: int = 3000
+    metrics_port: int | None = None
+
+
+def stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def unless_stopped(work: Awaitable[None], stop: asyncio.Event) -> bool:
+    """Run ``work`` until it ends or ``stop`` is set (then cancel it); True if it ended."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if task.done():
+        task.result()
+        return True
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return False
+
+
+def readiness_for(
+    service: SlackService, worker: asyncio.Task[None] | None, pool: SocketPool | None
+) -> Readiness:
+    readiness = Readiness({"redis": redis_check(service.services.state.client.ping)})
+    if worker is not None:
+        readiness.add("worker", worker_check(lambda: service.worker.alive and not worker.done()))
+    if pool is not None:
+        readiness.add("socket", pool.problem)
+    return readiness
+
+
+async def run(
+    service: SlackService, *, socket_mode: bool, listen: Listen, with_worker: bool
+) -> None:
+    """Serve until SIGINT or SIGTERM, then stop taking events and let running turns finish.
+
+    The signal handlers come first: a process still connecting to Slack stops at once."""
+    stop = stop_on_signals()
+    env = service.services.environment
+    app_token = env.slack_app_token.get_secret_value() if env.slack_app_token else None
+    if not await unless_stopped(verify_tokens(service.identity, app_token), stop):
+        return
     await service.identity.share_with(service.app)
     worker_task = asyncio.create_task(service.worker.run(stop)) if with_worker else None
+    pool = (
+        SocketPool(
+            service.app,
+            app_token,
+            service.client,
+            connections=service.services.config.slack.socket_connections,
+        )
+        if app_token is not None and socket_mode
+        else None
+    )
+    readiness = readiness_for(service, worker_task, pool)
+    ping = service.services.state.client.ping
     runner: web.AppRunner | None = None
-    socket_handler: AsyncSocketModeHandler | None = None
+    health: HealthServer | None = None
     try:
-        if socket_mode:
-            token = service.services.environment.slack_app_token
-            assert token is not None
-            socket_handler = AsyncSocketModeHandler(service.app, token.get_secret_value())
-            await socket_handler.connect_async()  # type: ignore[no-untyped-call]
-            log.warning("slack-agent connected in Socket Mode")
+        if pool is not None:
+            pool.start()
+            log.warning("slack-agent connecting in Socket Mode (%d connections)", len(pool.slots))
+            health = HealthServer(readiness, ping, listen.host, listen.metrics_port or listen.port)
         else:
-            secret = service.services.environment.slack_signing_secret
+            secret = env.slack_signing_secret
             assert secret is not None  # build_slack_service(http=True) required it
             runner = web.AppRunner(
-                http_app(
-                    service.app, service.services.state.client.ping, secret.get_secret_value()
-                ),
+                http_app(service.app, ping, secret.get_secret_value(), readiness),
                 access_log=None,
             )
             await runner.setup()
-            await web.TCPSite(runner, host, port).start()
-            log.warning("slack-agent listening on http://%s:%d/slack/events", host, port)
+            await web.TCPSite(runner, listen.host, listen.port).start()
+            log.warning(
+                "slack-agent listening on http://%s:%d/slack/events", listen.host, listen.port
+            )
+            if listen.metrics_port is not None and listen.metrics_port != listen.port:
+                health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
+        if health is not None:
+            await health.start()
         await stop.wait()
     finally:
-        if socket_handler is not None:
-            await socket_handler.close_async()  # type: ignore[no-untyped-call]
+        if pool is not None:
+            await pool.close()
         if runner is not None:
             await runner.cleanup()
         await service.later.close()
         if worker_task is not None:
             stop.set()
             await worker_task
+        if health is not None:
+            await health.stop()
 
 
-async def run_worker_only(service: SlackService) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+async def run_worker_only(service: SlackService, listen: Listen) -> None:
+    stop = stop_on_signals()
     log.warning("slack-agent worker started")
-    await service.worker.run(stop)
+    worker_task = asyncio.create_task(service.worker.run(stop))
+    health: HealthServer | None = None
+    if listen.metrics_port is not None:
+        readiness = readiness_for(service, worker_task, None)
+        ping = service.services.state.client.ping
+        health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
+        await health.start()
+    try:
+        await worker_task
+    finally:
+        if health is not None:
+            await health.stop()

@@ -1,0 +1,70 @@
+"""``/healthz``, ``/readyz`` and ``/metrics`` as aiohttp routes, added to the app's own HTTP
+server or served on a listener of their own (``--metrics-port``, Socket Mode, workers).
+
+- ``/healthz``: liveness. 200 whenever the process answers; Redis is reported, not required
+  (a Redis outage must not make an orchestrator restart every replica).
+- ``/readyz``: 200 when every readiness check holds, else 503; the JSON body names each
+  check and what is wrong.
+- ``/metrics``: Prometheus text of the default registry (``prometheus_client.REGISTRY``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import prometheus_client
+from aiohttp import web
+
+from bot.health.readiness import Readiness
+
+log = logging.getLogger(__name__)
+
+
+def add_routes(
+    app: web.Application, readiness: Readiness, ping_redis: Callable[[], Awaitable[Any]]
+) -> None:
+    async def healthz(request: web.Request) -> web.Response:
+        try:
+            await ping_redis()
+            redis = "ok"
+        except Exception as exc:
+            redis = f"unreachable ({type(exc).__name__})"
+        return web.json_response({"ok": True, "redis": redis})
+
+    async def readyz(request: web.Request) -> web.Response:
+        report = await readiness.report()
+        return web.json_response(report.as_json(), status=200 if report.ready else 503)
+
+    async def metrics(request: web.Request) -> web.Response:
+        body = prometheus_client.generate_latest(prometheus_client.REGISTRY)
+        return web.Response(
+            body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST}
+        )
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+
+
+class HealthServer:
+    """The three endpoints on a listener of their own."""
+
+    def __init__(
+        self, readiness: Readiness, ping_redis: Callable[[], Awaitable[Any]], host: str, port: int
+    ) -> None:
+        app = web.Application()
+        add_routes(app, readiness, ping_redis)
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        self.host, self.port = host, port
+
+    async def start(self) -> None:
+        await self.runner.setup()
+        await web.TCPSite(self.runner, self.host, self.port).start()
+        log.info(
+            "health and metrics on http://%s:%d (/healthz /readyz /metrics)", self.host, self.port
+        )
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
