@@ -17,7 +17,7 @@ import binascii
 import itertools
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,7 @@ class FakeSlack:
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
         self.latency_s = 0.0
+        self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}  # more methods
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -256,6 +257,8 @@ class FakeSlack:
 
     def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         channel = str(args.get("channel") or args.get("channel_id") or "")
+        if method in self.methods:
+            return self.methods[method](args)
         if method == "auth.test":
             return {
                 "ok": True,

@@ -27,12 +27,13 @@ from slack_bolt.adapter.socket_mode.async_internals import (
     send_async_response,
 )
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.socket.client import PooledClient
-from bot.slack.socket.refusals import REFRESH_REASONS, REFUSED_REASONS
+from bot.slack.socket.refusals import REFRESH_REASONS, REFUSED_REASONS, is_refusal
 
 log = logging.getLogger(__name__)
 sdk_log = logging.getLogger("bot.slack.socket.sdk")
@@ -154,7 +155,7 @@ class SocketPool:
         slot = self._slot_of(client)
         if slot is None or self.closing:
             return
-        if self.refused != error:
+        if self.refused is None:
             log.error(
                 "Slack refuses the Socket Mode connection (%s): check SLACK_APP_TOKEN (an "
                 "app-level token with connections:write) and that Socket Mode is on for the "
@@ -167,10 +168,25 @@ class SocketPool:
         self._spawn(self._retry(slot, client))
 
     async def _retry(self, slot: int, client: PooledClient) -> None:
+        """Ask apps.connections.open quietly until Slack takes the token again; only then
+        open a connection (a client per attempt would log at every one)."""
         await self._close(client)
-        await asyncio.sleep(self.retry_refused_s)
-        if not self.closing and self.slots[slot] is None:
-            self._open(slot)
+        while not self.closing:
+            await asyncio.sleep(self.retry_refused_s)
+            try:
+                await self.web_client.apps_connections_open(app_token=self.app_token)
+            except SlackApiError as exc:
+                error = str(exc.response.get("error") or "")
+                if is_refusal(error):
+                    self.refused = error
+                log.debug("apps.connections.open still failing: %s", error)
+                continue
+            except Exception as exc:
+                log.debug("apps.connections.open still failing: %s", exc)
+                continue
+            if self.slots[slot] is None:
+                self._open(slot)
+            return
 
     async def _close(self, client: PooledClient) -> None:
         try:
