@@ -123,7 +123,7 @@ class FakeSocketMode:
         """Abort the TCP connection: no close frame, the client finds it gone."""
         transport = connection.request.transport
         assert transport is not None
-        transport.abort()  # type: ignore[attr-defined]
+        transport.abort()
 
     async def refresh(self, connection: Connection, reason: str = "refresh_requested") -> None:
         """Send ``disconnect`` with ``reason``; close the connection ``close_after_s`` later."""
