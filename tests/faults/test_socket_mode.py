@@ -110,7 +110,12 @@ class Launcher:
         self.tmp_path, self.key_prefix = tmp_path, key_prefix
 
     async def start(
-        self, *args: str, redis_url: str = REDIS_URL, port: int | None = None, **config: Any
+        self,
+        *args: str,
+        redis_url: str = REDIS_URL,
+        port: int | None = None,
+        socket_mode: bool = True,
+        **config: Any,
     ) -> Process:
         settings: dict[str, Any] = {
             "redis": {"key_prefix": self.key_prefix},
@@ -124,7 +129,8 @@ class Launcher:
         path = self.tmp_path / f"agent-{number}.yaml"
         path.write_text(yaml.safe_dump(settings))
         env = app_environment(self.slack.api_url, self.llm.base_url, redis_url, path)
-        env["SLACK_APP_TOKEN"] = "xapp-test"
+        if socket_mode:
+            env["SLACK_APP_TOKEN"] = "xapp-test"
         port = port or free_port()
         log = self.tmp_path / f"process-{number}.log"
         with log.open("w") as sink:
@@ -285,6 +291,7 @@ async def test_readyz_follows_a_redis_outage_in_socket_mode_and_in_a_worker(
         assert (await process.endpoint("/healthz"))[0] == 200
     _, body = await app.endpoint("/readyz")
     assert set(body["checks"]) == {"redis", "worker", "socket"}
+    assert await docker_healthcheck(app.port) == 0
 
     private_redis.stop()
     for process in (app, worker):
@@ -298,6 +305,45 @@ async def test_readyz_follows_a_redis_outage_in_socket_mode_and_in_a_worker(
     for process in (app, worker):
         code, took = await process.sigterm()
         assert code == 0 and took < GRACE_S
+
+
+async def test_http_mode_serves_the_endpoints_on_its_port_and_the_metrics_port(
+    launch: Launcher,
+) -> None:
+    app_port, metrics_port = free_port(), free_port()
+    app = await launch.start(
+        "run",
+        *("--port", str(app_port), "--metrics-port", str(metrics_port)),
+        port=metrics_port,
+        socket_mode=False,
+    )
+    await until_true(app.ready, 30)
+    for port in (app_port, metrics_port):
+        app.port = port
+        code, body = await app.endpoint("/readyz")
+        assert code == 200 and set(body["checks"]) == {"redis", "worker"}
+        assert (await app.endpoint("/metrics"))[0] == 200
+        assert (await app.endpoint("/healthz"))[0] == 200
+    code, took = await app.sigterm()
+    assert code == 0 and took < GRACE_S
+
+
+DOCKERFILE = Path(__file__).parents[2] / "Dockerfile"
+
+
+async def docker_healthcheck(port: int) -> int:
+    """The Dockerfile's HEALTHCHECK command against ``port``, which stands in for the port
+    the image's CMD gives ``slack-agent run`` (the check and the CMD must agree)."""
+    lines = DOCKERFILE.read_text().splitlines()
+    check = next(line for line in lines if line.startswith("HEALTHCHECK"))
+    command = next(line for line in lines if line.startswith("CMD"))
+    image_port = json.loads(command.removeprefix("CMD").strip())[-1]
+    shell = check.split(" CMD ", 1)[1]
+    assert f"127.0.0.1:{image_port}/healthz" in shell
+    process = await asyncio.create_subprocess_shell(
+        shell.replace(f":{image_port}/", f":{port}/").replace("python ", f"{sys.executable} ", 1)
+    )
+    return await asyncio.wait_for(process.wait(), 10)
 
 
 async def test_link_disabled_fails_readiness_and_says_why(

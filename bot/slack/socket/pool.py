@@ -60,6 +60,7 @@ class SocketPool:
         self.slots: list[PooledClient | None] = [None] * connections
         self.refused: str | None = None  # the error Slack refuses the app with, for now
         self.closing = False
+        self.connected_once = False
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
@@ -115,6 +116,9 @@ class SocketPool:
             self._opened()
 
     def _opened(self) -> None:
+        if not self.connected_once:
+            self.connected_once = True
+            log.warning("slack-agent connected in Socket Mode")
         if self.refused is not None:
             log.warning("Slack takes the Socket Mode connection again (was %s)", self.refused)
             self.refused = None

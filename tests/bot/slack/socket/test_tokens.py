@@ -28,7 +28,8 @@ async def test_tokens_slack_takes(fake_slack: FakeSlack, fake_socket: FakeSocket
 
 async def test_a_refused_bot_token(fake_slack: FakeSlack) -> None:
     fake_slack.fail("auth.test", "invalid_auth")
-    with pytest.raises(ConfigError, match=r"Slack refused SLACK_BOT_TOKEN \(auth.test: invalid_auth\)"):
+    refused = r"Slack refused SLACK_BOT_TOKEN \(auth.test: invalid_auth\)"
+    with pytest.raises(ConfigError, match=refused):
         await verify_tokens(identity(fake_slack), None)
 
 
