@@ -17,6 +17,7 @@ from typing import Any
 import prometheus_client
 from aiohttp import web
 
+from bot.config import ConfigError
 from bot.health.readiness import Readiness
 
 log = logging.getLogger(__name__)
@@ -58,13 +59,25 @@ class HealthServer:
         add_routes(app, readiness, ping_redis)
         self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         self.host, self.port = host, port
+        self.started = False
 
     async def start(self) -> None:
+        """Listen; a port already taken is a ConfigError (exit 2) that says what to change."""
         await self.runner.setup()
-        await web.TCPSite(self.runner, self.host, self.port).start()
+        try:
+            await web.TCPSite(self.runner, self.host, self.port).start()
+        except OSError as exc:
+            await self.runner.cleanup()
+            raise ConfigError(
+                f"cannot listen on {self.host}:{self.port} for /healthz, /readyz and /metrics "
+                f"({exc.strerror or exc}); choose a free --port or --metrics-port"
+            ) from None
+        self.started = True
         log.info(
             "health and metrics on http://%s:%d (/healthz /readyz /metrics)", self.host, self.port
         )
 
     async def stop(self) -> None:
-        await self.runner.cleanup()
+        if self.started:
+            self.started = False
+            await self.runner.cleanup()

@@ -10,6 +10,7 @@ import prometheus_client
 import pytest
 from aiohttp import web
 
+from bot.config import ConfigError
 from bot.health.endpoints import HealthServer, add_routes
 from bot.health.readiness import Readiness, redis_check, worker_check
 from tests.fakes.redis_server import free_port
@@ -108,3 +109,12 @@ async def test_routes_join_an_existing_app() -> None:
     add_routes(app, Readiness(), fine)
     paths = {route.resource.canonical for route in app.router.routes() if route.resource}
     assert {"/healthz", "/readyz", "/metrics"} <= paths
+
+
+async def test_a_port_in_use_is_a_clear_configuration_error(
+    served: tuple[str, dict[str, bool]],
+) -> None:
+    taken = int(served[0].rsplit(":", 1)[1])
+    second = HealthServer(Readiness(), fine, "127.0.0.1", taken)
+    with pytest.raises(ConfigError, match=rf"cannot listen on 127.0.0.1:{taken} for /healthz"):
+        await second.start()
