@@ -34,9 +34,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.socket.client import PooledClient
 from bot.slack.socket.refusals import REFRESH_REASONS, REFUSED_REASONS, is_refusal
+from bot.slack.socket.sdk_log import QuietSdkLog
 
 log = logging.getLogger(__name__)
 sdk_log = logging.getLogger("bot.slack.socket.sdk")
+sdk_log.addFilter(QuietSdkLog())
 
 CLOSE_TIMEOUT_S = 2.0
 
