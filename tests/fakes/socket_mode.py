@@ -7,7 +7,8 @@ accepts_response_payload, retry_attempt, retry_reason}``; the app acks with
 again (``retry_attempt`` + 1) on another open connection, or on the next one to open.
 
 Faults, from the test: :meth:`drop` (a close frame), :meth:`reset` (the TCP connection
-aborted, no close frame), :meth:`refresh` (a ``disconnect`` message with reason
+aborted, no close frame), :meth:`silence` (no pong, no envelope: only the client's pings can
+tell), :meth:`refresh` (a ``disconnect`` message with reason
 ``refresh_requested``, ``warning`` or ``link_disabled``, then the server closes the
 connection ``close_after_s`` later, as Slack does).
 
@@ -40,6 +41,8 @@ class Connection:
     closed_at: float | None = None
     disconnect_sent: str = ""  # the reason of the disconnect message sent on it, if any
     disconnect_at: float | None = None
+    silent: bool = False  # answers no ping and gets no envelope (a network black hole)
+    silenced_at: float | None = None
 
     @property
     def open(self) -> bool:
@@ -103,6 +106,28 @@ class FakeSocketMode:
     def unacked(self) -> list[Envelope]:
         return [e for e in self.envelopes.values() if e.acked_at is None]
 
+    def offline_s(self) -> float:
+        """How long, since the first connection opened, no connection could take envelopes
+        (none open, or only silent ones)."""
+        if not self.connections:
+            return 0.0
+        marks: list[tuple[float, int]] = []
+        for c in self.connections:
+            marks.append((c.opened_at, 1))
+            end = c.silenced_at if c.silenced_at is not None else c.closed_at
+            if end is not None:
+                marks.append((end, -1))
+        marks.sort()
+        offline, usable, since = 0.0, 0, marks[0][0]
+        for at, step in marks:
+            if usable == 0:
+                offline += at - since
+            usable += step
+            since = at
+        if usable == 0:
+            offline += time.monotonic() - since
+        return offline
+
     def max_unacked_s(self) -> float:
         return max((e.waited_s for e in self.envelopes.values()), default=0.0)
 
@@ -125,6 +150,10 @@ class FakeSocketMode:
         assert transport is not None
         transport.abort()
 
+    def silence(self, connection: Connection) -> None:
+        """From now on the connection answers no ping and gets no envelope."""
+        connection.silent, connection.silenced_at = True, time.monotonic()
+
     async def refresh(self, connection: Connection, reason: str = "refresh_requested") -> None:
         """Send ``disconnect`` with ``reason``; close the connection ``close_after_s`` later."""
         connection.disconnect_sent, connection.disconnect_at = reason, time.monotonic()
@@ -138,7 +167,7 @@ class FakeSocketMode:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link/?ticket={uuid.uuid4()}"}
 
     async def _link(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(autoping=True)
+        ws = web.WebSocketResponse(autoping=False)
         await ws.prepare(request)
         connection = Connection(next(self._numbers), ws, request, time.monotonic())
         self.connections.append(connection)
@@ -156,6 +185,8 @@ class FakeSocketMode:
             async for message in ws:
                 if message.type == WSMsgType.TEXT:
                     self._ack(json.loads(message.data))
+                elif message.type == WSMsgType.PING and not connection.silent:
+                    await ws.pong(message.data)
         finally:
             connection.closed_at = time.monotonic()
             self._resend_from(connection)
@@ -169,7 +200,7 @@ class FakeSocketMode:
             envelope.acked_at = time.monotonic()
 
     def _deliver(self, envelope: Envelope) -> None:
-        targets = [c for c in self.open_connections if not c.ws.closed]
+        targets = [c for c in self.open_connections if not c.ws.closed and not c.silent]
         if not targets:
             self.unsent.append(envelope)
             return

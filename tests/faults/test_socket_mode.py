@@ -192,19 +192,21 @@ async def test_every_event_answered_once_through_drops_resets_and_refreshes(
             sent.append(ts)
             fake_socket.send_event(event(ts))
 
-    faults = ["drop", "reset", "refresh_requested", "warning"] * 2
+    faults = ["drop", "reset", "refresh_requested", "warning", "silence"] * 2
     for fault in faults:
         send(3)
-        victim: Connection = fake_socket.open_connections[0]
+        victim: Connection = usable(fake_socket)[0]
         if fault == "drop":
             await fake_socket.drop(victim)
         elif fault == "reset":
             fake_socket.reset(victim)
+        elif fault == "silence":
+            fake_socket.silence(victim)
         else:
             await fake_socket.refresh(victim, fault)
         send(3)
         await until(lambda victim=victim: not victim.open, 10)  # type: ignore[misc]
-        await until(lambda: len(fake_socket.open_connections) == 2, 15)
+        await until(lambda: len(usable(fake_socket)) == 2, 15)
 
     await until(lambda: not fake_socket.unacked, 10)
     await until(lambda: all(answers(fake_slack, ts) for ts in sent), 30)
@@ -214,15 +216,26 @@ async def test_every_event_answered_once_through_drops_resets_and_refreshes(
     assert worst < ACK_BOUND_S
     overlaps = refresh_overlaps(fake_socket)
     assert len(overlaps) == 4 and all(overlap > 0 for overlap in overlaps)
+    assert fake_socket.offline_s() == 0.0  # one connection always took envelopes
     resent = sum(len(e.sent_on) > 1 for e in fake_socket.envelopes.values())
+    silent = [
+        c.closed_at - c.silenced_at
+        for c in fake_socket.connections
+        if c.silenced_at is not None and c.closed_at is not None
+    ]
     print(
         f"\n{len(sent)} events, {resent} sent again after their connection ended; "
         f"longest unacked {worst:.3f} s; refreshes: new connection open "
-        f"{', '.join(f'{o:.3f}' for o in overlaps)} s before the old one closed"
+        f"{', '.join(f'{o:.3f}' for o in overlaps)} s before the old one closed; "
+        f"silent connections closed after {', '.join(f'{s:.1f}' for s in silent)} s"
     )
     code, took = await app.sigterm()
     assert code == 0 and took < GRACE_S
     assert "xapp-test" not in app.output and "xoxb-test" not in app.output
+
+
+def usable(fake_socket: FakeSocketMode) -> list[Connection]:
+    return [c for c in fake_socket.open_connections if not c.silent]
 
 
 def refresh_overlaps(fake_socket: FakeSocketMode) -> list[float]:

@@ -96,6 +96,16 @@ async def test_a_reset_connection_is_replaced(fake_socket: FakeSocketMode, make_
     )
 
 
+async def test_a_silent_connection_is_replaced(fake_socket: FakeSocketMode, make_pool: Any) -> None:
+    """No pong for the client's pings: aiohttp's heartbeat (the ping interval) closes it."""
+    make_pool(connections=2, ping_interval_s=1.0)
+    await until(lambda: len(fake_socket.open_connections) == 2)
+    quiet = fake_socket.open_connections[0]
+    fake_socket.silence(quiet)
+    await until(lambda: not quiet.open, 10)
+    await until(lambda: len([c for c in fake_socket.open_connections if not c.silent]) == 2, 10)
+
+
 async def test_a_refusal_is_logged_once_fails_readiness_and_clears(
     fake_socket: FakeSocketMode,
     fake_slack: FakeSlack,
