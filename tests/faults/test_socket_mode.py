@@ -73,7 +73,9 @@ class Process:
         sent = time.monotonic()
         self.process.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(self.process.wait(), GRACE_S + 5)
-        return code, time.monotonic() - sent
+        took = time.monotonic() - sent
+        print(f"\nSIGTERM: exit {code} after {took:.2f} s")
+        return code, took
 
 
 @pytest.fixture
@@ -261,6 +263,7 @@ async def test_a_refused_token_stops_start_up_with_exit_2(
     app = await launch.run()
     code = await asyncio.wait_for(app.process.wait(), START_BOUND_S + 5)
     took = time.monotonic() - app.started_at
+    print(f"\n{method} refused: exit {code} {took:.2f} s after the process started")
     assert code == 2
     assert took < START_BOUND_S
     assert f"Slack refused {variable} ({method}: invalid_auth)" in app.output
@@ -318,6 +321,17 @@ async def test_readyz_follows_a_redis_outage_in_socket_mode_and_in_a_worker(
     for process in (app, worker):
         code, took = await process.sigterm()
         assert code == 0 and took < GRACE_S
+
+
+async def test_sigterm_during_a_redis_outage_ends_within_the_grace_period(
+    launch: Launcher, fake_socket: FakeSocketMode, private_redis: PrivateRedis
+) -> None:
+    app = await launch.run(redis_url=private_redis.url)
+    await until_true(app.ready, 30)
+    private_redis.stop()
+    await until_true(lambda: app.ready(503, "redis: unreachable"), 20)
+    code, took = await app.sigterm()
+    assert code == 0 and took < GRACE_S
 
 
 async def test_http_mode_serves_the_endpoints_on_its_port_and_the_metrics_port(

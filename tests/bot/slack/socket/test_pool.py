@@ -8,10 +8,12 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pydantic
 import pytest
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.config.schema import AppConfig
 from bot.slack.socket.pool import SocketPool
 from tests.fakes.slack_harness import event_envelope, mention
 from tests.fakes.slack_server import FakeSlack
@@ -136,3 +138,13 @@ async def _ready(pool: SocketPool) -> bool:
 async def _problem_is(pool: SocketPool, start: str) -> bool:
     problem = await pool.problem()
     return problem is not None and problem.startswith(start)
+
+
+@pytest.mark.parametrize(("count", "valid"), [(0, False), (1, True), (10, True), (11, False)])
+def test_socket_connections_between_one_and_ten(count: int, valid: bool) -> None:
+    if valid:
+        assert AppConfig.model_validate({"slack": {"socket_connections": count}})
+    else:
+        with pytest.raises(pydantic.ValidationError, match="socket_connections"):
+            AppConfig.model_validate({"slack": {"socket_connections": count}})
+    assert AppConfig().slack.socket_connections == 2
