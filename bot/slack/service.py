@@ -178,7 +178,8 @@ async def run(
     app_token = env.slack_app_token.get_secret_value() if env.slack_app_token else None
     if not await unless_stopped(verify_tokens(service.identity, app_token), stop):
         return
-    await service.identity.share_with(service.app)
+    if not await unless_stopped(service.identity.share_with(service.app), stop):
+        return
     worker_task = asyncio.create_task(service.worker.run(stop)) if with_worker else None
     pool = (
         SocketPool(
@@ -234,13 +235,15 @@ async def run_worker_only(service: SlackService, listen: Listen) -> None:
     log.warning("slack-agent worker started")
     worker_task = asyncio.create_task(service.worker.run(stop))
     health: HealthServer | None = None
-    if listen.metrics_port is not None:
-        readiness = readiness_for(service, worker_task, None)
-        ping = service.services.state.client.ping
-        health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
-        await health.start()
     try:
+        if listen.metrics_port is not None:
+            readiness = readiness_for(service, worker_task, None)
+            ping = service.services.state.client.ping
+            health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
+            await health.start()
         await worker_task
     finally:
+        stop.set()
+        await worker_task
         if health is not None:
             await health.stop()
