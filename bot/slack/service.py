@@ -156,12 +156,24 @@ async def unless_stopped(work: Awaitable[None], stop: asyncio.Event) -> bool:
     return False
 
 
+class Started:
+    """The worker loop's task once it runs (readiness asks before and after)."""
+
+    def __init__(self, service: SlackService) -> None:
+        self.service = service
+        self.task: asyncio.Task[None] | None = None
+
+    def alive(self) -> bool:
+        task = self.task
+        return task is not None and not task.done() and self.service.worker.alive
+
+
 def readiness_for(
-    service: SlackService, worker: asyncio.Task[None] | None, pool: SocketPool | None
+    service: SlackService, worker: Started | None, pool: SocketPool | None
 ) -> Readiness:
     readiness = Readiness({"redis": redis_check(service.services.state.client.ping)})
     if worker is not None:
-        readiness.add("worker", worker_check(lambda: service.worker.alive and not worker.done()))
+        readiness.add("worker", worker_check(worker.alive))
     if pool is not None:
         readiness.add("socket", pool.problem)
     return readiness
@@ -172,15 +184,13 @@ async def run(
 ) -> None:
     """Serve until SIGINT or SIGTERM, then stop taking events and let running turns finish.
 
-    The signal handlers come first: a process still connecting to Slack stops at once."""
+    The signal handlers come first, and the endpoints' own listener (Socket Mode, or
+    --metrics-port) opens before Slack is asked anything: a process still connecting to
+    Slack answers /healthz (and /readyz says what it waits for) and stops at once."""
     stop = stop_on_signals()
     env = service.services.environment
     app_token = env.slack_app_token.get_secret_value() if env.slack_app_token else None
-    if not await unless_stopped(verify_tokens(service.identity, app_token), stop):
-        return
-    if not await unless_stopped(service.identity.share_with(service.app), stop):
-        return
-    worker_task = asyncio.create_task(service.worker.run(stop)) if with_worker else None
+    socket_mode = socket_mode and app_token is not None
     pool = (
         SocketPool(
             service.app,
@@ -188,18 +198,31 @@ async def run(
             service.client,
             connections=service.services.config.slack.socket_connections,
         )
-        if app_token is not None and socket_mode
+        if socket_mode and app_token is not None
         else None
     )
-    readiness = readiness_for(service, worker_task, pool)
+    worker = Started(service) if with_worker else None
+    readiness = readiness_for(service, worker, pool)
     ping = service.services.state.client.ping
+    health_port = (listen.metrics_port or listen.port) if socket_mode else listen.metrics_port
+    health = (
+        HealthServer(readiness, ping, listen.host, health_port)
+        if health_port is not None and (socket_mode or health_port != listen.port)
+        else None
+    )
     runner: web.AppRunner | None = None
-    health: HealthServer | None = None
     try:
+        if health is not None:
+            await health.start()
+        if not await unless_stopped(verify_tokens(service.identity, app_token), stop):
+            return
+        if not await unless_stopped(service.identity.share_with(service.app), stop):
+            return
+        if worker is not None:
+            worker.task = asyncio.create_task(service.worker.run(stop))
         if pool is not None:
             pool.start()
             log.warning("slack-agent connecting in Socket Mode (%d connections)", len(pool.slots))
-            health = HealthServer(readiness, ping, listen.host, listen.metrics_port or listen.port)
         else:
             secret = env.slack_signing_secret
             assert secret is not None  # build_slack_service(http=True) required it
@@ -212,10 +235,6 @@ async def run(
             log.warning(
                 "slack-agent listening on http://%s:%d/slack/events", listen.host, listen.port
             )
-            if listen.metrics_port is not None and listen.metrics_port != listen.port:
-                health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
-        if health is not None:
-            await health.start()
         await stop.wait()
     finally:
         if pool is not None:
@@ -223,9 +242,9 @@ async def run(
         if runner is not None:
             await runner.cleanup()
         await service.later.close()
-        if worker_task is not None:
+        if worker is not None and worker.task is not None:
             stop.set()
-            await worker_task
+            await worker.task
         if health is not None:
             await health.stop()
 
@@ -233,11 +252,12 @@ async def run(
 async def run_worker_only(service: SlackService, listen: Listen) -> None:
     stop = stop_on_signals()
     log.warning("slack-agent worker started")
-    worker_task = asyncio.create_task(service.worker.run(stop))
+    worker = Started(service)
+    worker.task = worker_task = asyncio.create_task(service.worker.run(stop))
     health: HealthServer | None = None
     try:
         if listen.metrics_port is not None:
-            readiness = readiness_for(service, worker_task, None)
+            readiness = readiness_for(service, worker, None)
             ping = service.services.state.client.ping
             health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
             await health.start()

@@ -286,7 +286,11 @@ async def test_sigterm_while_connecting_ends_within_the_grace_period(
         await fake_socket.stop()  # apps.connections.open answers; nothing listens there
         app = await launch.run()
         await until(lambda: len(fake_slack.calls_to("apps.connections.open")) >= 3, 30)
-        assert await app.ready(503, "socket: no Socket Mode connection to Slack is open")
+        _, body = await app.endpoint("/readyz")
+        assert body["checks"]["worker"] == "ok" and body["checks"]["redis"] == "ok"
+    # Still connecting: alive, not ready, and it says why.
+    await until_true(lambda: app.ready(503, "socket: no Socket Mode connection to Slack is open"))
+    assert (await app.endpoint("/healthz"))[0] == 200
     code, took = await app.sigterm()
     assert code == 0
     assert took < GRACE_S
