@@ -131,6 +131,25 @@ async def test_a_refusal_is_logged_once_fails_readiness_and_clears(
     assert any("takes the Socket Mode connection again" in r.getMessage() for r in caplog.records)
 
 
+async def test_a_token_revoked_while_running_shows_once_a_connection_drops(
+    fake_socket: FakeSocketMode,
+    fake_slack: FakeSlack,
+    make_pool: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="bot.slack.socket")
+    pool = make_pool(connections=1, retry_refused_s=0.1)
+    await until(lambda: len(fake_socket.open_connections) == 1)
+    fake_slack.fail("apps.connections.open", "token_revoked", times=10**6)
+    await fake_socket.drop(fake_socket.open_connections[0])
+    await until_true(lambda: _problem_is(pool, "Slack refuses the Socket Mode connection"))
+    assert await pool.problem() == "Slack refuses the Socket Mode connection (token_revoked)"
+    calls = len(fake_slack.calls_to("apps.connections.open"))
+    await until(lambda: len(fake_slack.calls_to("apps.connections.open")) >= calls + 5)
+    refusals = [r for r in caplog.records if "refuses the Socket Mode" in r.getMessage()]
+    assert len(refusals) == 1
+
+
 async def _ready(pool: SocketPool) -> bool:
     return await pool.problem() is None
 
