@@ -10,6 +10,8 @@ from bot.agent.loop import LoopSettings
 from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import price_for
+from bot.observability.logs import REDACTOR
+from bot.observability.secrets import configured_secrets
 from bot.sampling import ModelSampler
 from bot.state.store import State, open_state
 from permissions.policy import Policy
@@ -117,6 +119,7 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
     registry.add_source(mcp)
+    REDACTOR.add(configured_secrets(environment, config))  # never on a log line
     return config, environment, Tools(config, registry, mcp)
 
 

@@ -15,6 +15,7 @@ from bot.agent.events import Observer, ToolFinished, ToolProgress, ToolStarted, 
 from bot.agent.result import ToolExecution
 from bot.agent.truncation import truncate_middle
 from bot.llm.response import ToolCall
+from bot.observability.context import tool_context
 from tools.call_context import CallScope, ProgressReport, calling
 from tools.definition import Tool
 from tools.errors import ToolError
@@ -28,6 +29,7 @@ Approver = Callable[[Tool, dict[str, Any]], Awaitable[bool]]
 OnExecuted = Callable[[ToolExecution], Awaitable[None]]
 
 PREVIEW_CHARS = 160
+TOOL_NAME_IN_LOGS = 64  # the name comes from the model: bounded on log lines
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,21 @@ async def execute_call(
     observer: Observer | None = None,
     approver: Approver | None = None,
     on_executed: OnExecuted | None = None,
+) -> ToolExecution:
+    with tool_context(call.name[:TOOL_NAME_IN_LOGS]):  # on every log line of the call
+        return await _execute_call(
+            call, toolset, settings, round_number, observer, approver, on_executed
+        )
+
+
+async def _execute_call(
+    call: ToolCall,
+    toolset: Toolset,
+    settings: ExecutionSettings,
+    round_number: int,
+    observer: Observer | None,
+    approver: Approver | None,
+    on_executed: OnExecuted | None,
 ) -> ToolExecution:
     await notify(observer, ToolStarted(round_number, call.id, call.name, call.arguments))
     started = time.perf_counter()
