@@ -125,6 +125,7 @@ async def _execute_call(
     on_executed: OnExecuted | None,
 ) -> ToolExecution:
     await notify(observer, ToolStarted(round_number, call.id, call.name, call.arguments))
+    log.debug("calling %s with %s", call.name, call.arguments)  # arguments: DEBUG only
     started = time.perf_counter()
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
@@ -206,7 +207,9 @@ async def _run(
     except ToolError as exc:
         raise _Failure(getattr(exc, "kind", "ToolError"), str(exc)) from None
     except Exception as exc:
-        log.warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
+        # The traceback may quote the arguments: only at DEBUG.
+        log.warning("tool %s raised %s", tool.name, type(exc).__name__)
+        log.debug("tool %s raised", tool.name, exc_info=True)
         raise _Failure(type(exc).__name__, str(exc) or f"{tool.name} failed") from None
     return render_output(value)
 

@@ -277,6 +277,7 @@ class TurnOwner:
         )
         toolset = await agent.toolset_for(turn)
         context = await agent.context_for(turn)
+        log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
         outcome = await unless(
             run_turn(
                 agent.model,

@@ -21,16 +21,16 @@ from bot.observability import context
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 6  # shorter values (test placeholders, "1") would blot out ordinary words
-CONTEXT_FIELDS = ("turn", "team", "channel", "thread", "user", "round", "tool")
+CONTEXT_ATTRIBUTE = "slack_agent_context"
 
 
 class ContextFilter(logging.Filter):
-    """Copies the turn's fields (bot/observability/context.py) onto each record."""
+    """Copies the turn's fields (bot/observability/context.py) onto each record, as the
+    ``context`` attribute (``thread`` is taken on a record: the thread's id)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        for name, value in context.fields().items():
-            if not hasattr(record, name):
-                setattr(record, name, value)
+        if not hasattr(record, CONTEXT_ATTRIBUTE):
+            setattr(record, CONTEXT_ATTRIBUTE, context.fields())
         return True
 
 
@@ -45,10 +45,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for name in CONTEXT_FIELDS:
-            value = getattr(record, name, None)
-            if value is not None:
-                line[name] = value
+        fields = getattr(record, CONTEXT_ATTRIBUTE, None)
+        if isinstance(fields, dict):
+            line.update(fields)
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
@@ -98,13 +97,18 @@ def formatter(kind: str) -> logging.Formatter:
     return RedactingFormatter(inner)
 
 
+def handler(kind: str = "text", stream: IO[str] | None = None) -> logging.Handler:
+    """A stream handler with the context filter and the (redacting) formatter for
+    ``kind``."""
+    made = logging.StreamHandler(stream or sys.stderr)
+    made.addFilter(ContextFilter())
+    made.setFormatter(formatter(kind))
+    return made
+
+
 def configure(level: str, kind: str = "text", stream: IO[str] | None = None) -> None:
-    """Set up the root logger: one stream handler with the context filter and the
-    formatter for ``kind``."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.addFilter(ContextFilter())
-    handler.setFormatter(formatter(kind))
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    """Set up the root logger with :func:`handler`."""
+    logging.basicConfig(level=level.upper(), handlers=[handler(kind, stream)], force=True)
 
 
 def log_format_from(value: str | None) -> str:
