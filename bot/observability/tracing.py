@@ -67,6 +67,14 @@ def configure(
     endpoint = otlp_endpoint(configured_endpoint, environ)
     if endpoint is None:
         return None
+    provider = build_provider(endpoint, service_name, environ)
+    trace.set_tracer_provider(provider)
+    log.info("sending traces to %s", endpoint)
+    return provider
+
+
+def build_provider(endpoint: str, service_name: str, environ: Mapping[str, str]) -> TracerProvider:
+    """A tracer provider that batches spans to the OTLP/HTTP exporter (not installed)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -79,8 +87,6 @@ def configure(
         resource=Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME", service_name)})
     )
     provider.add_span_processor(BatchSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
-    log.info("sending traces to %s", endpoint)
     return provider
 
 
