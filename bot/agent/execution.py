@@ -15,7 +15,7 @@ from bot.agent.events import Observer, ToolFinished, ToolProgress, ToolStarted, 
 from bot.agent.result import ToolExecution
 from bot.agent.truncation import truncate_middle
 from bot.llm.response import ToolCall
-from bot.observability.context import tool_context
+from bot.observability.context import TOOL
 from tools.call_context import CallScope, ProgressReport, calling
 from tools.definition import Tool
 from tools.errors import ToolError
@@ -109,10 +109,13 @@ async def execute_call(
     approver: Approver | None = None,
     on_executed: OnExecuted | None = None,
 ) -> ToolExecution:
-    with tool_context(call.name[:TOOL_NAME_IN_LOGS]):  # on every log line of the call
+    token = TOOL.set(call.name[:TOOL_NAME_IN_LOGS])  # on every log line of the call
+    try:
         return await _execute_call(
             call, toolset, settings, round_number, observer, approver, on_executed
         )
+    finally:
+        TOOL.reset(token)
 
 
 async def _execute_call(

@@ -23,7 +23,7 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), 
 
 def exported() -> set[str]:
     """Every series name /metrics can show for the bot's metrics."""
-    names = set()
+    names: set[str] = set()
     for family in REGISTRY.collect():
         if family.name.startswith("slack_agent_"):
             names.update(family.name + suffix for suffix in SUFFIXES[family.type])
