@@ -45,7 +45,8 @@ class ModelCallTelemetry:
     def span(self) -> Iterator[None]:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.system": "openai",
+            "gen_ai.system": "openai",  # older conventions' name, still widely read
+            "gen_ai.provider.name": "openai",  # the OpenAI-compatible API
             "gen_ai.request.model": self.model,
         }
         for key, name in (

@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY, generate_latest
 from slack_sdk.errors import SlackApiError
 
 from bot.agent.events import ToolFinished
-from bot.llm import ModelResponse
+from bot.llm import ModelResponse, ToolCall
 from bot.observability import metrics
 from bot.observability.observer import UNKNOWN_TOOL, TurnTelemetry
 from bot.observability.queue import sample_once
@@ -26,6 +26,7 @@ from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, mention
 from tests.fakes.worker_kit import MemoryResponder, make_worker
 from tests.waiting import until
+from tools import tool
 
 Sample = tuple[str, dict[str, str]]
 
@@ -216,3 +217,39 @@ def test_a_failing_metric_is_logged_and_never_raised(caplog: pytest.LogCaptureFi
     metrics.safely(broken)
     [record] = [r for r in caplog.records if r.name == "bot.observability.metrics"]
     assert record.levelno == logging.DEBUG and record.exc_info is not None
+
+
+class BrokenMetric:
+    """A metric whose every use raises."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"metrics are broken ({name})")
+
+
+async def test_broken_metrics_never_fail_a_turn(
+    state: State, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="bot.observability.metrics")
+    for name in ("TURNS", "TURN_ROUNDS", "TOOL_CALLS", "TOOL_SECONDS", "TAKEOVERS"):
+        monkeypatch.setattr(metrics, name, BrokenMetric())
+
+    @tool
+    async def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        if messages[-1]["role"] == "user":
+            return ModelResponse("", tool_calls=[ToolCall("p1", "ping", "{}")])
+        return ModelResponse(f"the tool said {messages[-1]['content']}")
+
+    responder = MemoryResponder()
+    worker = make_worker(state, FunctionModel(respond), responder, tools=[ping])
+    async with running(worker):
+        await state.queue.enqueue(turn_in("B", "ping please", "8.0"))
+        await until(lambda: len(responder.delivered) == 1)
+    assert responder.texts() == ["the tool said pong"]
+    failures = [r for r in caplog.records if r.getMessage() == "recording a metric failed"]
+    assert len(failures) >= 2  # the tool's and the turn's were tried, and failed quietly
