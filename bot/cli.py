@@ -10,14 +10,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.config import ConfigError
 from bot.config.schema import AppConfig
 from bot.console.chat import ChatOptions, console_toolset, run_chat
+from bot.observability import logs, tracing
 from bot.services import Services, Tools, build_services, load
 from bot.state.persistence import check_persistence
 from permissions.rules import roles_allowing
 from tools.definition import busy_sync_tools
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 
 def parser() -> argparse.ArgumentParser:
@@ -80,12 +85,14 @@ def _config_option(command: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(
-        level=(
-            args.log_level or ("INFO" if args.command in ("run", "worker") else "WARNING")
-        ).upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+    try:
+        log_format = logs.log_format_from(os.environ.get("LOG_FORMAT"))
+    except ValueError as exc:
+        print(f"slack-agent: {exc}", file=sys.stderr)
+        return 2
+    logs.configure(
+        args.log_level or ("INFO" if args.command in ("run", "worker") else "WARNING"),
+        log_format,
     )
     try:
         if args.command == "chat":
@@ -137,6 +144,7 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
     from bot.slack.service import build_slack_service, run
 
     socket_mode = services.environment.slack_app_token is not None
+    traces = _start_tracing(services)
     try:
         service = build_slack_service(services, http=not socket_mode)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
@@ -151,11 +159,14 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
         return 0
     finally:
         await services.aclose()
+        if traces is not None:
+            traces.shutdown()  # sends the spans still buffered
 
 
 async def _worker(services: Services) -> int:
     from bot.slack.service import build_slack_service, run_worker_only
 
+    traces = _start_tracing(services)
     try:
         service = build_slack_service(services, http=False)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
@@ -164,6 +175,14 @@ async def _worker(services: Services) -> int:
         return 0
     finally:
         await services.aclose()
+        if traces is not None:
+            traces.shutdown()
+
+
+def _start_tracing(services: Services) -> TracerProvider | None:
+    """Traces go out only when an OTLP endpoint is set (environment or config)."""
+    telemetry = services.config.telemetry
+    return tracing.configure(telemetry.otlp_endpoint, telemetry.service_name)
 
 
 async def _check(cli_config: Path | None, as_json: bool) -> int:

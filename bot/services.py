@@ -11,6 +11,8 @@ from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.config.requirements import Command, missing_message, missing_settings
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import price_for
+from bot.observability.logs import REDACTOR
+from bot.observability.secrets import configured_secrets
 from bot.sampling import ModelSampler
 from bot.state.store import State, open_state
 from permissions.policy import Policy
@@ -118,6 +120,7 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
     registry.add_source(mcp)
+    REDACTOR.add(configured_secrets(environment, config))  # never on a log line
     return config, environment, Tools(config, registry, mcp)
 
 
