@@ -10,14 +10,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.config import ConfigError
 from bot.config.schema import AppConfig
 from bot.console.chat import ChatOptions, console_toolset, run_chat
+from bot.observability import logs, tracing
 from bot.services import Services, Tools, build_services, load
 from bot.state.persistence import check_persistence
 from permissions.rules import roles_allowing
 from tools.definition import busy_sync_tools
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 
 def parser() -> argparse.ArgumentParser:
@@ -67,6 +72,12 @@ def parser() -> argparse.ArgumentParser:
             "app's --port; worker: none unless given)",
         )
 
+    check = commands.add_parser(
+        "check", help="check the config, then every dependency; exit 1 on any problem"
+    )
+    _config_option(check)
+    check.add_argument("--json", action="store_true", help="print JSON")
+
     listing = commands.add_parser("tools", help="list every tool with its source and schema")
     _config_option(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -81,21 +92,27 @@ def _config_option(command: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(
-        level=(
-            args.log_level or ("INFO" if args.command in ("run", "worker") else "WARNING")
-        ).upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+    try:
+        log_format = logs.log_format_from(os.environ.get("LOG_FORMAT"))
+    except ValueError as exc:
+        print(f"slack-agent: {exc}", file=sys.stderr)
+        return 2
+    logs.configure(
+        args.log_level or ("INFO" if args.command in ("run", "worker") else "WARNING"),
+        log_format,
     )
     try:
         if args.command == "chat":
             options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
             return asyncio.run(_chat(build_services(args.config), options))
         if args.command == "run":
-            return _exit_now_if_stuck(asyncio.run(_run(build_services(args.config), args)))
+            return _exit_now_if_stuck(asyncio.run(_run(build_services(args.config, "run"), args)))
         if args.command == "worker":
-            return _exit_now_if_stuck(asyncio.run(_worker(build_services(args.config), args)))
+            return _exit_now_if_stuck(
+                asyncio.run(_worker(build_services(args.config, "worker"), args))
+            )
+        if args.command == "check":
+            return asyncio.run(_check(args.config, args.json))
         if args.command == "tools":
             config, _, tools = load(args.config)  # listing tools needs no model credentials
             return asyncio.run(_list_tools(config, tools, args.json))
@@ -136,6 +153,7 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
     from bot.slack.service import Listen, build_slack_service, run
 
     socket_mode = services.environment.slack_app_token is not None
+    traces = _start_tracing(services)
     try:
         service = build_slack_service(services, http=not socket_mode)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
@@ -149,11 +167,14 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
         return 0
     finally:
         await services.aclose()
+        if traces is not None:
+            traces.shutdown()  # sends the spans still buffered
 
 
 async def _worker(services: Services, args: argparse.Namespace) -> int:
     from bot.slack.service import Listen, build_slack_service, run_worker_only
 
+    traces = _start_tracing(services)
     try:
         service = build_slack_service(services, http=False)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
@@ -162,6 +183,24 @@ async def _worker(services: Services, args: argparse.Namespace) -> int:
         return 0
     finally:
         await services.aclose()
+        if traces is not None:
+            traces.shutdown()
+
+
+def _start_tracing(services: Services) -> TracerProvider | None:
+    """Traces go out only when an OTLP endpoint is set (environment or config)."""
+    telemetry = services.config.telemetry
+    return tracing.configure(telemetry.otlp_endpoint, telemetry.service_name)
+
+
+async def _check(cli_config: Path | None, as_json: bool) -> int:
+    from bot.check.findings import as_json as json_report
+    from bot.check.findings import as_text, exit_code
+    from bot.check.runner import run_checks
+
+    findings = await run_checks(cli_config)
+    print(json_report(findings) if as_json else as_text(findings))
+    return exit_code(findings)
 
 
 async def _list_tools(config: AppConfig, tools: Tools, as_json: bool) -> int:

@@ -32,6 +32,9 @@ class Turn:
     kind: str = "mention"  # mention, dm, followup, assistant, console
     received_at: float = field(default_factory=time.time)
     extra: dict[str, Any] = field(default_factory=dict)
+    # The W3C trace context of the ingress span ("" when not traced; entries queued before
+    # it existed load without it), so the worker's spans join the turn's trace.
+    traceparent: str = ""
 
     @property
     def order(self) -> float:

@@ -15,6 +15,7 @@ from bot.agent.events import Observer, ToolFinished, ToolProgress, ToolStarted, 
 from bot.agent.result import ToolExecution
 from bot.agent.truncation import truncate_middle
 from bot.llm.response import ToolCall
+from bot.observability.context import TOOL
 from tools.call_context import CallScope, ProgressReport, calling
 from tools.definition import Tool
 from tools.errors import ToolError
@@ -28,6 +29,7 @@ Approver = Callable[[Tool, dict[str, Any]], Awaitable[bool]]
 OnExecuted = Callable[[ToolExecution], Awaitable[None]]
 
 PREVIEW_CHARS = 160
+TOOL_NAME_IN_LOGS = 64  # the name comes from the model: bounded on log lines
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,26 @@ async def execute_call(
     approver: Approver | None = None,
     on_executed: OnExecuted | None = None,
 ) -> ToolExecution:
+    token = TOOL.set(call.name[:TOOL_NAME_IN_LOGS])  # on every log line of the call
+    try:
+        return await _execute_call(
+            call, toolset, settings, round_number, observer, approver, on_executed
+        )
+    finally:
+        TOOL.reset(token)
+
+
+async def _execute_call(
+    call: ToolCall,
+    toolset: Toolset,
+    settings: ExecutionSettings,
+    round_number: int,
+    observer: Observer | None,
+    approver: Approver | None,
+    on_executed: OnExecuted | None,
+) -> ToolExecution:
     await notify(observer, ToolStarted(round_number, call.id, call.name, call.arguments))
+    log.debug("calling %s with %s", call.name, call.arguments)  # arguments: DEBUG only
     started = time.perf_counter()
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
@@ -189,7 +210,9 @@ async def _run(
     except ToolError as exc:
         raise _Failure(getattr(exc, "kind", "ToolError"), str(exc)) from None
     except Exception as exc:
-        log.warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
+        # The traceback may quote the arguments: only at DEBUG.
+        log.warning("tool %s raised %s", tool.name, type(exc).__name__)
+        log.debug("tool %s raised", tool.name, exc_info=True)
         raise _Failure(type(exc).__name__, str(exc) or f"{tool.name} failed") from None
     return render_output(value)
 

@@ -24,6 +24,7 @@ from bot.llm.errors import LLMError
 from bot.llm.pricing import Price, cost_of
 from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage
+from bot.observability.context import ROUND, rounds_context
 from tools.toolset import Toolset
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,7 @@ class _Turn:
 
     async def ask(self, tool_choice: str | None = None) -> ModelResponse:
         self.rounds += 1
+        ROUND.set(self.rounds)  # on every log line of the round (bot/observability)
         await notify(self.observer, RoundStarted(self.rounds))
         tools = [tool.spec() for tool in await self.toolset.list_tools()]
         response = await self.until_cancelled(
@@ -285,6 +287,7 @@ async def run_turn(
     """
     first = make_user_message(user_message) if isinstance(user_message, str) else user_message
     turn = _Turn(model, settings, history, toolset, observer, cancel, approver, journal, context)
-    result = await turn.run(first, resume)
+    with rounds_context():
+        result = await turn.run(first, resume)
     await notify(observer, TurnFinished(result))
     return result

@@ -148,6 +148,17 @@ class SlackConfig(_Strict):
     )
 
 
+class TelemetryConfig(_Strict):
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP endpoint for traces (e.g. http://collector:4318); "
+        "OTEL_EXPORTER_OTLP_ENDPOINT overrides it. Unset: no traces leave the process.",
+    )
+    service_name: str = Field(
+        default="slack-agent", min_length=1, description="service.name of the traces."
+    )
+
+
 class AppConfig(_Strict):
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
     llm: LLMConfig = Field(default_factory=LLMConfig)
@@ -158,6 +169,7 @@ class AppConfig(_Strict):
     redis: RedisConfig = Field(default_factory=RedisConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @field_validator("roles")
     @classmethod

@@ -15,13 +15,18 @@ continues from the record.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
+
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
+from bot.agent.events import fan_out
 from bot.agent.journal import resume_from
 from bot.agent.loop import LoopSettings, run_turn
 from bot.agent.messages import user_message
@@ -40,6 +45,10 @@ from bot.lifecycle.responder import (
 from bot.lifecycle.states import TERMINAL, TurnState, settled_state
 from bot.llm.client import ChatModel
 from bot.llm.tokens import TokenEstimator
+from bot.observability import metrics
+from bot.observability.context import TurnContext, turn_context
+from bot.observability.observer import TurnTelemetry
+from bot.observability.tracing import context_from, fail, tracer
 from bot.state.audit import AuditEntry, AuditLog
 from bot.state.commands import Commands
 from bot.state.errors import REDIS_DOWN
@@ -173,6 +182,38 @@ class TurnOwner:
     # --- the life of the turn ------------------------------------------------------------
 
     async def run(self) -> None:
+        turn = self.turn
+        context = TurnContext(self.entry_id, turn.team, turn.channel, turn.thread_ts, turn.user)
+        # One span per attempt, the child of the ingress span whose traceparent the queued
+        # turn carries: the turn's trace crosses the queue.
+        with (
+            turn_context(context),
+            tracer().start_as_current_span(
+                "slack_agent.turn",
+                context=context_from(turn.traceparent),
+                kind=SpanKind.CONSUMER,
+                attributes={
+                    "slack_agent.turn.id": self.entry_id,
+                    "slack_agent.turn.kind": turn.kind,
+                    "slack.team_id": turn.team,
+                    "slack.channel_id": turn.channel,
+                    "slack.thread_ts": turn.thread_ts,
+                },
+                record_exception=False,
+                set_status_on_exception=False,
+            ) as span,
+        ):
+            try:
+                await self._run_attempt()
+            except Aborted as exc:
+                if span.is_recording():
+                    span.set_attribute("slack_agent.aborted", str(exc))
+                raise
+            except Exception as exc:
+                fail(span, type(exc).__name__)
+                raise
+
+    async def _run_attempt(self) -> None:
         try:
             await self._run()
         except Stale as exc:
@@ -195,6 +236,10 @@ class TurnOwner:
     async def _run(self) -> None:
         record = await self.owned.begin()
         self._attempts = record.attempts
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attribute("slack_agent.attempt", record.attempts)
+            span.set_attribute("slack_agent.state", record.state.value)
         if record.state in TERMINAL:
             return  # finished by an earlier owner; its last move cleared the queue
         if record.state is TurnState.DELIVERED:
@@ -202,7 +247,11 @@ class TurnOwner:
             return
         if record.attempts > self.timing.max_attempts:
             await self._dead_letter(
-                record, record.delivery, f"failed {self.timing.max_attempts} attempts", GAVE_UP
+                record,
+                record.delivery,
+                f"failed {self.timing.max_attempts} attempts",
+                GAVE_UP,
+                kind="attempts",
             )
             return
         if record.attempts > 1:
@@ -228,6 +277,7 @@ class TurnOwner:
         )
         toolset = await agent.toolset_for(turn)
         context = await agent.context_for(turn)
+        log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
         outcome = await unless(
             run_turn(
                 agent.model,
@@ -235,7 +285,7 @@ class TurnOwner:
                 history,
                 turn.text,
                 toolset,
-                observer=view.observe,
+                observer=fan_out(view.observe, TurnTelemetry()),
                 cancel=self.cancel,
                 journal=DurableJournal(self),
                 resume=record.journal,
@@ -287,6 +337,7 @@ class TurnOwner:
             "delivering_since": repr(since),
         }
         await self._durably(lambda: self.owned.move(state, fields, commands))
+        settled(result)
         return TurnRecord(
             state=state,
             attempts=record.attempts,
@@ -309,12 +360,15 @@ class TurnOwner:
             if not self.valid():
                 raise Aborted(f"turn {self.entry_id}: lease gone before delivery")
             try:
-                await view.deliver(Settled(record.text, record.outcome, record.messages))
+                with delivery_span():
+                    await view.deliver(Settled(record.text, record.outcome, record.messages))
                 break
             except Undeliverable as exc:
                 log.error("turn %s can never be delivered: %s", self.entry_id, exc)
                 # Nothing to say to the person there, but what the turn left open is tidied.
-                await self._dead_letter(record, view.delivery(), f"undeliverable: {exc}", "")
+                await self._dead_letter(
+                    record, view.delivery(), f"undeliverable: {exc}", "", kind="undeliverable"
+                )
                 return False
             except DeliveryFailed as exc:
                 waited = time.time() - since
@@ -327,9 +381,14 @@ class TurnOwner:
                         exc,
                     )
                     await self._dead_letter(
-                        record, view.delivery(), "Slack refused the answer", NOT_DELIVERED
+                        record,
+                        view.delivery(),
+                        "Slack refused the answer",
+                        NOT_DELIVERED,
+                        kind="delivery_timeout",
                     )
                     return False
+                metrics.safely(metrics.DELIVERY_RETRIES.inc)
                 log.warning(
                     "Slack did not take turn %s (%s); trying again in %.0f s",
                     self.entry_id,
@@ -360,6 +419,8 @@ class TurnOwner:
         delivery: DeliveryRecord,
         reason: str,
         notice: str,
+        *,
+        kind: str,
     ) -> None:
         """Give the turn up: keep it in the dead letters, in history as never shown, owe the
         person a plain message (``notice``; "" when there is nothing to say, only what the
@@ -406,3 +467,35 @@ class TurnOwner:
                 TurnState.DEAD_LETTERED, {"reason": reason}, commands, keep_s=FINISHED_KEEP_S
             )
         )
+        dead_lettered(kind)
+
+
+def settled(result: TurnResult) -> None:
+    """Count a settled turn: its outcome and its rounds."""
+
+    def record() -> None:
+        metrics.TURNS.labels(outcome=result.stop_reason.value).inc()
+        metrics.TURN_ROUNDS.observe(result.rounds)
+
+    metrics.safely(record)
+
+
+def dead_lettered(kind: str) -> None:
+    def record() -> None:
+        metrics.DEAD_LETTERS.labels(reason=kind).inc()
+        metrics.TURNS.labels(outcome="dead_lettered").inc()
+
+    metrics.safely(record)
+
+
+@contextlib.contextmanager
+def delivery_span() -> Iterator[None]:
+    """A span around one attempt to deliver the answer to Slack."""
+    with tracer().start_as_current_span(
+        "slack.deliver", record_exception=False, set_status_on_exception=False
+    ) as span:
+        try:
+            yield
+        except BaseException as exc:
+            fail(span, type(exc).__name__)
+            raise

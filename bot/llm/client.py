@@ -11,7 +11,9 @@ import openai
 
 from bot.llm.accumulate import StreamAccumulator
 from bot.llm.errors import LLMError, classify
+from bot.llm.pricing import price_for
 from bot.llm.response import ModelResponse, ToolCall, with_unique_ids
+from bot.llm.telemetry import ModelCallTelemetry, has_content
 from bot.llm.tokens import TokenEstimator
 from bot.llm.usage import Usage
 
@@ -63,6 +65,7 @@ class OpenAIChatModel:
             max_retries=config.max_retries,
         )
         self._calls = 0
+        self.price = price_for(config.model, config.prices)
 
     async def complete(
         self,
@@ -78,15 +81,29 @@ class OpenAIChatModel:
         request = self._request(messages, tools, tool_choice)
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
-        try:
-            if self.config.stream:
-                response = await self._streamed(request, on_text)
-            else:
-                response = await self._whole(request, on_text)
-        except LLMError:
-            raise
-        except Exception as exc:
-            raise classify(exc) from exc
+        call = ModelCallTelemetry(self.model_name, request, self.price)
+        with call.span():
+            try:
+                try:
+                    if self.config.stream:
+                        response = await self._streamed(request, on_text, call)
+                    else:
+                        response = await self._whole(request, on_text)
+                except LLMError:
+                    raise
+                except Exception as exc:
+                    raise classify(exc) from exc
+            except LLMError as exc:
+                call.failed(exc.kind)
+                raise
+            response = self._with_usage(response, messages, tools)
+            call.finished(response)
+        return response
+
+    def _with_usage(
+        self, response: ModelResponse, messages: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        """The response with usage: the server's (which teaches the estimator), or estimated."""
         tools_chars = len(json.dumps(list(tools))) if tools else 0
         if response.usage.requests and response.usage.prompt_tokens:
             self.estimator.observe(messages, response.usage.prompt_tokens, tools_chars)
@@ -123,7 +140,10 @@ class OpenAIChatModel:
         return request
 
     async def _streamed(
-        self, request: dict[str, Any], on_text: TextCallback | None
+        self,
+        request: dict[str, Any],
+        on_text: TextCallback | None,
+        call: ModelCallTelemetry | None = None,
     ) -> ModelResponse:
         if self.config.stream_usage:
             request["stream_options"] = {"include_usage": True}
@@ -132,6 +152,8 @@ class OpenAIChatModel:
         async with stream:
             async for chunk in stream:
                 text = acc.add(chunk)
+                if call is not None and call.waiting_for_first_token and has_content(chunk):
+                    call.first_token()
                 if text and on_text is not None:
                     await on_text(text)
         return ModelResponse(

@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
+from bot.observability.slack_client import InstrumentedWebClient
 from bot.slack.after_ack import AfterAck
 from bot.slack.ingress import Ingress
 from bot.slack.listeners import actions, agent, assistant, commands, elicitation, home, messages
@@ -43,7 +44,7 @@ def web_client(token: str, api_url: str) -> AsyncWebClient:
     """slack_sdk's client at ``api_url`` (Slack's, GovSlack's, or a test server), retrying
     429s after their Retry-After, and dropped connections and 5xx answers where sending
     the call again cannot show a message twice (bot/slack/retries.py)."""
-    return AsyncWebClient(
+    return InstrumentedWebClient(  # counted and traced by method
         token=token,
         base_url=api_url if api_url.endswith("/") else api_url + "/",
         retry_handlers=retry_handlers(),

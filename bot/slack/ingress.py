@@ -13,7 +13,10 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
+from opentelemetry.trace import SpanKind
+
 from bot.config.schema import SlackConfig
+from bot.observability.tracing import current_traceparent, tracer
 from bot.slack.text.incoming import clean_text, mentions
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.participation import ThreadParticipation
@@ -170,8 +173,25 @@ class Ingress:
         """
         deadline = asyncio.timeout(self.deadline_s)
         try:
-            async with deadline:
-                return await self._accept(turn)
+            # The root of the turn's trace; its traceparent travels in the queued turn.
+            with tracer().start_as_current_span(
+                "slack_agent.accept",
+                kind=SpanKind.PRODUCER,
+                attributes={
+                    "slack_agent.turn.kind": turn.kind,
+                    "slack.team_id": turn.team,
+                    "slack.channel_id": turn.channel,
+                    "slack.thread_ts": turn.thread_ts,
+                },
+                record_exception=False,
+            ) as span:
+                async with deadline:
+                    entry_id = await self._accept(turn)
+                if span.is_recording():
+                    span.set_attribute("slack_agent.queued", entry_id is not None)
+                    if entry_id:
+                        span.set_attribute("slack_agent.turn.id", entry_id)
+                return entry_id
         except REDIS_DOWN as exc:
             why = (
                 f"no answer within {self.deadline_s:g} s"
@@ -196,7 +216,11 @@ class Ingress:
         else:
             new_thread = await participation.join(turn.thread_key)
         entry_id = await self.queue.enqueue(
-            replace(turn, extra={**turn.extra, "new_thread": new_thread})
+            replace(
+                turn,
+                extra={**turn.extra, "new_thread": new_thread},
+                traceparent=current_traceparent(),
+            )
         )
         if entry_id is None:
             log_not_answered(

@@ -20,11 +20,32 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 
+from bot.observability.slack_client import method_of, rate_limited
+
 CREATES = ("chat.postMessage", "chat.startStream")
 
 
 def creates_a_message(request: HttpRequest) -> bool:
     return request.url.rstrip("/").rsplit("/", 1)[-1] in CREATES
+
+
+class RateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """429s: retried after their Retry-After; each one counted (the last, not retried, is
+    counted where the call raises)."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if response is not None and response.status_code == 429:
+            rate_limited(method_of(request.url))
+        return await super()._can_retry_async(
+            state=state, request=request, response=response, error=error
+        )
 
 
 class ServerErrorRetry(AsyncServerErrorRetryHandler):
@@ -66,7 +87,7 @@ class ConnectionErrorRetry(AsyncConnectionErrorRetryHandler):
 
 def retry_handlers() -> list[AsyncRetryHandler]:
     return [
-        AsyncRateLimitErrorRetryHandler(max_retry_count=5),
+        RateLimitRetry(max_retry_count=5),
         ConnectionErrorRetry(max_retry_count=2),
         ServerErrorRetry(max_retry_count=2),
     ]

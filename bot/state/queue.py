@@ -196,6 +196,21 @@ class TurnQueue:
         items = await self.client.xrevrange(self.keys.dead_turns, count=count)
         return [dict(fields) for _, fields in items]
 
+    async def depth(self) -> tuple[int, float]:
+        """How many turns are accepted and not finished (queued or running: a finished
+        turn's entry is deleted), and the age in seconds of the oldest (0 when none), by
+        Redis's clock (an entry id starts with the milliseconds it was added at)."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.xlen(self.keys.turns)
+            pipe.xrange(self.keys.turns, count=1)
+            pipe.time()
+            count, first, (seconds, micros) = await pipe.execute()
+        if not first:
+            return int(count), 0.0
+        added_ms = int(str(first[0][0]).split("-", 1)[0])
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        return int(count), max(now_ms - added_ms, 0) / 1000
+
     async def pending_count(self) -> int:
         try:
             summary = await self.client.xpending(self.keys.turns, self.keys.workers)

@@ -15,11 +15,14 @@ import os
 import secrets
 import socket
 import time
+from functools import partial
 
 import redis.exceptions
 
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
 from bot.lifecycle.responder import DeliveryFailed, Responder, Undeliverable
+from bot.observability import metrics
+from bot.observability.queue import sample_queue
 from bot.state.errors import REDIS_DOWN
 from bot.state.notices import GIVE_UP_AFTER_S, Notice, Notices
 from bot.state.queue import Entry, TurnQueue
@@ -80,6 +83,7 @@ class Worker:
         log.info("worker %s started (concurrency %d)", self.name, self.concurrency)
         self.alive = True
         notices = asyncio.create_task(self._post_notices(stop))
+        sampler = asyncio.create_task(sample_queue(self.queue, stop))
         try:
             while not stop.is_set():
                 try:
@@ -91,6 +95,9 @@ class Worker:
                         claimed = await self.queue.claim_stale(
                             self.name, self.claim_idle_ms, count=self._free()
                         )
+                        taken = sum(1 for entry_id, _ in claimed if entry_id not in self.active)
+                        if taken:
+                            metrics.safely(partial(metrics.TAKEOVERS.inc, taken))
                         self._start(claimed)
                         next_claim = loop.time() + self.claim_every_s
                     entries = await self.queue.read(
@@ -112,9 +119,10 @@ class Worker:
                     backoff = min(backoff * 2, BACKOFF_MAX_S)
         finally:
             self.alive = False
-            notices.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await notices
+            for task in (notices, sampler):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await self._finish_running()
         log.info("worker %s stopped", self.name)
 

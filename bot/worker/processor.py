@@ -18,6 +18,7 @@ import logging
 from bot.agent.cancellation import sleep_unless
 from bot.lifecycle.owner import Agent, Timing, TurnOwner, TurnStores
 from bot.lifecycle.responder import Aborted, Responder
+from bot.observability import metrics
 from bot.state.commands import Commands
 from bot.state.locks import ThreadLease, ThreadLocks
 from bot.turn import ThreadKey, Turn
@@ -122,6 +123,7 @@ class ThreadProcessor:
 
     async def _discard_unreadable(self, entry_id: str) -> None:
         log.error("dead-lettering turn %s: its payload is unreadable", entry_id)
+        metrics.safely(metrics.DEAD_LETTERS.labels(reason="unreadable").inc)
         queue = self.stores.queue
         commands = Commands()
         queue.dead_letter(commands, None, entry_id, "unreadable")

@@ -157,7 +157,14 @@ class SlackHarness:
         self._ids = itertools.count(1)
         self.port = 0
 
-    async def start(self, *, with_worker: bool = True, **config: Any) -> SlackHarness:
+    async def start(
+        self,
+        *,
+        with_worker: bool = True,
+        environment: dict[str, str] | None = None,
+        **config: Any,
+    ) -> SlackHarness:
+        """Build and start the app; ``environment`` overrides the variables set for it."""
         settings: dict[str, Any] = {
             "redis": {"key_prefix": self.prefix},
             "llm": {"model": "fake-model", "max_retries": 0},
@@ -180,6 +187,8 @@ class SlackHarness:
         }.items():
             self.monkeypatch.setenv(name, value)
         self.monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
+        for name, value in (environment or {}).items():
+            self.monkeypatch.setenv(name, value)
         self.services = build_services(path)
         self.service = build_slack_service(self.services, http=True)
         await self.services.start()  # MCP servers, as `slack-agent run` does

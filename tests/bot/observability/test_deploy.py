@@ -1,0 +1,73 @@
+"""The ready-made dashboard and alert rules name only metrics the bot exports."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prometheus_client import REGISTRY
+
+import bot.observability.metrics  # noqa: F401  (defines the metrics)
+
+ROOT = Path(__file__).resolve().parents[3]
+DASHBOARD = ROOT / "deploy" / "grafana" / "slack-agent.json"
+ALERTS = ROOT / "deploy" / "prometheus" / "slack-agent-alerts.yml"
+OPERATIONS = ROOT / "docs" / "operations.md"
+NAME = re.compile(r"\bslack_agent_[a-z0-9_]+")
+SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
+
+
+def exported() -> set[str]:
+    """Every series name /metrics can show for the bot's metrics."""
+    names: set[str] = set()
+    for family in REGISTRY.collect():
+        if family.name.startswith("slack_agent_"):
+            names.update(family.name + suffix for suffix in SUFFIXES[family.type])
+    return names
+
+
+def dashboard_expressions() -> Iterator[str]:
+    def walk(panels: list[dict[str, Any]]) -> Iterator[str]:
+        for panel in panels:
+            for target in panel.get("targets", ()):
+                yield target["expr"]
+            yield from walk(panel.get("panels", []))
+
+    yield from walk(json.loads(DASHBOARD.read_text())["panels"])
+
+
+def alert_rules() -> list[dict[str, Any]]:
+    data = yaml.safe_load(ALERTS.read_text())
+    return [rule for group in data["groups"] for rule in group["rules"]]
+
+
+def test_every_metric_the_dashboard_and_alerts_name_exists() -> None:
+    known = exported()
+    expressions = [*dashboard_expressions(), *(rule["expr"] for rule in alert_rules())]
+    used = {name for expr in expressions for name in NAME.findall(expr)}
+    assert used and used <= known, sorted(used - known)
+
+
+def test_the_dashboard_shows_every_metric() -> None:
+    shown = {name for expr in dashboard_expressions() for name in NAME.findall(expr)}
+    families = {
+        family.name for family in REGISTRY.collect() if family.name.startswith("slack_agent_")
+    }
+    missing = {f for f in families if not any(name.startswith(f) for name in shown)}
+    assert not missing, sorted(missing)
+
+
+def test_the_alerts_cover_dead_letters_the_oldest_turn_and_the_error_rate() -> None:
+    rules = {rule["alert"]: rule for rule in alert_rules()}
+    assert "slack_agent_dead_letters_total" in rules["SlackAgentDeadLetters"]["expr"]
+    oldest = rules["SlackAgentOldestTurnWaiting"]["expr"]
+    assert "slack_agent_queue_oldest_turn_age_seconds" in oldest and "> 60" in oldest
+    assert "slack_agent_turns_total" in rules["SlackAgentTurnErrorRate"]["expr"]
+    runbook = OPERATIONS.read_text()
+    for name, rule in rules.items():
+        assert rule["labels"]["severity"] and rule["annotations"]["summary"]
+        assert f"### {name}" in runbook, f"the runbook does not explain {name}"
