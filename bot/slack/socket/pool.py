@@ -33,7 +33,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.socket.client import PooledClient
-from bot.slack.socket.refusals import REFRESH_REASONS, REFUSED_REASONS, is_refusal
+from bot.slack.socket.refusals import REFRESH_REASONS, REFUSED_REASONS, TOO_MANY, is_refusal
 from bot.slack.socket.sdk_log import QuietSdkLog
 
 log = logging.getLogger(__name__)
@@ -138,9 +138,33 @@ class SocketPool:
         if reason in REFUSED_REASONS:
             self._refused(client, reason)
             return
+        if reason == TOO_MANY:
+            self._too_many(slot, client)
+            return
         if reason not in REFRESH_REASONS:
             log.info("Slack asked to disconnect (%s); opening a new connection", reason)
         self._spawn(self._refresh(slot, client))
+
+    def _too_many(self, slot: int, client: PooledClient) -> None:
+        """Slack counts the app's connections across every replica (at most 10): give this
+        slot up while another is held; the last one is closed before it opens again."""
+        others = [c for i, c in enumerate(self.slots) if c is not None and i != slot]
+        self.slots[slot] = None
+        log.warning(
+            "Slack refuses more Socket Mode connections for this app (%s: at most 10 across "
+            "every replica); this process now keeps %d. Lower slack.socket_connections",
+            TOO_MANY,
+            max(len(others), 1),
+        )
+        if others:
+            self._spawn(self._close(client))
+        else:
+            self._spawn(self._reopen(slot, client))
+
+    async def _reopen(self, slot: int, old: PooledClient) -> None:
+        await self._close(old)
+        if not self.closing and self.slots[slot] is None:
+            self._open(slot)
 
     async def _refresh(self, slot: int, old: PooledClient) -> None:
         """The new connection first, then the old one goes."""

@@ -23,6 +23,8 @@ REFUSED = frozenset(
 REFRESH_REASONS = frozenset({"warning", "refresh_requested"})
 # `disconnect` reasons that mean Slack will not take the app's connections for now.
 REFUSED_REASONS = frozenset({"link_disabled"})
+# The app has more connections than Slack allows (10, across every replica).
+TOO_MANY = "too_many_websockets"
 
 
 def is_refusal(error: str) -> bool:

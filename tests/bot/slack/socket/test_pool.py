@@ -89,6 +89,24 @@ async def test_a_refresh_opens_the_new_connection_before_closing_the_old(
         assert len(fake_socket.open_connections) == 2
 
 
+async def test_too_many_websockets_gives_up_a_connection_but_keeps_the_last(
+    fake_socket: FakeSocketMode, make_pool: Any
+) -> None:
+    fake_socket.close_after_s = 60  # only the client closes them
+    pool = make_pool(connections=2)
+    await until(lambda: len(fake_socket.open_connections) == 2)
+    first, second = fake_socket.open_connections
+    await fake_socket.refresh(first, "too_many_websockets")
+    await until(lambda: not first.open)
+    assert fake_socket.open_connections == [second]  # given up, not replaced
+    await fake_socket.refresh(second, "too_many_websockets")
+    await until(lambda: not second.open)
+    await until(lambda: len(fake_socket.open_connections) == 1)  # the last one reopened
+    assert second.closed_at is not None
+    assert fake_socket.open_connections[0].opened_at > second.closed_at  # closed first
+    await until_true(lambda: _ready(pool))
+
+
 async def test_a_reset_connection_is_replaced(fake_socket: FakeSocketMode, make_pool: Any) -> None:
     make_pool(connections=2)
     await until(lambda: len(fake_socket.open_connections) == 2)
