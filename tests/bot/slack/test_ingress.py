@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from bot.config.schema import SlackConfig
-from bot.slack.ingress import Identity, Ignored, classify
+from bot.slack.ingress import Aside, Identity, Ignored, classify
 from bot.slack.text.incoming import clean_text
-from bot.turn import Turn
+from bot.turn import ThreadKey, Turn
 
 ME = Identity(team_id="T1", bot_user_id="U0BOT", bot_id="B0BOT")
 SETTINGS = SlackConfig()
@@ -55,7 +55,7 @@ def test_follow_ups_and_plain_channel_talk() -> None:
     assert isinstance(follow, Turn) and follow.kind == "followup"
     assert isinstance(classify(event(), "Ev", ME, SETTINGS), Ignored)  # not addressed to us
     off = SlackConfig(follow_up_in_threads=False)
-    assert isinstance(classify(event(thread_ts="0.9"), "Ev", ME, off), Ignored)
+    assert isinstance(classify(event(thread_ts="0.9"), "Ev", ME, off), Aside)  # heard only
     # The message event of a mention is left to the app_mention event.
     assert classify(event(text="<@U0BOT> hi", thread_ts="0.9"), "Ev", ME, SETTINGS) == Ignored(
         "a mention: the app_mention event carries it", quiet=True
@@ -85,7 +85,8 @@ def test_follow_ups_and_plain_channel_talk() -> None:
             {"subtype": "channel_join", "thread_ts": "0.1"},
             "subtype channel_join: not a new message",
         ),
-        ({"text": "<@U0BOT>", "type": "app_mention"}, "empty message"),
+        ({"text": "<@U0BOT>", "channel_type": "im"}, "empty message"),
+        ({"user": "USLACKBOT", "channel_type": "im"}, "a message from Slackbot"),
         ({"type": "reaction_added"}, "not a message (reaction_added)"),
     ],
 )
@@ -118,11 +119,12 @@ def test_what_is_ignored_quietly(fields: dict[str, Any], reason: str) -> None:
     assert classify(event(**fields), "Ev", ME, SETTINGS) == Ignored(reason, quiet=True)
 
 
-def test_thread_replies_with_follow_ups_off_are_quiet() -> None:
+def test_thread_replies_with_follow_ups_off_are_only_heard() -> None:
     off = SlackConfig(follow_up_in_threads=False)
-    assert classify(event(thread_ts="0.9"), "Ev", ME, off) == Ignored(
-        "a thread reply without a mention (follow-ups are off)", quiet=True
-    )
+    aside = classify(event(thread_ts="0.9"), "Ev", ME, off)
+    assert isinstance(aside, Aside)
+    assert aside.reason == "a thread reply without a mention (follow-ups are off)"
+    assert aside.thread == ThreadKey("T1", "C1", "0.9")
 
 
 def test_other_bots_when_allowed() -> None:

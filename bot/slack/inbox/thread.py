@@ -1,0 +1,65 @@
+"""Reading a thread the bot was just brought into: ``conversations.replies``, 200 messages a
+page (https://docs.slack.dev/reference/methods/conversations.replies), only the messages
+written before the one that mentioned the bot.
+
+A page that fails is logged; what was read before it is used, so the turn still answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.calls import safe_call
+from bot.slack.inbox.message import SLACKBOT, SlackMessage
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 200
+MAX_PAGES = 50  # 10,000 messages: far beyond any budget; newer ones are kept
+SHOWN_SUBTYPES = {"", "thread_broadcast", "bot_message", "file_share", "me_message"}
+
+
+async def earlier_messages(
+    client: AsyncWebClient, channel: str, thread_ts: str, before_ts: str
+) -> list[SlackMessage]:
+    """The thread's messages before ``before_ts``, oldest first (the root included)."""
+    listed: list[dict[str, Any]] = []
+    cursor = ""
+    for _ in range(MAX_PAGES):
+        arguments: dict[str, Any] = {
+            "channel": channel,
+            "ts": thread_ts,
+            "limit": PAGE_SIZE,
+            "latest": before_ts,
+            "inclusive": False,
+        }
+        if cursor:
+            arguments["cursor"] = cursor
+        page = await safe_call(client.conversations_replies, **arguments)
+        if page is None:
+            log.warning(
+                "read %d earlier messages of thread %s in %s before a failure; going on",
+                len(listed),
+                thread_ts,
+                channel,
+            )
+            break
+        listed.extend(m for m in page.get("messages") or () if isinstance(m, dict))
+        cursor = str((page.get("response_metadata") or {}).get("next_cursor") or "")
+        if not cursor or not page.get("has_more", True):
+            break
+    else:
+        log.warning("thread %s in %s is longer than %d pages", thread_ts, channel, MAX_PAGES)
+    return [m for m in (SlackMessage.of(item) for item in listed) if _shown(m, before_ts)]
+
+
+def _shown(message: SlackMessage, before_ts: str) -> bool:
+    if message.user == SLACKBOT or message.subtype not in SHOWN_SUBTYPES:
+        return False
+    try:
+        return float(message.ts) < float(before_ts)
+    except ValueError:
+        return False
