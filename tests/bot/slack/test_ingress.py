@@ -145,3 +145,62 @@ def test_clean_text_keeps_other_mentions_readable() -> None:
     assert clean_text(raw, "U0BOT") == (
         "ask <@U2> in #ops-team about the doc (https://x.io/a), https://y.io & @here 1 < 2"
     )
+
+
+def test_slackbot_is_never_answered() -> None:
+    """Slackbot's notices come as a person's message (user USLACKBOT, no bot_id)."""
+    for fields in ({"channel_type": "im", "channel": "D1"}, {"thread_ts": "0.9"}):
+        notice = event(user="USLACKBOT", text="Reminder: standup.", **fields)
+        assert classify(notice, "Ev", ME, SETTINGS) == Ignored("a message from Slackbot")
+
+
+def test_a_shared_channel_thread_is_keyed_by_the_bots_workspace() -> None:
+    """Slack Connect: ``event.team`` is the author's workspace; the key must not follow it."""
+    home = classify(event(type="app_mention", text="<@U0BOT> hi", team="T1"), "E1", ME, SETTINGS)
+    other = classify(
+        event(ts="1.2", thread_ts="1.1", team="T9", user_team="T9", user="U9"), "E2", ME, SETTINGS
+    )
+    assert isinstance(home, Turn) and isinstance(other, Turn)
+    assert home.thread_key == other.thread_key == ThreadKey("T1", "C1", "1.1")
+    assert other.extra["message"]["user_team"] == "T9"  # roles are resolved for T9
+
+
+def test_a_forward_without_a_comment_is_answered_with_its_content() -> None:
+    share = {
+        "is_share": True,
+        "is_msg_unfurl": True,
+        "text": "The deploy is blocked",
+        "author_id": "U7",
+        "channel_id": "C7",
+    }
+    turn = classify(event(channel_type="im", text="", attachments=[share]), "Ev", ME, SETTINGS)
+    assert isinstance(turn, Turn) and turn.text == "(forwarded a message)"
+    [forward] = turn.extra["message"]["forwards"]
+    assert forward["text"] == "The deploy is blocked" and forward["author_id"] == "U7"
+    # A plain link preview is no forward: the empty message stays ignored.
+    unfurl = {"title": "Example", "original_url": "https://example.com"}
+    assert classify(event(channel_type="im", text="", attachments=[unfurl]), "Ev", ME, SETTINGS) == (
+        Ignored("empty message")
+    )
+
+
+def test_a_bare_mention_is_answered() -> None:
+    in_thread = classify(
+        event(type="app_mention", text="<@U0BOT>", thread_ts="0.5"), "Ev", ME, SETTINGS
+    )
+    alone = classify(event(type="app_mention", text="<@U0BOT>"), "Ev", ME, SETTINGS)
+    assert isinstance(in_thread, Turn) and "read this thread" in in_thread.text
+    assert isinstance(alone, Turn) and alone.text == "(mentioned you without a message)"
+
+
+def test_a_reply_to_someone_else_is_heard_not_answered() -> None:
+    for text in ("<@U2> can you check?", "<!subteam^S1|@oncall> please look"):
+        aside = classify(event(thread_ts="0.9", text=text), "Ev", ME, SETTINGS)
+        assert isinstance(aside, Aside) and aside.reason == "a reply addressed to someone else"
+        assert aside.message.text == text
+    # Addressed to no one: a follow-up, as slack.follow_up_in_threads says.
+    assert isinstance(classify(event(thread_ts="0.9", text="thanks"), "Ev", ME, SETTINGS), Turn)
+    # Outside a thread, talk to someone else is simply not for the bot.
+    assert classify(event(text="<@U2> hi"), "Ev", ME, SETTINGS) == Ignored(
+        "not addressed to the bot", quiet=True
+    )
