@@ -90,7 +90,9 @@ class SlackInbox:
         heard = await self._asides(turn) if in_thread else []
         files = await asyncio.gather(*(self.files.described(f) for f in message.files))
         message = replace(message, files=tuple(files))
-        users, channels = wanted_names([message, *earlier, *heard])
+        users, channels = wanted_names([*earlier, *heard])
+        more_users, more_channels = wanted_names([message], authors=turn.kind in CHANNEL_KINDS)
+        users, channels = users | more_users, channels | more_channels
         users.discard(me.user_id)
         user_names, channel_names = await asyncio.gather(
             self.names.users(users), self.names.channels(channels)

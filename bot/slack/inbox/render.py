@@ -28,12 +28,15 @@ class Names:
     channels: Mapping[str, str] = field(default_factory=dict)
 
 
-def wanted_names(messages: Iterable[SlackMessage]) -> tuple[set[str], set[str]]:
-    """The user and channel ids whose names the messages need."""
+def wanted_names(
+    messages: Iterable[SlackMessage], *, authors: bool = True
+) -> tuple[set[str], set[str]]:
+    """The user and channel ids whose names the messages need (their authors' too when
+    they are shown)."""
     users: set[str] = set()
     channels: set[str] = set()
     for message in messages:
-        if message.user.startswith(("U", "W")):
+        if authors and message.user.startswith(("U", "W")):
             users.add(message.user)
         texts = [message.text, *(f.text for f in message.forwards)]
         for text in texts:

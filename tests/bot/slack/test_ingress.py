@@ -179,9 +179,9 @@ def test_a_forward_without_a_comment_is_answered_with_its_content() -> None:
     assert forward["text"] == "The deploy is blocked" and forward["author_id"] == "U7"
     # A plain link preview is no forward: the empty message stays ignored.
     unfurl = {"title": "Example", "original_url": "https://example.com"}
-    assert classify(event(channel_type="im", text="", attachments=[unfurl]), "Ev", ME, SETTINGS) == (
-        Ignored("empty message")
-    )
+    assert classify(
+        event(channel_type="im", text="", attachments=[unfurl]), "Ev", ME, SETTINGS
+    ) == (Ignored("empty message"))
 
 
 def test_a_bare_mention_is_answered() -> None:
