@@ -181,8 +181,9 @@ async def test_a_picture_for_a_vision_model(slack_app: SlackHarness) -> None:
     assert pictures["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
     # The picture is not kept: the history holds the question only.
     app.llm.add(text("Still a pixel."))
-    await app.post(app.envelope(direct_message("and now?", "1700000100.000200")))
-    await app.answered("D0ALICE", "1700000100.000200")
+    follow_up = direct_message("and now?", "1700000100.000200", thread_ts="1700000100.000100")
+    await app.post(app.envelope(follow_up))
+    await app.answered("D0ALICE", "1700000100.000100", count=2)
     later = app.llm.requests[1]["messages"]
     assert [m["role"] for m in later[1:]] == ["user", "assistant", "user"]
     assert later[1] == question
