@@ -87,7 +87,7 @@ class SlackInbox:
             earlier = await earlier_messages(
                 self.client, turn.channel, turn.thread_ts, turn.message_ts
             )
-        heard = await self._asides(turn) if in_thread else []
+        heard = await self._asides(turn) if in_thread and turn.kind in CHANNEL_KINDS else []
         files = await asyncio.gather(*(self.files.described(f) for f in message.files))
         message = replace(message, files=tuple(files))
         users, channels = wanted_names([*earlier, *heard])
@@ -144,6 +144,8 @@ class SlackInbox:
         return heard
 
     async def _texts(self, files: tuple[FileRef, ...]) -> dict[str, TextContent]:
+        if self.files.text_chars <= 0:
+            return {}
         wanted = [f for f in files if is_text(f) and f.id]
         read = await asyncio.gather(*(self.files.text(f) for f in wanted))
         return {f.id: content for f, content in zip(wanted, read, strict=True) if content}
@@ -160,6 +162,8 @@ class SlackInbox:
         if is_text(file):
             if file.id in texts:
                 return "its text is below"
+            if self.files.text_chars <= 0:
+                return "its text is not given to you"
             return "its text could not be read"
         if is_image(file):
             if not self.vision:
