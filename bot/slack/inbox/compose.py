@@ -106,7 +106,9 @@ class SlackInbox:
             kept = newest_within(lines, self.budget_tokens, self._tokens)
             blocks.append(earlier_block(lines[len(lines) - kept :], len(lines) - kept))
         if heard:
-            blocks.append(asides_block([line(m, names, me) for m in heard]))
+            lines = [line(m, names, me) for m in heard]
+            kept = max(newest_within(lines, self.budget_tokens, self._tokens), 1)
+            blocks.append(asides_block(lines[len(lines) - kept :]))
         said = body(message, names, me, lambda f: self._note(f, texts, images))
         if not said:
             said = BARE_MENTION_IN_THREAD if in_thread else BARE_MENTION

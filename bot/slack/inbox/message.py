@@ -9,7 +9,7 @@ the turn through the queue, so a turn carries no blocks and no thumbnails it doe
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from bot.turn import Turn
@@ -149,26 +149,36 @@ class SlackMessage:
 
     def to_dict(self) -> dict[str, Any]:
         """The compact form kept in the turn (empty fields left out)."""
-        return {k: v for k, v in asdict(self).items() if v not in ("", (), [], 0)}
+        compacted = _compact(asdict(self))
+        assert isinstance(compacted, dict)
+        return compacted
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SlackMessage:
+        """The compact form back (fields it does not know are left out)."""
         forwards = tuple(
-            Forward(
-                **{
-                    **f,
-                    "files": tuple(FileRef(**x) for x in f.get("files") or ()),
-                }
-            )
+            Forward(**{**_known(Forward, f), "files": _files(f)})
             for f in data.get("forwards") or ()
         )
-        return cls(
-            **{
-                **{k: v for k, v in data.items() if k in cls.__dataclass_fields__},
-                "files": tuple(FileRef(**f) for f in data.get("files") or ()),
-                "forwards": forwards,
-            }
-        )
+        return cls(**{**_known(cls, data), "files": _files(data), "forwards": forwards})
+
+
+def _compact(value: Any) -> Any:
+    """``value`` without empty fields, at every level; tuples as lists (JSON's form)."""
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items() if v not in ("", (), [], 0, None)}
+    if isinstance(value, (list, tuple)):
+        return [_compact(v) for v in value]
+    return value
+
+
+def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(kind)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _files(data: dict[str, Any]) -> tuple[FileRef, ...]:
+    return tuple(FileRef(**_known(FileRef, f)) for f in data.get("files") or ())
 
 
 def author_team(turn: Turn) -> str:

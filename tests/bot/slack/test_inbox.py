@@ -186,3 +186,50 @@ async def test_a_slack_outage_leaves_a_turn_that_still_answers(
     assert given.message["content"] == (
         "<@U0ANA>: read this\n[file: notes.txt — text/plain, 5 bytes; its text could not be read]"
     )
+
+
+def test_a_message_travels_in_the_turn_and_back() -> None:
+    from bot.slack.inbox.message import SlackMessage
+
+    event = {
+        "type": "message",
+        "user": "U1",
+        "text": "see <#C1>",
+        "ts": "1.2",
+        "team": "T9",
+        "blocks": [{"type": "rich_text"}],
+        "files": [{"id": "F1", "name": "a.txt", "size": 3, "preview": "abc", "thumb_64": "x"}],
+        "attachments": [
+            {"is_share": True, "author_id": "U2", "message_blocks": [{"message": {"text": "hi"}}]},
+            {"title": "a link preview", "original_url": "https://example.com"},
+        ],
+    }
+    message = SlackMessage.of(event)
+    compact = message.to_dict()
+    assert "blocks" not in compact and compact["user_team"] == "T9"
+    assert compact["files"] == [{"id": "F1", "name": "a.txt", "size": 3}]
+    assert [f["text"] for f in compact["forwards"]] == ["hi"]  # the preview is no forward
+    assert SlackMessage.from_dict({**compact, "later_field": 1}) == message
+
+
+def test_thread_lines_and_the_budget() -> None:
+    from bot.slack.inbox.message import SlackMessage
+    from bot.slack.inbox.render import Names, line, newest_within
+
+    names = Names({"U1": "Ana"}, {})
+    me = Me(BOT_USER, "B0BOT")
+    said = [
+        SlackMessage(user="U1", text="hello"),
+        SlackMessage(user=BOT_USER, text="Hi Ana."),
+        SlackMessage(user="B0CI", bot_name="CI", text="build failed"),
+        SlackMessage(user="U3", text="", files=(FileRef(id="F", name="log.txt", size=2100),)),
+    ]
+    assert [line(m, names, me) for m in said] == [
+        "<@U1> (Ana): hello",
+        "you (the assistant): Hi Ana.",
+        "CI (a bot): build failed",
+        "<@U3>: [file: log.txt — unknown type, 2.1 KB]",
+    ]
+    lines = ["a" * 40] * 10  # ten tokens and one for the line break each
+    assert newest_within(lines, 55, lambda text: len(text) // 4) == 5
+    assert newest_within(lines, 5, lambda text: len(text) // 4) == 0
