@@ -60,6 +60,12 @@ def parser() -> argparse.ArgumentParser:
     worker = commands.add_parser("worker", help="run only workers: answer queued turns")
     _config_option(worker)
 
+    check = commands.add_parser(
+        "check", help="check the config, then every dependency; exit 1 on any problem"
+    )
+    _config_option(check)
+    check.add_argument("--json", action="store_true", help="print JSON")
+
     listing = commands.add_parser("tools", help="list every tool with its source and schema")
     _config_option(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -86,9 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
             return asyncio.run(_chat(build_services(args.config), options))
         if args.command == "run":
-            return _exit_now_if_stuck(asyncio.run(_run(build_services(args.config), args)))
+            return _exit_now_if_stuck(asyncio.run(_run(build_services(args.config, "run"), args)))
         if args.command == "worker":
-            return _exit_now_if_stuck(asyncio.run(_worker(build_services(args.config))))
+            return _exit_now_if_stuck(asyncio.run(_worker(build_services(args.config, "worker"))))
+        if args.command == "check":
+            return asyncio.run(_check(args.config, args.json))
         if args.command == "tools":
             config, _, tools = load(args.config)  # listing tools needs no model credentials
             return asyncio.run(_list_tools(config, tools, args.json))
@@ -156,6 +164,16 @@ async def _worker(services: Services) -> int:
         return 0
     finally:
         await services.aclose()
+
+
+async def _check(cli_config: Path | None, as_json: bool) -> int:
+    from bot.check.findings import as_json as json_report
+    from bot.check.findings import as_text, exit_code
+    from bot.check.runner import run_checks
+
+    findings = await run_checks(cli_config)
+    print(json_report(findings) if as_json else as_text(findings))
+    return exit_code(findings)
 
 
 async def _list_tools(config: AppConfig, tools: Tools, as_json: bool) -> int:

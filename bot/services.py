@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.agent.loop import LoopSettings
 from bot.config import AppConfig, ConfigError, Environment, load_config
+from bot.config.requirements import Command, missing_message, missing_settings
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import price_for
 from bot.sampling import ModelSampler
@@ -132,16 +133,15 @@ def mcp_servers(config: McpConfig, base: Path | None) -> McpConfig:
         raise ConfigError(str(exc)) from None
 
 
-def build_services(cli_config: Path | None = None) -> Services:
-    """Everything validated up front; any problem is a :class:`ConfigError` naming the key."""
+def build_services(cli_config: Path | None = None, command: Command = "chat") -> Services:
+    """Everything validated up front; any problem is a :class:`ConfigError` naming the key,
+    and every environment variable ``command`` needs and lacks is named in one message."""
     config, environment, tools = load(cli_config)
+    missing = missing_settings(environment, config, command)
+    if missing:
+        raise ConfigError(missing_message(missing))
     base_url = environment.openai_base_url or config.llm.base_url
     api_key = environment.openai_api_key.get_secret_value() if environment.openai_api_key else None
-    if not api_key and not base_url:
-        raise ConfigError(
-            "OPENAI_API_KEY is not set. Set it, or set OPENAI_BASE_URL (or llm.base_url) "
-            "to a server that needs no key."
-        )
     model = OpenAIChatModel(config.llm, api_key=api_key, base_url=base_url)
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config)

@@ -9,7 +9,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Environment(BaseSettings):
-    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
+    model_config = SettingsConfigDict(
+        env_file=None, extra="ignore", case_sensitive=False, env_ignore_empty=True
+    )
 
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None

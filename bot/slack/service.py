@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands, AdminStores
 from bot.config import ConfigError
+from bot.config.requirements import missing_message, missing_settings
 from bot.lifecycle.owner import Agent
 from bot.services import Services
 from bot.slack.after_ack import AfterAck
@@ -54,13 +55,9 @@ class SlackService:
 
 def build_slack_service(services: Services, *, http: bool) -> SlackService:
     env = services.environment
-    if env.slack_bot_token is None:
-        raise ConfigError("SLACK_BOT_TOKEN is not set (the bot token, xoxb-...)")
-    if http and env.slack_signing_secret is None:
-        raise ConfigError(
-            "SLACK_SIGNING_SECRET is not set; HTTP mode needs it to verify Slack's requests "
-            "(or set SLACK_APP_TOKEN for Socket Mode)"
-        )
+    missing = missing_settings(env, services.config, "run" if http else "worker")
+    if missing or env.slack_bot_token is None:
+        raise ConfigError(missing_message(missing))
     settings = services.config.slack
     client = web_client(env.slack_bot_token.get_secret_value(), env.slack_api_url)
     state = services.state

@@ -65,6 +65,7 @@ class FakeLLM:
         self.requests: list[Request] = []
         self.arrived_at: list[float] = []  # time.monotonic() of each request, in order
         self.model = "fake-model"
+        self.models: list[str] | None = ["fake-model"]  # GET /v1/models; None: no such route
         self._runner: web.AppRunner | None = None
         self.port = 0
         self._arrived = asyncio.Condition()
@@ -88,6 +89,7 @@ class FakeLLM:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(
             app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
         )
@@ -101,6 +103,12 @@ class FakeLLM:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if self.models is None:
+            return web.json_response({"error": {"message": "not found"}}, status=404)
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -117,6 +117,8 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}  # files.info, by id
         self.file_bytes: dict[str, tuple[bytes, str]] = {}  # id -> (content, content type)
         self.latency_s = 0.0
+        self.refused_tokens: dict[str, str] = {}  # token -> the error every call with it gets
+        self.granted_scopes: set[str] | None = None  # sent as x-oauth-scopes when set
         self._ts = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -303,8 +305,14 @@ class FakeSlack:
             return web.json_response(
                 {"ok": False, "error": failure.error}, status=failure.status, headers=headers
             )
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if token in self.refused_tokens:
+            return web.json_response({"ok": False, "error": self.refused_tokens[token]})
+        headers = {}
+        if self.granted_scopes is not None:
+            headers["x-oauth-scopes"] = ",".join(sorted(self.granted_scopes))
         try:
-            return web.json_response(self._answer(method, args))
+            return web.json_response(self._answer(method, args), headers=headers)
         except Refused as refused:
             return web.json_response({"ok": False, "error": refused.error})
 

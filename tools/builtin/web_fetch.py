@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import ipaddress
+import socket
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
+from aiohttp.abc import AbstractResolver
 
+from tools.builtin.checked_resolver import AddressRefused, CheckedResolver, refusal
 from tools.config import FetchUrlConfig
 from tools.definition import Tool, python_tool
 from tools.errors import ToolError
@@ -62,32 +65,17 @@ def _matching_pattern(url: str, patterns: list[str]) -> str | None:
     return None
 
 
-async def check_address(url: str, pattern: str) -> None:
-    """Refuse internal addresses a glob let through (SSRF).
-
-    Link-local addresses (cloud metadata services live there) are always refused. Loopback
-    and private addresses are refused unless the allow-list names the host exactly, without
-    wildcards, so ``*.example.com`` cannot be turned against the bot's own network.
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
+def check_literal_address(url: str, exact: bool) -> None:
+    """Refuse an internal IP address written in the URL (SSRF). Host names are checked by
+    :class:`CheckedResolver` when the connection is made, on the very addresses it uses."""
+    host = urlsplit(url).hostname or ""
     try:
-        addresses = [ipaddress.ip_address(host)]
+        address = ipaddress.ip_address(host)
     except ValueError:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, parts.port or 443)
-        except OSError:
-            raise ToolError(f"Could not resolve {host}.") from None
-        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
-    exact = not any(ch in pattern for ch in "*?[")
-    for address in addresses:
-        if address.is_link_local or address.is_multicast or address.is_unspecified:
-            raise ToolError(f"{host} points to a link-local or reserved address; refused.")
-        if (address.is_private or address.is_loopback or address.is_reserved) and not exact:
-            raise ToolError(
-                f"{host} points to an internal address ({address}); only hosts named exactly "
-                "in the allow-list may be internal."
-            )
+        return
+    why = refusal(host, address, exact)
+    if why is not None:
+        raise ToolError(why)
 
 
 class _TextExtractor(HTMLParser):
@@ -135,21 +123,36 @@ def html_to_text(html: str) -> tuple[str, str]:
     return " ".join(parser.title.split()), text
 
 
-async def fetch_text(url: str, config: FetchUrlConfig) -> dict[str, Any]:
+async def fetch_text(
+    url: str, config: FetchUrlConfig, dns: AbstractResolver | None = None
+) -> dict[str, Any]:
+    """``dns``: the resolver behind the address check (the system's by default)."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise ToolError("Only http and https URLs can be fetched.")
     timeout = aiohttp.ClientTimeout(total=config.timeout_s)
+    resolver = CheckedResolver(dns)
+    connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
     try:
-        async with aiohttp.ClientSession(timeout=timeout, trust_env=False) as session:
-            return await asyncio.wait_for(_fetch(session, url, config), config.timeout_s)
+        async with aiohttp.ClientSession(
+            timeout=timeout, trust_env=False, connector=connector
+        ) as session:
+            return await asyncio.wait_for(_fetch(session, url, config, resolver), config.timeout_s)
     except TimeoutError:
         raise ToolError(f"Fetching {url} took longer than {config.timeout_s:g} s.") from None
+    except aiohttp.ClientConnectorError as exc:
+        if isinstance(exc.os_error, AddressRefused):
+            raise ToolError(str(exc.os_error)) from None
+        if isinstance(exc.os_error, socket.gaierror):
+            raise ToolError(f"Could not resolve {urlsplit(url).hostname}.") from None
+        raise ToolError(f"Could not fetch {url}: {type(exc).__name__}.") from None
     except aiohttp.ClientError as exc:
         raise ToolError(f"Could not fetch {url}: {type(exc).__name__}.") from None
+    finally:
+        await resolver.close()
 
 
 async def _fetch(
-    session: aiohttp.ClientSession, url: str, config: FetchUrlConfig
+    session: aiohttp.ClientSession, url: str, config: FetchUrlConfig, resolver: CheckedResolver
 ) -> dict[str, Any]:
     current = url
     for _ in range(config.max_redirects + 1):
@@ -159,7 +162,9 @@ async def _fetch(
                 f"The host of {current} is not on the allow-list. "
                 f"Allowed: {', '.join(config.allowed_hosts)}."
             )
-        await check_address(current, pattern)
+        exact = not any(ch in pattern for ch in "*?[")
+        check_literal_address(current, exact)
+        resolver.allow(urlsplit(current).hostname or "", exact)
         async with session.get(current, allow_redirects=False) as response:
             if response.status in (301, 302, 303, 307, 308) and "Location" in response.headers:
                 current = urljoin(current, response.headers["Location"])

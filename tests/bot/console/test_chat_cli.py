@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from tests.cli_process import run_cli
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
 
 CONFIG = """
@@ -22,30 +23,6 @@ roles:
     default: true
     tools: ["get_time"]
 """
-
-
-async def run_cli(
-    *args: str, stdin: str = "", env: dict[str, str] | None = None
-) -> tuple[int, str, str]:
-    # No REDIS_URL unless a test gives one: the console then uses its embedded Redis and
-    # never touches the shared server's default keys.
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "REDIS_"))
-    }
-    environment.update(env or {})
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=environment,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 def write_config(tmp_path: Path, text: str = CONFIG, name: str = "agent.yaml") -> Path:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from tools import ToolError
+from tools.builtin import checked_resolver
 from tools.builtin.web_fetch import fetch_text, host_allowed, html_to_text, make_fetch_url
 from tools.config import FetchUrlConfig
 
@@ -154,3 +157,64 @@ async def test_internal_addresses_need_an_exact_allow_entry(site: str) -> None:
         await fetch_text(
             "http://169.254.169.254/latest/", FetchUrlConfig(allowed_hosts=["169.254.169.254"])
         )
+
+
+class ChangingDns(AbstractResolver):
+    """Answers ``answers[0]`` to the first lookup, ``answers[1]`` to the second, and so on
+    (the last one again after that): a DNS server rebinding a name between lookups."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.lookups: list[str] = []
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        address = self.answers[min(len(self.lookups), len(self.answers) - 1)]
+        self.lookups.append(host)
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": family,
+                "proto": 0,
+                "flags": 0,
+            }
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_name_that_rebinds_between_lookups_never_reaches_the_internal_address(
+    site: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first answer passes the check, the second points at the loopback site. Only one
+    lookup is made, and the connection goes to the address it checked."""
+    port = site.rsplit(":", 1)[1]
+    # 127.0.0.2 stands in for a public address here (nothing listens on it); 127.0.0.1,
+    # where the site is, stays internal.
+    monkeypatch.setattr(checked_resolver, "internal", lambda address: str(address) != "127.0.0.2")
+    dns = ChangingDns("127.0.0.2", "127.0.0.1")
+    config = FetchUrlConfig(allowed_hosts=["*.example"])
+    with pytest.raises(ToolError, match="Could not fetch") as refused:
+        await fetch_text(f"http://rebind.example:{port}/page", config, dns)
+    assert "Flour" not in str(refused.value)
+    assert dns.lookups == ["rebind.example"]  # one lookup: the checked one was used
+
+
+async def test_a_name_that_resolves_inside_is_refused_at_connect_time(site: str) -> None:
+    port = site.rsplit(":", 1)[1]
+    dns = ChangingDns("127.0.0.1")
+    glob = FetchUrlConfig(allowed_hosts=["*.example"])
+    with pytest.raises(ToolError, match=r"rebind\.example points to an internal address"):
+        await fetch_text(f"http://rebind.example:{port}/page", glob, dns)
+    metadata = ChangingDns("169.254.169.254")
+    exact = FetchUrlConfig(allowed_hosts=["meta.example"])
+    with pytest.raises(ToolError, match="link-local"):
+        await fetch_text(f"http://meta.example:{port}/page", exact, metadata)
+    # Named exactly, an internal host is reachable (an intranet wiki, say).
+    wiki = FetchUrlConfig(allowed_hosts=["wiki.example"])
+    page = await fetch_text(f"http://wiki.example:{port}/page", wiki, ChangingDns("127.0.0.1"))
+    assert page["title"] == "Flour guide"

@@ -243,12 +243,13 @@ async def test_a_server_killed_mid_call_is_unavailable_at_once_and_comes_back(
     # The first call after the kill, to a tool the model may still have been offered.
     with pytest.raises(McpUnavailable, match="unavailable right now"):
         await connection.known["lookup_stock"].invoke({"item": "flour"})
-    # Reconnection started at once (a new process within a second), and the tools are back
-    # within 2 s of it starting.
+    # Reconnection started at once, not at the next ping 15 s later (the new process's own
+    # start-up, a Python interpreter, takes part of this on a loaded machine), and the
+    # tools are back within 2 s of it starting.
     await until(lambda: "server_pid" in connection.tools, 10)
     back_wall = time.time()
     restarted = float(starts.read_text().splitlines()[-1].split()[1])
-    assert restarted - killed_wall < 1
+    assert restarted - killed_wall < 5
     assert back_wall - restarted < 2
     assert int(await connection.tools["server_pid"].invoke({})) != pid
     outages = [r for r in caplog.records if "is unavailable" in r.getMessage()]

@@ -1,0 +1,1 @@
+"""`slack-agent check`: the config, then every dependency, one plain line each."""

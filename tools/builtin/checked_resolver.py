@@ -1,0 +1,73 @@
+"""fetch_url's DNS: one lookup per connection, and the connection goes only to addresses
+that lookup returned and the address rule let through, so a DNS answer that changes between
+a check and the connect (DNS rebinding) cannot reach an internal address."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class AddressRefused(OSError):
+    """The host points only to addresses fetch_url may not reach; the message says why."""
+
+
+def internal(address: Address) -> bool:
+    """Private, loopback or reserved: reachable only when the allow-list names the host."""
+    return address.is_private or address.is_loopback or address.is_reserved
+
+
+def refusal(host: str, address: Address, exact: bool) -> str | None:
+    """Why ``address`` may not be reached for ``host``, or None. Link-local addresses (cloud
+    metadata services live there) are always refused; internal ones unless the allow-list
+    names the host exactly, without wildcards."""
+    if address.is_link_local or address.is_multicast or address.is_unspecified:
+        return f"{host} points to a link-local or reserved address; refused."
+    if internal(address) and not exact:
+        return (
+            f"{host} points to an internal address ({address}); only hosts named exactly "
+            "in the allow-list may be internal."
+        )
+    return None
+
+
+class CheckedResolver(AbstractResolver):
+    """Resolves only hosts it was told about (:meth:`allow`, with whether the allow-list
+    names them exactly) and returns only the addresses the rule lets through."""
+
+    def __init__(self, inner: AbstractResolver | None = None) -> None:
+        self._inner = inner
+        self._exact: dict[str, bool] = {}
+
+    def allow(self, host: str, exact: bool) -> None:
+        self._exact[host.lower().rstrip(".")] = exact
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        name = host.lower().rstrip(".")
+        if name not in self._exact:
+            raise AddressRefused(f"{host} is not on the allow-list.")
+        if self._inner is None:
+            self._inner = DefaultResolver()
+        results = await self._inner.resolve(host, port, family)
+        kept: list[ResolveResult] = []
+        reasons: list[str] = []
+        for result in results:
+            why = refusal(host, ipaddress.ip_address(result["host"]), self._exact[name])
+            if why is None:
+                kept.append(result)
+            else:
+                reasons.append(why)
+        if not kept:
+            raise AddressRefused(reasons[0] if reasons else f"Could not resolve {host}.")
+        return kept
+
+    async def close(self) -> None:
+        if self._inner is not None:
+            await self._inner.close()
