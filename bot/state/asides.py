@@ -14,6 +14,24 @@ from bot.turn import ThreadKey
 
 MAX_KEPT = 100  # per thread; the oldest go first
 
+# KEYS: the replies (ZSET by ts), what was taken (HASH turn/since/until); ARGV: the turn's
+# message ts, TTL. The window is (since, ts): since is where the previous turn stopped, or,
+# for the same turn again, the since it used. Replies before since were taken already.
+TAKE = """
+local taken = redis.call('HMGET', KEYS[2], 'turn', 'since', 'until')
+local since = taken[3] or '-inf'
+if taken[1] == ARGV[1] then since = taken[2] or '-inf' end
+local low = since
+if since ~= '-inf' then
+  low = '(' .. since
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', since)
+end
+local found = redis.call('ZRANGEBYSCORE', KEYS[1], low, '(' .. ARGV[1])
+redis.call('HSET', KEYS[2], 'turn', ARGV[1], 'since', since, 'until', ARGV[1])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+return found
+"""
+
 
 class ThreadAsides:
     def __init__(self, client: Redis, keys: Keys, ttl_s: int, max_kept: int = MAX_KEPT) -> None:
@@ -21,6 +39,7 @@ class ThreadAsides:
         self.keys = keys
         self.ttl_s = ttl_s
         self.max_kept = max_kept
+        self._take = client.register_script(TAKE)
 
     async def add(self, thread: ThreadKey, ts: str, message: str) -> None:
         key = self.keys.asides(thread)
@@ -32,19 +51,7 @@ class ThreadAsides:
 
     async def take(self, thread: ThreadKey, ts: str) -> list[str]:
         """The replies heard before ``ts`` and after the previous turn's message, oldest
-        first (the same list again for the same ``ts``)."""
-        key, taken_key = self.keys.asides(thread), self.keys.asides_taken(thread)
-        taken = await self.client.hgetall(taken_key)
-        if taken.get("turn") == ts:
-            since = taken.get("since") or "-inf"
-        else:
-            since = taken.get("until") or "-inf"
-        low = since if since == "-inf" else f"({since}"
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.zrangebyscore(key, low, f"({ts}")
-            pipe.hset(taken_key, mapping={"turn": ts, "since": since, "until": ts})
-            pipe.expire(taken_key, self.ttl_s)
-            if since != "-inf":
-                pipe.zremrangebyscore(key, "-inf", since)  # taken by a turn before
-            found, *_ = await pipe.execute()
+        first (the same list again for the same ``ts``). One atomic step."""
+        keys = [self.keys.asides(thread), self.keys.asides_taken(thread)]
+        found = await self._take(keys=keys, args=[ts, self.ttl_s])
         return [str(item) for item in found]

@@ -104,8 +104,9 @@ class FileReader:
         self.text_chars = text_chars
         self.image_max_bytes = image_max_bytes
         self.timeout_s = timeout_s
+        # Slack's hosts, and the API's own (GovSlack: slack-gov.com; a test server).
         api_host = urlsplit(client.base_url).hostname or ""
-        self._hosts = {api_host} if api_host and not api_host.endswith("slack.com") else set()
+        self._hosts = {"slack.com", api_host.removeprefix("api.")} - {""}
 
     async def described(self, file: FileRef) -> FileRef:
         """``file`` with its details from ``files.info`` when the event gave only its id
@@ -162,7 +163,7 @@ class FileReader:
 
     def _may_send_token(self, url: str) -> bool:
         host = urlsplit(url).hostname or ""
-        return host == "slack.com" or host.endswith(".slack.com") or host in self._hosts
+        return any(host == known or host.endswith("." + known) for known in self._hosts)
 
     async def _get(self, url: str, limit: int, file: FileRef) -> tuple[bytes, str, bool] | None:
         """Up to ``limit`` bytes of ``url``, the content type, and whether that was all."""

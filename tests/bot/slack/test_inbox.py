@@ -233,3 +233,13 @@ def test_thread_lines_and_the_budget() -> None:
     lines = ["a" * 40] * 10  # ten tokens and one for the line break each
     assert newest_within(lines, 55, lambda text: len(text) // 4) == 5
     assert newest_within(lines, 5, lambda text: len(text) // 4) == 0
+
+
+def test_the_bot_token_goes_only_to_slacks_hosts() -> None:
+    slack = FileReader(web_client("xoxb-test", "https://slack.com/api/"), text_chars=10)
+    gov = FileReader(web_client("xoxb-test", "https://slack-gov.com/api/"), text_chars=10)
+    assert slack._may_send_token("https://files.slack.com/files-pri/T1-F1/a.txt")
+    assert gov._may_send_token("https://files.slack-gov.com/files-pri/T1-F1/a.txt")
+    for reader in (slack, gov):
+        assert not reader._may_send_token("https://docs.google.com/document/d/1")
+        assert not reader._may_send_token("https://files.slack.com.evil.example/a.txt")
