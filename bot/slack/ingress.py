@@ -16,7 +16,6 @@ from typing import Any
 
 from bot.config.schema import SlackConfig
 from bot.slack.inbox.message import SLACKBOT, SlackMessage
-from bot.slack.inbox.render import BARE_MENTION, BARE_MENTION_IN_THREAD
 from bot.slack.text.incoming import addressed_to_others, clean_text, mentions
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN, StateUnavailable
@@ -169,12 +168,13 @@ FOLLOW_UPS_OFF = "a thread reply without a mention (follow-ups are off)"
 
 
 def _without_text(message: SlackMessage, *, in_thread: bool) -> str:
-    """A turn's short text when its message has none (the model gets the whole message)."""
+    """A turn's short text when its message has none: what the session is titled after
+    (the model is given the whole message, bot/slack/inbox)."""
     if message.forwards:
-        return "(forwarded a message)"
+        return "Forwarded message"
     if message.files:
         return "(sent files without text)"
-    return BARE_MENTION_IN_THREAD if in_thread else BARE_MENTION
+    return "Look at this thread" if in_thread else "(mentioned without a message)"
 
 
 def _written_by(message: dict[str, Any], me: Identity) -> bool:

@@ -174,7 +174,7 @@ def test_a_forward_without_a_comment_is_answered_with_its_content() -> None:
         "channel_id": "C7",
     }
     turn = classify(event(channel_type="im", text="", attachments=[share]), "Ev", ME, SETTINGS)
-    assert isinstance(turn, Turn) and turn.text == "(forwarded a message)"
+    assert isinstance(turn, Turn) and turn.text == "Forwarded message"  # the session's title
     [forward] = turn.extra["message"]["forwards"]
     assert forward["text"] == "The deploy is blocked" and forward["author_id"] == "U7"
     # A plain link preview is no forward: the empty message stays ignored.
@@ -189,8 +189,8 @@ def test_a_bare_mention_is_answered() -> None:
         event(type="app_mention", text="<@U0BOT>", thread_ts="0.5"), "Ev", ME, SETTINGS
     )
     alone = classify(event(type="app_mention", text="<@U0BOT>"), "Ev", ME, SETTINGS)
-    assert isinstance(in_thread, Turn) and "read this thread" in in_thread.text
-    assert isinstance(alone, Turn) and alone.text == "(mentioned you without a message)"
+    assert isinstance(in_thread, Turn) and in_thread.text == "Look at this thread"
+    assert isinstance(alone, Turn) and alone.text == "(mentioned without a message)"
 
 
 def test_a_reply_to_someone_else_is_heard_not_answered() -> None:

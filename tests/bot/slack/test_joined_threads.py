@@ -59,6 +59,8 @@ async def test_mentioned_in_a_thread_of_30_messages(slack_app: SlackHarness) -> 
             "what it needs)",
         ]
     )
+    status = app.slack.calls_to("agents.sessions.setStatus")[0]
+    assert status.args["title"] == "Look at this thread"  # what people see while it works
     system = app.llm.requests[0]["messages"][0]["content"]
     assert "each person's message starts with who wrote it" in system
     # One page of conversations.replies: only what came before the mention.
