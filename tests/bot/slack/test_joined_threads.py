@@ -4,6 +4,8 @@ the real Redis)."""
 
 from __future__ import annotations
 
+import pytest
+
 from bot.slack.inbox.thread import PAGE_SIZE
 from tests.fakes.llm_server import text
 from tests.fakes.slack_harness import SlackHarness, channel_message, mention
@@ -176,3 +178,20 @@ async def test_a_shared_channel_thread_is_one_conversation(slack_app: SlackHarne
     await app.post(app.envelope(channel_message("me too", "310.000002", thread_ts="310.000001")))
     await app.answered("C0CHAN", "310.000001", count=2)
     assert last_user_message(app) == "<@U0ALICE> (Alice): me too"
+
+
+async def test_a_thread_slack_will_not_give_still_gets_an_answer(
+    slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = await slack_app.start()
+    know_people(app.slack)
+    thread_of(app.slack, 5)
+    app.slack.fail("conversations.replies", "missing_scope")
+    app.slack.fail("users.info", "ratelimited", status=500, times=10)
+    app.llm.add(text("I could not read the thread, but here is what I know."))
+    await app.post(app.envelope(mention("summarize", "300.000006", thread_ts=ROOT)))
+    [answer] = await app.answered("C0CHAN", ROOT)
+    assert answer.shown.startswith("I could not read the thread")
+    assert last_user_message(app) == "<@U0ALICE>: summarize"
+    assert "read 0 earlier messages of thread 300.000001" in caplog.text
+    assert "Slack call conversations_replies failed in C0CHAN: missing_scope" in caplog.text
