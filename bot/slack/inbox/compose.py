@@ -49,6 +49,7 @@ from bot.turn import Turn
 log = logging.getLogger(__name__)
 
 IMAGES_NOTE = "The pictures shared with the next message:"
+NAMES_WITHIN_S = 3.0  # users.info / conversations.info; a 429's Retry-After is not waited out
 
 
 class SlackInbox:
@@ -82,23 +83,21 @@ class SlackInbox:
         message = SlackMessage.from_dict(data)
         me = await self.me()
         in_thread = turn.thread_ts != turn.message_ts
-        earlier: list[SlackMessage] = []
-        if turn.kind == "mention" and in_thread and turn.extra.get("new_thread"):
-            earlier = await earlier_messages(
-                self.client, turn.channel, turn.thread_ts, turn.message_ts
-            )
-        heard = await self._asides(turn) if in_thread and turn.kind in CHANNEL_KINDS else []
-        files = await asyncio.gather(*(self.files.described(f) for f in message.files))
+        # What Slack is asked runs at once: the thread, the replies heard, the files' details;
+        # then the names and the files' contents.
+        earlier, heard, files = await asyncio.gather(
+            self._earlier(turn, in_thread),
+            self._asides(turn) if in_thread and turn.kind in CHANNEL_KINDS else _nothing(),
+            asyncio.gather(*(self.files.described(f) for f in message.files)),
+        )
         message = replace(message, files=tuple(files))
         users, channels = wanted_names([*earlier, *heard])
         more_users, more_channels = wanted_names([message], authors=turn.kind in CHANNEL_KINDS)
         users, channels = users | more_users, channels | more_channels
         users.discard(me.user_id)
-        user_names, channel_names = await asyncio.gather(
-            self.names.users(users), self.names.channels(channels)
+        names, texts, images = await asyncio.gather(
+            self._names(users, channels), self._texts(message.files), self._images(message)
         )
-        names = Names(user_names, channel_names)
-        texts, images = await asyncio.gather(self._texts(message.files), self._images(message))
 
         blocks: list[str] = []
         if earlier:
@@ -127,6 +126,22 @@ class SlackInbox:
             parts += [{"type": "image_url", "image_url": {"url": url}} for url in images.values()]
             attachments.append({"role": "user", "content": parts})
         return TurnInput(user_message("\n\n".join(blocks)), attachments)
+
+    async def _earlier(self, turn: Turn, in_thread: bool) -> list[SlackMessage]:
+        """The thread before the bot was mentioned in it, when this turn joins it."""
+        if turn.kind != "mention" or not in_thread or not turn.extra.get("new_thread"):
+            return []
+        return await earlier_messages(self.client, turn.channel, turn.thread_ts, turn.message_ts)
+
+    async def _names(self, users: set[str], channels: set[str]) -> Names:
+        """Names found within ``NAMES_WITHIN_S``; without them the ids are shown as they are."""
+        try:
+            async with asyncio.timeout(NAMES_WITHIN_S):
+                found = await asyncio.gather(self.names.users(users), self.names.channels(channels))
+        except TimeoutError:
+            log.warning("names not found within %.0f s; ids shown without them", NAMES_WITHIN_S)
+            return Names()
+        return Names(*found)
 
     def _tokens(self, text: str) -> int:
         return self.estimator.chars_tokens(len(text))
@@ -172,3 +187,7 @@ class SlackInbox:
                 return "an image; you cannot see images here"
             return "shown to you" if file.id in images else "the image could not be loaded"
         return ""
+
+
+async def _nothing() -> list[SlackMessage]:
+    return []

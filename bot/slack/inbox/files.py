@@ -11,6 +11,7 @@ Every failure is logged and gives None: the model is then told the file could no
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from dataclasses import dataclass, replace
@@ -113,7 +114,12 @@ class FileReader:
         (Slack Connect, ``file_access: check_file_info``)."""
         if not file.needs_info or not file.id:
             return file
-        response = await safe_call(self.client.files_info, file=file.id)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                response = await safe_call(self.client.files_info, file=file.id)
+        except TimeoutError:
+            log.warning("files.info for %s took longer than %.0f s", file.id, self.timeout_s)
+            return file
         if response is None:
             return file
         full = FileRef.of(response.get("file") or {})

@@ -7,6 +7,7 @@ A page that fails is logged; what was read before it is used, so the turn still 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -19,15 +20,22 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 200
 MAX_PAGES = 50  # 10,000 messages: far beyond any budget; newer ones are kept
+READ_WITHIN_S = 15.0  # all pages; then what was read is used (a 429's Retry-After is long)
 SHOWN_SUBTYPES = {"", "thread_broadcast", "bot_message", "file_share", "me_message"}
 
 
 async def earlier_messages(
-    client: AsyncWebClient, channel: str, thread_ts: str, before_ts: str
+    client: AsyncWebClient,
+    channel: str,
+    thread_ts: str,
+    before_ts: str,
+    *,
+    within_s: float = READ_WITHIN_S,
 ) -> list[SlackMessage]:
     """The thread's messages before ``before_ts``, oldest first (the root included)."""
     listed: list[dict[str, Any]] = []
     cursor = ""
+    deadline = asyncio.get_running_loop().time() + within_s
     for _ in range(MAX_PAGES):
         arguments: dict[str, Any] = {
             "channel": channel,
@@ -38,7 +46,13 @@ async def earlier_messages(
         }
         if cursor:
             arguments["cursor"] = cursor
-        page = await safe_call(client.conversations_replies, **arguments)
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            async with asyncio.timeout(max(left, 0.001)):
+                page = await safe_call(client.conversations_replies, **arguments)
+        except TimeoutError:
+            log.warning("conversations.replies took longer than %.0f s", within_s)
+            page = None
         if page is None:
             log.warning(
                 "read %d earlier messages of thread %s in %s before a failure; going on",

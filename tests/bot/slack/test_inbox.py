@@ -243,3 +243,20 @@ def test_the_bot_token_goes_only_to_slacks_hosts() -> None:
     for reader in (slack, gov):
         assert not reader._may_send_token("https://docs.google.com/document/d/1")
         assert not reader._may_send_token("https://files.slack.com.evil.example/a.txt")
+
+
+async def test_a_rate_limited_slack_is_not_waited_out(
+    fake_slack: FakeSlack, state: State, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 429 asks to come back in 30 s: names and the thread are given up on in time."""
+    import bot.slack.inbox.compose as compose
+    from bot.slack.inbox.thread import earlier_messages
+
+    monkeypatch.setattr(compose, "NAMES_WITHIN_S", 0.3)
+    fake_slack.fail("users.info", "ratelimited", status=429, retry_after=30)
+    given = await inbox(fake_slack, state)(turn_of(text="ask <@U0BO>"))
+    assert given.message["content"] == "ask <@U0BO>"
+    fake_slack.add_user_message("C0CHAN", "70.000001", "U0ANA", "root")
+    fake_slack.fail("conversations.replies", "ratelimited", status=429, retry_after=30)
+    client = web_client("xoxb-test", fake_slack.api_url)
+    assert await earlier_messages(client, "C0CHAN", "70.000001", "70.000009", within_s=0.3) == []
