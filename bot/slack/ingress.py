@@ -121,8 +121,6 @@ def classify(
     user = event.get("user") or ""
     if user == SLACKBOT:
         return Ignored("a message from Slackbot")
-    if (event.get("bot_id") or subtype == "bot_message") and not settings.answer_bots:
-        return Ignored("another bot's message (slack.answer_bots is off)")
     channel = event.get("channel") or ""
     ts = event.get("ts") or ""
     thread_ts = event.get("thread_ts")
@@ -133,6 +131,11 @@ def classify(
     # One thread is one conversation whoever writes in it: the key is the bot's workspace
     # (the envelope's), never the author's (Slack Connect: another workspace).
     team = me.team_id or event.get("team") or ""
+    if (event.get("bot_id") or subtype == "bot_message") and not settings.answer_bots:
+        if thread_ts and channel_type != "im" and kind == "message":
+            # Another bot's reply in a channel thread (a CI result, an alert): context.
+            return Aside(ThreadKey(team, channel, thread_ts), message, event_id, OTHER_BOT)
+        return Ignored(OTHER_BOT)
     if not text and not message.has_content and kind != "app_mention":
         return Ignored("empty message")
 
@@ -164,6 +167,7 @@ def classify(
 
 
 ADDRESSED_TO_OTHERS = "a reply addressed to someone else"
+OTHER_BOT = "another bot's message (slack.answer_bots is off)"
 FOLLOW_UPS_OFF = "a thread reply without a mention (follow-ups are off)"
 
 

@@ -204,3 +204,10 @@ def test_a_reply_to_someone_else_is_heard_not_answered() -> None:
     assert classify(event(text="<@U2> hi"), "Ev", ME, SETTINGS) == Ignored(
         "not addressed to the bot", quiet=True
     )
+
+
+def test_another_bots_reply_in_a_channel_thread_is_heard() -> None:
+    ci = event(bot_id="B0CI", subtype="bot_message", thread_ts="0.9", user="")
+    aside = classify(ci, "Ev", ME, SETTINGS)
+    assert isinstance(aside, Aside) and aside.message.user == "B0CI"
+    assert aside.reason == "another bot's message (slack.answer_bots is off)"

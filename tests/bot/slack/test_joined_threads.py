@@ -119,11 +119,15 @@ async def test_replies_between_people_are_heard_and_not_answered(slack_app: Slac
     # Bob and Carol talk to each other in the thread: kept, not answered.
     to_carol = channel_message("<@U0CAROL> can you check the shelf?", "300.000002", user="U0BOB")
     to_bob = channel_message("<@U0BOB> on it", "300.000003", user="U0CAROL")
-    for reply in (to_carol, to_bob):
+    # And a CI bot posts its result there (slack.answer_bots is off): kept, not answered.
+    ci = channel_message("build 41 failed", "300.000005", user="", subtype="bot_message")
+    ci.update(bot_id="B0CI", username="CI", bot_profile={"id": "B0CI", "name": "CI"})
+    del ci["user"]
+    for reply in (to_carol, to_bob, ci):
         reply["thread_ts"] = ROOT
         assert (await app.post(app.envelope(reply)))[0] == 200
     # Alice asks the thread (no one named): answered, with what Bob and Carol said.
-    await app.post(app.envelope(channel_message("so who checks?", "300.000004", thread_ts=ROOT)))
+    await app.post(app.envelope(channel_message("so who checks?", "300.000006", thread_ts=ROOT)))
     answers = await app.answered("C0CHAN", ROOT, count=2)
     assert [a.shown for a in answers] == ["Stock is 40.", "Carol is checking the shelf."]
     assert len(app.llm.requests) == 2  # the two replies were never answered
@@ -132,6 +136,7 @@ async def test_replies_between_people_are_heard_and_not_answered(slack_app: Slac
             "Replies in this thread since your last answer, between other people (not to you):",
             "<@U0BOB> (Bob): <@U0CAROL> (Carol) can you check the shelf?",
             "<@U0CAROL> (Carol): <@U0BOB> (Bob) on it",
+            "CI (a bot): build 41 failed",
             "(end of those replies)",
             "",
             "<@U0ALICE> (Alice): so who checks?",
