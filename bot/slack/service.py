@@ -89,6 +89,7 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         SlackNames(client, state.cache),
         FileReader(client, text_chars=settings.file_text_chars),
         state.asides,
+        state.history,
         identity.me,
         budget_tokens=services.config.history.token_budget,
         estimator=services.model.estimator,

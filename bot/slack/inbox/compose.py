@@ -44,6 +44,7 @@ from bot.slack.inbox.thread import earlier_messages
 from bot.slack.tagging import Me
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN
+from bot.state.history import RedisHistory
 from bot.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class SlackInbox:
         names: SlackNames,
         files: FileReader,
         asides: ThreadAsides,
+        history: RedisHistory,
         me: Callable[[], Awaitable[Me]],
         *,
         budget_tokens: int,
@@ -71,6 +73,7 @@ class SlackInbox:
         self.names = names
         self.files = files
         self.asides = asides
+        self.history = history
         self.me = me
         self.budget_tokens = budget_tokens
         self.estimator = estimator
@@ -86,7 +89,7 @@ class SlackInbox:
         # What Slack is asked runs at once: the thread, the replies heard, the files' details;
         # then the names and the files' contents.
         earlier, heard, files = await asyncio.gather(
-            self._earlier(turn, in_thread),
+            self._earlier(turn, in_thread, me),
             self._asides(turn) if in_thread and turn.kind in CHANNEL_KINDS else _nothing(),
             asyncio.gather(*(self.files.described(f) for f in message.files)),
         )
@@ -127,11 +130,16 @@ class SlackInbox:
             attachments.append({"role": "user", "content": parts})
         return TurnInput(user_message("\n\n".join(blocks)), attachments)
 
-    async def _earlier(self, turn: Turn, in_thread: bool) -> list[SlackMessage]:
-        """The thread before the bot was mentioned in it, when this turn joins it."""
+    async def _earlier(self, turn: Turn, in_thread: bool, me: Me) -> list[SlackMessage]:
+        """The thread before the bot was mentioned in it, when this turn joins it and nothing
+        of the thread is in the history yet."""
         if turn.kind != "mention" or not in_thread or not turn.extra.get("new_thread"):
             return []
-        return await earlier_messages(self.client, turn.channel, turn.thread_ts, turn.message_ts)
+        if await self.history.has_turns(turn.thread_key):
+            return []  # the thread's turns are there already (its start came late)
+        return await earlier_messages(
+            self.client, turn.channel, turn.thread_ts, turn.message_ts, bot_user_id=me.user_id
+        )
 
     async def _names(self, users: set[str], channels: set[str]) -> Names:
         """Names found within ``NAMES_WITHIN_S``; without them the ids are shown as they are."""

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.calls import safe_call
 from bot.slack.inbox.message import SLACKBOT, SlackMessage
+from bot.slack.text.incoming import mentions
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +31,12 @@ async def earlier_messages(
     thread_ts: str,
     before_ts: str,
     *,
+    bot_user_id: str | None = None,
     within_s: float = READ_WITHIN_S,
 ) -> list[SlackMessage]:
-    """The thread's messages before ``before_ts``, oldest first (the root included)."""
+    """The thread's messages before ``before_ts``, oldest first (the root included), except
+    those that mention the bot: each of those is a turn of its own (answered, or queued
+    when Slack delivers messages out of order), so its text reaches the model there."""
     listed: list[dict[str, Any]] = []
     cursor = ""
     deadline = asyncio.get_running_loop().time() + within_s
@@ -67,11 +71,14 @@ async def earlier_messages(
             break
     else:
         log.warning("thread %s in %s is longer than %d pages", thread_ts, channel, MAX_PAGES)
-    return [m for m in (SlackMessage.of(item) for item in listed) if _shown(m, before_ts)]
+    messages = (SlackMessage.of(item) for item in listed)
+    return [m for m in messages if _shown(m, before_ts, bot_user_id)]
 
 
-def _shown(message: SlackMessage, before_ts: str) -> bool:
+def _shown(message: SlackMessage, before_ts: str, bot_user_id: str | None) -> bool:
     if message.user == SLACKBOT or message.subtype not in SHOWN_SUBTYPES:
+        return False
+    if mentions(message.text, bot_user_id):
         return False
     try:
         return float(message.ts) < float(before_ts)

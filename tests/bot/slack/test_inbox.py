@@ -39,6 +39,7 @@ def inbox(
         SlackNames(client, state.cache),
         FileReader(client, text_chars=chars),
         state.asides,
+        state.history,
         me,
         budget_tokens=16_000,
         estimator=TokenEstimator(),

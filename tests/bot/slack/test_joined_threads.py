@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from bot.slack.inbox.thread import PAGE_SIZE
+from bot.turn import ThreadKey
 from tests.fakes.llm_server import text
 from tests.fakes.slack_harness import SlackHarness, channel_message, mention
-from tests.fakes.slack_server import BOT_USER, FakeSlack
+from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
 
 PEOPLE = {"U0ALICE": "Alice", "U0BOB": "Bob", "U0CAROL": "Carol", "U0DAVE": "Dave"}
 ROOT = "300.000001"
@@ -200,3 +201,56 @@ async def test_a_thread_slack_will_not_give_still_gets_an_answer(
     assert last_user_message(app) == "<@U0ALICE>: summarize"
     assert "read 0 earlier messages of thread 300.000001" in caplog.text
     assert "Slack call conversations_replies failed in C0CHAN: missing_scope" in caplog.text
+
+
+async def test_mentions_delivered_late_are_not_read_twice(slack_app: SlackHarness) -> None:
+    """Bob's mention reaches the bot after Carol's (Slack redelivered it): Carol's turn reads
+    the thread without Bob's message, which is a turn of its own."""
+    app = await slack_app.start()
+    know_people(app.slack)
+    app.slack.add_user_message("C0CHAN", ROOT, "U0ALICE", "the shelf is empty")
+    bob = f"<@{BOT_USER}> when is the next delivery?"
+    app.slack.add_user_message("C0CHAN", "300.000002", "U0BOB", bob, ROOT)
+    carol = f"<@{BOT_USER}> and how much flour is left?"
+    app.slack.add_user_message("C0CHAN", "300.000003", "U0CAROL", carol, ROOT)
+    app.llm.add(text("None left."), text("Tomorrow."))
+    await app.post(
+        app.envelope(
+            mention("and how much flour is left?", "300.000003", "C0CHAN", "U0CAROL", ROOT)
+        )
+    )
+    await app.answered("C0CHAN", ROOT)
+    assert last_user_message(app) == "\n".join(
+        [
+            "Earlier messages in this thread, before you were mentioned (oldest first):",
+            "<@U0ALICE> (Alice): the shelf is empty",
+            "(end of earlier messages)",
+            "",
+            "<@U0CAROL> (Carol): and how much flour is left?",
+        ]
+    )
+    await app.post(
+        app.envelope(mention("when is the next delivery?", "300.000002", "C0CHAN", "U0BOB", ROOT))
+    )
+    await app.answered("C0CHAN", ROOT, count=2)
+    assert last_user_message(app) == "<@U0BOB> (Bob): when is the next delivery?"
+    assert len(app.slack.calls_to("conversations.replies")) == 1
+
+
+async def test_a_thread_already_in_the_history_is_not_read_again(slack_app: SlackHarness) -> None:
+    """Which threads the bot is in was lost (Redis kept the history, not that mark): a new
+    mention there finds the thread's turns in the history and asks Slack nothing."""
+    app = await slack_app.start()
+    know_people(app.slack)
+    thread_of(app.slack, 3)
+    app.llm.add(text("First."), text("Second."))
+    await app.post(app.envelope(mention("first", "300.000004", thread_ts=ROOT)))
+    await app.answered("C0CHAN", ROOT)
+    assert len(app.slack.calls_to("conversations.replies")) == 1
+    assert app.services is not None
+    state = app.services.state
+    await state.client.delete(state.keys.participation(ThreadKey(TEAM, "C0CHAN", ROOT)))
+    await app.post(app.envelope(mention("again", "300.000005", thread_ts=ROOT)))
+    await app.answered("C0CHAN", ROOT, count=2)
+    assert len(app.slack.calls_to("conversations.replies")) == 1
+    assert last_user_message(app) == "<@U0ALICE> (Alice): again"
