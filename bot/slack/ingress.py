@@ -91,7 +91,8 @@ class Identity:
 @dataclass(frozen=True)
 class Aside:
     """A reply in a channel thread that the bot does not answer (people talking to each
-    other, or follow-ups are off) but keeps as context when it takes part in the thread."""
+    other, another bot, or follow-ups are off) but keeps as context when it takes part in
+    the thread."""
 
     thread: ThreadKey
     message: SlackMessage
