@@ -83,7 +83,15 @@ class SlackInbox:
         data = turn.extra.get("message")
         if not isinstance(data, dict):  # queued before messages were carried whole
             return TurnInput(user_message(turn.text))
-        message = SlackMessage.from_dict(data)
+        try:
+            return await self._read(turn, SlackMessage.from_dict(data))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a message this code cannot read must not cost the answer
+            log.exception("could not read message %s in %s whole", turn.message_ts, turn.channel)
+            return TurnInput(user_message(turn.text))
+
+    async def _read(self, turn: Turn, message: SlackMessage) -> TurnInput:
         me = await self.me()
         in_thread = turn.thread_ts != turn.message_ts
         # What Slack is asked runs at once: the thread, the replies heard, the files' details;

@@ -261,3 +261,13 @@ async def test_a_rate_limited_slack_is_not_waited_out(
     fake_slack.fail("conversations.replies", "ratelimited", status=429, retry_after=30)
     client = web_client("xoxb-test", fake_slack.api_url)
     assert await earlier_messages(client, "C0CHAN", "70.000001", "70.000009", within_s=0.3) == []
+
+
+async def test_a_message_it_cannot_read_whole_is_still_answered(
+    fake_slack: FakeSlack, state: State, caplog: pytest.LogCaptureFixture
+) -> None:
+    turn = turn_of(text="hello <@U0BO>")
+    broken = Turn(**{**turn.__dict__, "extra": {"message": {"files": [{"size": "big"}]}}})
+    given = await inbox(fake_slack, state)(broken)
+    assert given.message == {"role": "user", "content": "hello <@U0BO>"}
+    assert "could not read message 50.000001 in D0ANA whole" in caplog.text
