@@ -26,9 +26,15 @@ class Switches(Protocol):
 
 @dataclass(frozen=True)
 class Person:
-    team: str
+    team: str  # the bot's workspace, where this happens
     user: str
     channel: str | None  # None: anywhere (Home tab, console)
+    user_team: str = ""  # the person's own workspace (Slack Connect); "" when the same
+
+    @property
+    def external(self) -> bool:
+        """From another workspace (a Slack Connect channel)."""
+        return bool(self.user_team) and self.user_team != self.team
 
 
 class Policy:
@@ -43,7 +49,7 @@ class Policy:
         self.switches = switches
 
     async def held(self, person: Person) -> list[HeldRole]:
-        return await self.resolver.resolve(person.team, person.user)
+        return await self.resolver.resolve(person.team, person.user, external=person.external)
 
     async def is_admin(self, person: Person) -> bool:
         return is_admin(role_names(await self.held(person)), self.roles)

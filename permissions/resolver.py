@@ -66,29 +66,35 @@ class RoleResolver:
         self.cache = cache
         self.default = next((name for name, role in roles.items() if role.default), None)
 
-    async def resolve(self, team: str, user: str) -> list[HeldRole]:
-        key = f"roles:{team}:{user}"
+    async def resolve(self, team: str, user: str, *, external: bool = False) -> list[HeldRole]:
+        """The roles ``user`` holds in ``team``. ``external``: the person belongs to another
+        workspace (Slack Connect); only the config's user IDs and admins' grants count, never
+        this workspace's user groups or admin status (nor their own workspace's)."""
+        key = f"roles:{team}:{user}" + (":external" if external else "")
         if self.cache is not None:
             cached = await self.cache.get(key)
             if cached is not None:
                 return [HeldRole(**item) for item in json.loads(cached)]
-        held, complete = await self._resolve(team, user)
+        held, complete = await self._resolve(team, user, external)
         if self.cache is not None:
             ttl = CACHE_TTL_S if complete else DEGRADED_CACHE_TTL_S
             await self.cache.set(key, json.dumps([h.to_json() for h in held]), ttl)
         return held
 
     async def forget(self, team: str, user: str) -> None:
-        """Drop the cached answer (after a grant or revoke)."""
+        """Drop the cached answers (after a grant or revoke)."""
         if self.cache is not None:
             await self.cache.delete(f"roles:{team}:{user}")
+            await self.cache.delete(f"roles:{team}:{user}:external")
 
-    async def _resolve(self, team: str, user: str) -> tuple[list[HeldRole], bool]:
+    async def _resolve(self, team: str, user: str, external: bool) -> tuple[list[HeldRole], bool]:
         held: list[HeldRole] = []
         complete = True
         for name, role in self.roles.items():
             if user in role.members:
                 held.append(HeldRole(name, CONFIG))
+            if external:
+                continue
             for group in (m for m in role.members if m.startswith("S")):
                 try:
                     if self.directory is not None and user in await self.directory.group_members(
@@ -103,7 +109,11 @@ class RoleResolver:
                         _why(exc),
                         user,
                     )
-        if self.directory is not None and any(r.workspace_admins for r in self.roles.values()):
+        if (
+            not external
+            and self.directory is not None
+            and any(r.workspace_admins for r in self.roles.values())
+        ):
             try:
                 if await self.directory.is_workspace_admin(team, user):
                     held.extend(

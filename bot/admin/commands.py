@@ -44,13 +44,14 @@ AUDIT_DEFAULT, AUDIT_MAX = 20, 100
 
 @dataclass(frozen=True)
 class Caller:
-    team: str
+    team: str  # the bot's workspace
     user: str
     channel: str | None
+    user_team: str = ""  # the caller's own workspace, when another (Slack Connect)
 
     @property
     def person(self) -> Person:
-        return Person(self.team, self.user, self.channel)
+        return Person(self.team, self.user, self.channel, user_team=self.user_team)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,10 @@ class LLMConfig(_Strict):
     prices: dict[str, Price] = Field(
         default_factory=dict, description="Per-model prices per million tokens."
     )
+    vision: bool = Field(
+        default=False,
+        description="The model reads pictures: images people share are sent as image parts.",
+    )
 
 
 class HistoryConfig(_Strict):
@@ -139,6 +143,12 @@ class SlackConfig(_Strict):
     )
     command: str = Field(
         default="/agent", pattern=r"^/[a-z0-9_-]{1,31}$", description="The slash command's name."
+    )
+    file_text_chars: int = Field(
+        default=20_000,
+        ge=0,
+        le=1_000_000,
+        description="Characters of each shared text file (code, CSV, JSON...) given to the model.",
     )
     socket_connections: int = Field(
         default=2,

@@ -19,14 +19,14 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
-from bot.agent.events import fan_out
+from bot.agent.events import RoundStarted, fan_out
 from bot.agent.journal import resume_from
 from bot.agent.loop import LoopSettings, run_turn
 from bot.agent.messages import user_message
@@ -70,6 +70,22 @@ async def no_context(turn: Turn) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class TurnInput:
+    """What the model is given for a turn: the user message (journaled and kept in history)
+    and messages shown with it for this turn only, never stored (pictures)."""
+
+    message: dict[str, Any]
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+
+
+MessageFor = Callable[[Turn], Awaitable[TurnInput]]
+
+
+async def plain_message(turn: Turn) -> TurnInput:
+    return TurnInput(user_message(turn.text))
+
+
 ARGUMENTS_IN_AUDIT = 500
 REDIS_RETRY_START_S = 0.2
 REDIS_RETRY_MAX_S = 2.0
@@ -86,6 +102,7 @@ class Agent:
     history_budget: int
     estimator: TokenEstimator
     context_for: ContextFor = no_context  # what the surface knows (the channel in view)
+    message_for: MessageFor = plain_message  # the user message (with files, the thread...)
 
 
 @dataclass
@@ -278,12 +295,16 @@ class TurnOwner:
         toolset = await agent.toolset_for(turn)
         context = await agent.context_for(turn)
         log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
+        if not record.journal:
+            # Seen at work at once, while the message is read (its files, the thread).
+            await view.observe(RoundStarted(1))
+        given = await agent.message_for(turn)
         outcome = await unless(
             run_turn(
                 agent.model,
                 agent.settings,
-                history,
-                turn.text,
+                [*history, *given.attachments],
+                given.message,
                 toolset,
                 observer=fan_out(view.observe, TurnTelemetry()),
                 cancel=self.cancel,

@@ -8,6 +8,7 @@ from typing import Any
 Message = dict[str, Any]
 
 MESSAGE_OVERHEAD_TOKENS = 4  # role, separators: roughly what chat formats add per message
+IMAGE_CHARS = 3000  # a picture part counts as this many characters (not its base64 length)
 
 
 class TokenEstimator:
@@ -18,7 +19,15 @@ class TokenEstimator:
         self.weight = weight
 
     def message_chars(self, message: Message) -> int:
-        chars = len(str(message.get("content") or ""))
+        content = message.get("content") or ""
+        if isinstance(content, list):  # content parts: text counts, a picture a fixed amount
+            chars = sum(
+                len(str(part.get("text") or "")) if part.get("type") == "text" else IMAGE_CHARS
+                for part in content
+                if isinstance(part, dict)
+            )
+        else:
+            chars = len(str(content))
         for call in message.get("tool_calls") or ():
             function = call.get("function") or {}
             chars += len(function.get("name") or "") + len(function.get("arguments") or "")

@@ -1,10 +1,18 @@
-"""What the model is told about the Slack around a turn: in the agent pane, the channel the
-person is looking at (Slack's thread context)."""
+"""What the model is told about the Slack around a turn: in a channel, that messages start
+with who wrote them; in the agent pane, the channel the person is looking at (Slack's thread
+context)."""
 
 from __future__ import annotations
 
 from bot.state.agent_pane import AgentPaneThreads
 from bot.turn import Turn
+
+CHANNEL_KINDS = {"mention", "followup"}
+SPEAKERS = (
+    "This is a Slack channel conversation: each person's message starts with who wrote it, "
+    "as <@U…> (their name). To mention someone, write <@U…> exactly; do not start your answer "
+    "with your own name."
+)
 
 
 class SlackContext:
@@ -12,6 +20,8 @@ class SlackContext:
         self.pane = pane
 
     async def __call__(self, turn: Turn) -> str:
+        if turn.kind in CHANNEL_KINDS:
+            return SPEAKERS
         if turn.kind != "assistant":
             return ""
         viewed = await self.pane.context(turn.thread_key)

@@ -9,6 +9,7 @@ the app answers 503 (HTTP) or sends no ack (Socket Mode), so Slack delivers agai
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,11 +18,13 @@ from opentelemetry.trace import SpanKind
 
 from bot.config.schema import SlackConfig
 from bot.observability.tracing import current_traceparent, tracer
-from bot.slack.text.incoming import clean_text, mentions
+from bot.slack.inbox.message import SLACKBOT, SlackMessage
+from bot.slack.text.incoming import addressed_to_others, clean_text, mentions
+from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.participation import ThreadParticipation
 from bot.state.queue import TurnQueue
-from bot.turn import Turn
+from bot.turn import ThreadKey, Turn
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +91,24 @@ class Identity:
     bot_id: str | None
 
 
+@dataclass(frozen=True)
+class Aside:
+    """A reply in a channel thread that the bot does not answer (people talking to each
+    other, another bot, or follow-ups are off) but keeps as context when it takes part in
+    the thread."""
+
+    thread: ThreadKey
+    message: SlackMessage
+    event_id: str
+    reason: str
+
+
 def classify(
     event: dict[str, Any], event_id: str, me: Identity, settings: SlackConfig
-) -> Turn | Ignored:
-    """A turn for ``event``, or why it is ignored. Follow-ups are marked ``kind="followup"``
-    and still need :meth:`Ingress.accept` to check the bot is in the thread."""
+) -> Turn | Aside | Ignored:
+    """A turn for ``event``, an aside to keep, or why it is ignored. Follow-ups are marked
+    ``kind="followup"`` and still need :meth:`Ingress.accept` to check the bot is in the
+    thread."""
     kind = event.get("type")
     subtype = event.get("subtype")
     if kind not in ("app_mention", "message"):
@@ -107,38 +123,66 @@ def classify(
     if _written_by(event, me):
         return Ignored("own message", quiet=True)
     user = event.get("user") or ""
-    if (event.get("bot_id") or subtype == "bot_message") and not settings.answer_bots:
-        return Ignored("another bot's message (slack.answer_bots is off)")
+    if user == SLACKBOT:
+        return Ignored("a message from Slackbot")
     channel = event.get("channel") or ""
     ts = event.get("ts") or ""
     thread_ts = event.get("thread_ts")
     channel_type = event.get("channel_type") or ""
-    text = clean_text(event.get("text") or "", me.bot_user_id)
-    if not text and not event.get("files"):
+    raw = event.get("text") or ""
+    text = clean_text(raw, me.bot_user_id)
+    message = SlackMessage.of(event)
+    # One thread is one conversation whoever writes in it: the key is the bot's workspace
+    # (the envelope's), never the author's (Slack Connect: another workspace).
+    team = me.team_id or event.get("team") or ""
+    if (event.get("bot_id") or subtype == "bot_message") and not settings.answer_bots:
+        if thread_ts and channel_type != "im" and kind == "message":
+            # Another bot's reply in a channel thread (a CI result, an alert): context.
+            return Aside(ThreadKey(team, channel, thread_ts), message, event_id, OTHER_BOT)
+        return Ignored(OTHER_BOT)
+    if not text and not message.has_content and kind != "app_mention":
         return Ignored("empty message")
 
     if kind == "app_mention":
         turn_kind = "mention"
     elif channel_type == "im":
         turn_kind = "assistant" if thread_ts else "dm"
-    elif mentions(event.get("text") or "", me.bot_user_id):
+    elif mentions(raw, me.bot_user_id):
         return Ignored("a mention: the app_mention event carries it", quiet=True)
+    elif thread_ts and addressed_to_others(raw, me.bot_user_id):
+        return Aside(ThreadKey(team, channel, thread_ts), message, event_id, ADDRESSED_TO_OTHERS)
     elif thread_ts and settings.follow_up_in_threads:
         turn_kind = "followup"
     elif thread_ts:
-        return Ignored("a thread reply without a mention (follow-ups are off)", quiet=True)
+        return Aside(ThreadKey(team, channel, thread_ts), message, event_id, FOLLOW_UPS_OFF)
     else:
         return Ignored("not addressed to the bot", quiet=True)
     return Turn(
-        team=event.get("team") or me.team_id,
+        team=team,
         channel=channel,
         thread_ts=thread_ts or ts,
         user=user or event.get("bot_id") or "",
-        text=text or "(sent files without text)",
+        text=text or _without_text(message, in_thread=bool(thread_ts)),
         message_ts=ts,
         event_id=event_id,
         kind=turn_kind,
+        extra={"message": message.to_dict()},
     )
+
+
+ADDRESSED_TO_OTHERS = "a reply addressed to someone else"
+OTHER_BOT = "another bot's message (slack.answer_bots is off)"
+FOLLOW_UPS_OFF = "a thread reply without a mention (follow-ups are off)"
+
+
+def _without_text(message: SlackMessage, *, in_thread: bool) -> str:
+    """A turn's short text when its message has none: what the session is titled after
+    (the model is given the whole message, bot/slack/inbox)."""
+    if message.forwards:
+        return "Forwarded message"
+    if message.files:
+        return "(sent files without text)"
+    return "Look at this thread" if in_thread else "(mentioned without a message)"
 
 
 def _written_by(message: dict[str, Any], me: Identity) -> bool:
@@ -155,13 +199,41 @@ class Ingress:
         queue: TurnQueue,
         participation: ThreadParticipation,
         settings: SlackConfig,
+        asides: ThreadAsides | None = None,
         *,
         deadline_s: float = ENQUEUE_DEADLINE_S,
     ) -> None:
         self.queue = queue
         self.participation = participation
         self.settings = settings
+        self.asides = asides
         self.deadline_s = deadline_s
+
+    async def listen(self, aside: Aside) -> bool:
+        """Keep ``aside`` as context when the bot takes part in its thread; True when kept.
+
+        Raises :class:`StateUnavailable` like :meth:`accept`, so Slack delivers it again.
+        """
+        deadline = asyncio.timeout(self.deadline_s)
+        message = aside.message
+        try:
+            async with deadline:
+                kept = self.asides is not None and await self.participation.joined(aside.thread)
+                if kept and self.asides is not None:
+                    await self.asides.add(
+                        aside.thread, message.ts, json.dumps(message.to_dict(), sort_keys=True)
+                    )
+        except REDIS_DOWN as exc:
+            why = "no answer in time" if deadline.expired() else f"{type(exc).__name__}: {exc}"
+            raise StateUnavailable(f"Redis is unreachable: {why}") from exc
+        log_not_answered(
+            aside.thread.channel,
+            message.ts,
+            aside.event_id,
+            f"{aside.reason}; kept as context for the thread" if kept else aside.reason,
+            quiet=True,
+        )
+        return kept
 
     async def accept(self, turn: Turn) -> str | None:
         """Enqueue ``turn``; return its entry id, or None when it is a duplicate or a

@@ -27,6 +27,10 @@ from bot.slack.asker import SlackAsker
 from bot.slack.context import SlackContext
 from bot.slack.directory import SlackDirectory
 from bot.slack.identity import BotIdentity
+from bot.slack.inbox.compose import SlackInbox
+from bot.slack.inbox.files import FileReader
+from bot.slack.inbox.message import author_team
+from bot.slack.inbox.names import SlackNames
 from bot.slack.ingress import Ingress
 from bot.slack.responder import SlackResponder
 from bot.slack.server import http_app
@@ -67,7 +71,8 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
     policy.resolver.directory = SlackDirectory(client, state.cache)
 
     async def toolset_for(turn: Turn) -> Toolset:
-        allowed = policy.toolset(services.registry, Person(turn.team, turn.user, turn.channel))
+        person = Person(turn.team, turn.user, turn.channel, user_team=author_team(turn))
+        allowed = policy.toolset(services.registry, person)
         # The turn's tools run for its person, who is asked in the thread (MCP elicitation).
         asker = SlackAsker(client, state.elicitations, turn)
         requester = Requester(turn.team, turn.user, turn.channel, turn.thread_ts, asker)
@@ -82,11 +87,23 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
         context_for=SlackContext(state.pane),
     )
     identity = BotIdentity(client)
+
+    agent.message_for = SlackInbox(
+        client,
+        SlackNames(client, state.cache),
+        FileReader(client, text_chars=settings.file_text_chars),
+        state.asides,
+        state.history,
+        identity.me,
+        budget_tokens=services.config.history.token_budget,
+        estimator=services.model.estimator,
+        vision=services.config.llm.vision,
+    )
     responder = SlackResponder(
         client, settings, identity, stops=state.stops, model=services.config.llm.model
     )
     worker = build_worker(state, agent, responder, services.config.queue)
-    ingress = Ingress(state.queue, state.participation, settings)
+    ingress = Ingress(state.queue, state.participation, settings, state.asides)
     secret = (
         env.slack_signing_secret.get_secret_value() if http and env.slack_signing_secret else None
     )

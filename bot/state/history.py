@@ -135,6 +135,10 @@ class RedisHistory:
             self.idle_ttl_s,
         )
 
+    async def has_turns(self, thread: ThreadKey) -> bool:
+        """Whether anything of ``thread`` is stored."""
+        return bool(await self.client.exists(self.keys.history(thread)))
+
     async def load_turns(self, thread: ThreadKey) -> list[TurnMessages]:
         """Every stored turn, oldest first, as the model may see it. Reading counts as use:
         the expiry is refreshed."""

@@ -100,3 +100,11 @@ class Keys:
 
     def usage_users(self, team: str, day: str) -> str:
         return f"{self.prefix}usage:{team}:{day}"
+
+    def asides(self, thread: ThreadKey) -> str:
+        """Replies in a thread the bot is in that it heard but did not answer, by ts."""
+        return f"{self.prefix}thread:{thread}:asides"
+
+    def asides_taken(self, thread: ThreadKey) -> str:
+        """Which turn last took the thread's asides, and the window it took."""
+        return f"{self.prefix}thread:{thread}:asides-taken"

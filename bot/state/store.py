@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from bot.config.schema import AppConfig
 from bot.state.agent_pane import AgentPaneThreads
+from bot.state.asides import ThreadAsides
 from bot.state.audit import AuditLog
 from bot.state.connection import Redis, RedisHandle, connect
 from bot.state.elicitations import Elicitations
@@ -39,6 +40,7 @@ class State:
     audit: AuditLog
     feedback: FeedbackLog
     participation: ThreadParticipation
+    asides: ThreadAsides
     pane: AgentPaneThreads
     cache: RedisCache
     stops: StopRequests
@@ -77,6 +79,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         audit=audit,
         feedback=FeedbackLog(client, keys, audit),
         participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
+        asides=ThreadAsides(client, keys, config.history.idle_ttl_s),
         pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),
         stops=StopRequests(client, keys),

@@ -84,13 +84,15 @@ def event_envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
     }
 
 
-def command_fields(text: str, user: str = "U0ALICE", command: str = "/agent") -> dict[str, str]:
-    """The fields of a slash command request."""
+def command_fields(
+    text: str, user: str = "U0ALICE", command: str = "/agent", team: str = TEAM
+) -> dict[str, str]:
+    """The fields of a slash command request (``team``: the caller's workspace)."""
     return {
         "command": command,
         "text": text,
         "user_id": user,
-        "team_id": TEAM,
+        "team_id": team,
         "channel_id": "C0CHAN",
         "trigger_id": "t",
         "response_url": "",
@@ -243,9 +245,11 @@ class SlackHarness:
             await response.read()
             return response.status, time.monotonic() - started
 
-    async def command(self, text: str, user: str = "U0ALICE", command: str = "/agent") -> Any:
+    async def command(
+        self, text: str, user: str = "U0ALICE", command: str = "/agent", team: str = TEAM
+    ) -> Any:
         """Send a slash command as Slack would (a signed form post); return the JSON reply."""
-        body = urlencode(command_fields(text, user, command))
+        body = urlencode(command_fields(text, user, command, team))
         headers = signed_headers(body, "application/x-www-form-urlencoded")
         async with (
             aiohttp.ClientSession() as session,

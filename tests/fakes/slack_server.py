@@ -56,6 +56,7 @@ class Message:
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task cards, by id
     task_display: str = ""  # how a stream shows its task cards (timeline, plan)
     stopped_by_user: bool = False  # the person pressed stop on this stream
+    extra: dict[str, Any] = field(default_factory=dict)  # more fields listed (files, ...)
 
     @property
     def open_tasks(self) -> list[dict[str, Any]]:
@@ -112,6 +113,9 @@ class FakeSlack:
         self.user_messages: dict[tuple[str, str], Message] = {}  # what people wrote
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
+        self.channels: dict[str, dict[str, Any]] = {}  # conversations.info
+        self.files: dict[str, dict[str, Any]] = {}  # files.info, by id
+        self.file_bytes: dict[str, tuple[bytes, str]] = {}  # id -> (content, content type)
         self.latency_s = 0.0
         self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}  # more methods
         self.refused_tokens: dict[str, str] = {}  # token -> the error every call with it gets
@@ -160,14 +164,47 @@ class FakeSlack:
         return self._next_ts()
 
     def add_user_message(
-        self, channel: str, ts: str, user: str, text: str, thread_ts: str | None = None
+        self,
+        channel: str,
+        ts: str,
+        user: str,
+        text: str,
+        thread_ts: str | None = None,
+        **extra: Any,
     ) -> Message:
-        """Register what a person wrote, so conversations.replies shows it."""
+        """Register what a person wrote, so conversations.replies shows it (with ``extra``
+        fields such as ``files``)."""
         message = Message(
-            channel, ts, thread_ts, text, user=user, bot_id=None, updated_at=time.monotonic()
+            channel,
+            ts,
+            thread_ts,
+            text,
+            user=user,
+            bot_id=None,
+            updated_at=time.monotonic(),
+            extra=dict(extra),
         )
         self.user_messages[(channel, ts)] = message
         return message
+
+    def add_file(
+        self, file_id: str, name: str, content: bytes, mimetype: str, **fields: Any
+    ) -> dict[str, Any]:
+        """A file Slack keeps: its object (for events and files.info), its bytes served at
+        its ``url_private`` to a request with the bot token."""
+        url = f"http://127.0.0.1:{self.port}/files/{file_id}/{name}"
+        self.files[file_id] = {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "size": len(content),
+            "url_private": url,
+            "url_private_download": url + "?download=1",
+            **fields,
+        }
+        self.file_bytes[file_id] = (content, mimetype)
+        return dict(self.files[file_id])
 
     def _set_session(self, channel: str, thread_ts: str, status: str) -> None:
         self.sessions.setdefault((channel, thread_ts), []).append(status)
@@ -208,6 +245,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._handle)
         app.router.add_get("/api/{method}", self._handle)  # users.info and friends use GET
         app.router.add_post("/response/{id}", self._response_url)
+        app.router.add_get("/files/{id}/{name}", self._file)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -226,6 +264,25 @@ class FakeSlack:
         """What Bolt's respond() sends to an interaction's response_url."""
         self.calls.append(Call("response_url", await request.json(), time.monotonic()))
         return web.Response(text="ok")
+
+    async def _file(self, request: web.Request) -> web.Response:
+        """A file's bytes, as files.slack.com serves them: only with the bot token (else
+        Slack's sign-in page)."""
+        file_id = request.match_info["id"]
+        authorization = request.headers.get("Authorization", "")
+        call = Call("file_download", {"file": file_id}, time.monotonic())
+        self.calls.append(call)
+        for outage in self.outages:
+            if outage.covers("file_download", call.at):
+                call.status = outage.status
+                return web.Response(status=outage.status)
+        if file_id not in self.file_bytes:
+            call.status = 404
+            return web.Response(status=404)
+        if authorization != "Bearer xoxb-test":
+            return web.Response(text="<html>Sign in</html>", content_type="text/html")
+        content, mimetype = self.file_bytes[file_id]
+        return web.Response(body=content, content_type=mimetype)
 
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -351,6 +408,16 @@ class FakeSlack:
             if group not in self.groups:
                 return {"ok": False, "error": "no_such_subteam"}
             return {"ok": True, "users": self.groups[group]}
+        if method == "conversations.info":
+            found = self.channels.get(channel)
+            if found is None:
+                return {"ok": False, "error": "channel_not_found"}
+            return {"ok": True, "channel": found}
+        if method == "files.info":
+            file = self.files.get(str(args.get("file")))
+            if file is None:
+                return {"ok": False, "error": "file_not_found"}
+            return {"ok": True, "file": file}
         if method == "users.info":
             user = self.users.get(str(args.get("user")))
             if user is None:
@@ -404,6 +471,7 @@ def _as_listed(message: Message, with_metadata: bool) -> dict[str, Any]:
         listed["blocks"] = message.blocks
     if with_metadata and message.metadata is not None:
         listed["metadata"] = message.metadata
+    listed.update(message.extra)
     return listed
 
 

@@ -109,3 +109,27 @@ async def test_slack_failing_never_gives_more_rights() -> None:
     assert cache.data["roles:T:U0OWNER"][1] == 30
     # Config user IDs need no Slack call and still count.
     assert await resolver.resolve("T", "U0ADMIN") == [HeldRole("admin", "listed in the config")]
+
+
+async def test_people_from_another_workspace_hold_the_default_role_unless_named() -> None:
+    """Slack Connect: this workspace's user groups and admin status are not theirs, and
+    their own workspace's admin status gives nothing here."""
+    directory, grants, cache = Directory(), Grants(), Cache()
+    directory.groups["S0OPS"].add("U0GUEST")
+    directory.admins.add("U0GUEST")  # an owner of their own workspace
+    resolver = RoleResolver(ROLES, directory=directory, grants=grants, cache=cache)
+    assert await resolver.resolve("T", "U0GUEST", external=True) == [
+        HeldRole("member", "default role")
+    ]
+    assert directory.asked == 0  # nothing asked of Slack about them
+    # Named in the config: that counts, as does an admin's grant.
+    assert await resolver.resolve("T", "U0ADMIN", external=True) == [
+        HeldRole("admin", "listed in the config")
+    ]
+    grants.by_user["U0PARTNER"] = [Grant("warehouse_staff", "U0ADMIN")]
+    [held] = await resolver.resolve("T", "U0PARTNER", external=True)
+    assert held.role == "warehouse_staff"
+    # The same person seen as a member of this workspace is resolved (and cached) apart.
+    assert [h.role for h in await resolver.resolve("T", "U0GUEST")] == ["admin", "admin"]
+    await resolver.forget("T", "U0GUEST")
+    assert not [key for key in cache.data if "U0GUEST" in key]

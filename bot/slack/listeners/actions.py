@@ -30,12 +30,14 @@ def register(app: AsyncApp, stops: StopRequests, policy: Policy, later: AfterAck
             log.warning("a Stop button with an unreadable value")
             return
         clicker = (body.get("user") or {}).get("id") or ""
+        clicker_team = (body.get("user") or {}).get("team_id") or ""  # Slack Connect: theirs
         if clicker == turn.get("user"):
             await stops.request(thread, clicker)  # one Redis write: done before the ack
             return
 
         async def stop_if_admin() -> None:  # may ask Slack (users.info): after the ack
-            if not await policy.is_admin(Person(thread.team, clicker, thread.channel)):
+            person = Person(thread.team, clicker, thread.channel, user_team=clicker_team)
+            if not await policy.is_admin(person):
                 await respond(
                     text="Only the person who asked, or an admin, can stop this answer.",
                     response_type="ephemeral",

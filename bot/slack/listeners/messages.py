@@ -1,4 +1,5 @@
-"""Mentions, direct messages and thread follow-ups: each becomes a queued turn."""
+"""Mentions, direct messages and thread follow-ups: each becomes a queued turn; replies
+between other people in the bot's threads are kept as context."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.config.schema import SlackConfig
-from bot.slack.ingress import Identity, Ignored, Ingress, classify, log_not_answered
+from bot.slack.ingress import Aside, Identity, Ignored, Ingress, classify, log_not_answered
 
 
 def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
@@ -30,7 +31,10 @@ def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
                 quiet=decision.quiet,
             )
             return
-        # Raises StateUnavailable when Redis is down: the error handler answers 503.
+        # Both raise StateUnavailable when Redis is down: the error handler answers 503.
+        if isinstance(decision, Aside):
+            await ingress.listen(decision)
+            return
         await ingress.accept(decision)
 
     app.event("app_mention")(on_message)

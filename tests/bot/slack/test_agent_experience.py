@@ -37,6 +37,7 @@ async def test_a_one_tool_turn_makes_four_slack_calls(slack_app: SlackHarness) -
             "chat.startStream": 1,  # the task card, running
             "chat.appendStream": 1,  # the task card, done
             "chat.stopStream": 1,  # the answer, the feedback buttons, the session active
+            "users.info": 1,  # the author's name: once per person, then cached
         }
     )
     assert answer.text == "It is 42."

@@ -45,8 +45,8 @@ async def test_a_mention_shows_status_then_answers_in_the_thread(slack_app: Slac
     assert status_call.args["thread_ts"] == "100.000001"
     assert status_call.args["status"] == "processing"
     assert slack_app.slack.session("C0CHAN", "100.000001") == "active"  # back when answered
-    # The model saw the question without the bot's own mention.
-    assert slack_app.llm.requests[0]["messages"][-1]["content"] == "where is flour?"
+    # The model saw the question with its author and without the bot's own mention.
+    assert slack_app.llm.requests[0]["messages"][-1]["content"] == "<@U0ALICE>: where is flour?"
 
 
 async def test_tools_show_as_task_cards_in_the_one_streamed_message(
@@ -104,7 +104,7 @@ async def test_follow_ups_in_a_thread_the_bot_is_in(slack_app: SlackHarness) -> 
     assert [a.shown for a in answers] == ["First answer.", "Second answer."]
     # The follow-up carried the thread's history.
     contents = [m["content"] for m in slack_app.llm.requests[1]["messages"][1:]]
-    assert contents == ["first", "First answer.", "and then?"]
+    assert contents == ["<@U0ALICE>: first", "First answer.", "<@U0ALICE>: and then?"]
 
     # A reply in a thread the bot never joined is not for the bot.
     stranger = channel_message("unrelated", "105.000002", thread_ts="105.000001")

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from bot.config.schema import SlackConfig
-from bot.slack.ingress import Identity, Ignored, classify
+from bot.slack.ingress import Aside, Identity, Ignored, classify
 from bot.slack.text.incoming import clean_text
-from bot.turn import Turn
+from bot.turn import ThreadKey, Turn
 
 ME = Identity(team_id="T1", bot_user_id="U0BOT", bot_id="B0BOT")
 SETTINGS = SlackConfig()
@@ -55,7 +55,7 @@ def test_follow_ups_and_plain_channel_talk() -> None:
     assert isinstance(follow, Turn) and follow.kind == "followup"
     assert isinstance(classify(event(), "Ev", ME, SETTINGS), Ignored)  # not addressed to us
     off = SlackConfig(follow_up_in_threads=False)
-    assert isinstance(classify(event(thread_ts="0.9"), "Ev", ME, off), Ignored)
+    assert isinstance(classify(event(thread_ts="0.9"), "Ev", ME, off), Aside)  # heard only
     # The message event of a mention is left to the app_mention event.
     assert classify(event(text="<@U0BOT> hi", thread_ts="0.9"), "Ev", ME, SETTINGS) == Ignored(
         "a mention: the app_mention event carries it", quiet=True
@@ -85,7 +85,8 @@ def test_follow_ups_and_plain_channel_talk() -> None:
             {"subtype": "channel_join", "thread_ts": "0.1"},
             "subtype channel_join: not a new message",
         ),
-        ({"text": "<@U0BOT>", "type": "app_mention"}, "empty message"),
+        ({"text": "<@U0BOT>", "channel_type": "im"}, "empty message"),
+        ({"user": "USLACKBOT", "channel_type": "im"}, "a message from Slackbot"),
         ({"type": "reaction_added"}, "not a message (reaction_added)"),
     ],
 )
@@ -118,11 +119,12 @@ def test_what_is_ignored_quietly(fields: dict[str, Any], reason: str) -> None:
     assert classify(event(**fields), "Ev", ME, SETTINGS) == Ignored(reason, quiet=True)
 
 
-def test_thread_replies_with_follow_ups_off_are_quiet() -> None:
+def test_thread_replies_with_follow_ups_off_are_only_heard() -> None:
     off = SlackConfig(follow_up_in_threads=False)
-    assert classify(event(thread_ts="0.9"), "Ev", ME, off) == Ignored(
-        "a thread reply without a mention (follow-ups are off)", quiet=True
-    )
+    aside = classify(event(thread_ts="0.9"), "Ev", ME, off)
+    assert isinstance(aside, Aside)
+    assert aside.reason == "a thread reply without a mention (follow-ups are off)"
+    assert aside.thread == ThreadKey("T1", "C1", "0.9")
 
 
 def test_other_bots_when_allowed() -> None:
@@ -143,3 +145,69 @@ def test_clean_text_keeps_other_mentions_readable() -> None:
     assert clean_text(raw, "U0BOT") == (
         "ask <@U2> in #ops-team about the doc (https://x.io/a), https://y.io & @here 1 < 2"
     )
+
+
+def test_slackbot_is_never_answered() -> None:
+    """Slackbot's notices come as a person's message (user USLACKBOT, no bot_id)."""
+    for fields in ({"channel_type": "im", "channel": "D1"}, {"thread_ts": "0.9"}):
+        notice = event(user="USLACKBOT", text="Reminder: standup.", **fields)
+        assert classify(notice, "Ev", ME, SETTINGS) == Ignored("a message from Slackbot")
+
+
+def test_a_shared_channel_thread_is_keyed_by_the_bots_workspace() -> None:
+    """Slack Connect: ``event.team`` is the author's workspace; the key must not follow it."""
+    home = classify(event(type="app_mention", text="<@U0BOT> hi", team="T1"), "E1", ME, SETTINGS)
+    other = classify(
+        event(ts="1.2", thread_ts="1.1", team="T9", user_team="T9", user="U9"), "E2", ME, SETTINGS
+    )
+    assert isinstance(home, Turn) and isinstance(other, Turn)
+    assert home.thread_key == other.thread_key == ThreadKey("T1", "C1", "1.1")
+    assert other.extra["message"]["user_team"] == "T9"  # roles are resolved for T9
+
+
+def test_a_forward_without_a_comment_is_answered_with_its_content() -> None:
+    share = {
+        "is_share": True,
+        "is_msg_unfurl": True,
+        "text": "The deploy is blocked",
+        "author_id": "U7",
+        "channel_id": "C7",
+    }
+    turn = classify(event(channel_type="im", text="", attachments=[share]), "Ev", ME, SETTINGS)
+    assert isinstance(turn, Turn) and turn.text == "Forwarded message"  # the session's title
+    [forward] = turn.extra["message"]["forwards"]
+    assert forward["text"] == "The deploy is blocked" and forward["author_id"] == "U7"
+    # A plain link preview is no forward: the empty message stays ignored.
+    unfurl = {"title": "Example", "original_url": "https://example.com"}
+    assert classify(
+        event(channel_type="im", text="", attachments=[unfurl]), "Ev", ME, SETTINGS
+    ) == (Ignored("empty message"))
+
+
+def test_a_bare_mention_is_answered() -> None:
+    in_thread = classify(
+        event(type="app_mention", text="<@U0BOT>", thread_ts="0.5"), "Ev", ME, SETTINGS
+    )
+    alone = classify(event(type="app_mention", text="<@U0BOT>"), "Ev", ME, SETTINGS)
+    assert isinstance(in_thread, Turn) and in_thread.text == "Look at this thread"
+    assert isinstance(alone, Turn) and alone.text == "(mentioned without a message)"
+
+
+def test_a_reply_to_someone_else_is_heard_not_answered() -> None:
+    for text in ("<@U2> can you check?", "<!subteam^S1|@oncall> please look"):
+        aside = classify(event(thread_ts="0.9", text=text), "Ev", ME, SETTINGS)
+        assert isinstance(aside, Aside) and aside.reason == "a reply addressed to someone else"
+        assert aside.message.text == text
+    # Addressed to no one: a follow-up, as slack.follow_up_in_threads says.
+    assert isinstance(classify(event(thread_ts="0.9", text="thanks"), "Ev", ME, SETTINGS), Turn)
+    # Outside a thread, talk to someone else is simply not for the bot.
+    assert classify(event(text="<@U2> hi"), "Ev", ME, SETTINGS) == Ignored(
+        "not addressed to the bot", quiet=True
+    )
+
+
+def test_another_bots_reply_in_a_channel_thread_is_heard() -> None:
+    ci = event(bot_id="B0CI", subtype="bot_message", thread_ts="0.9", user="")
+    aside = classify(ci, "Ev", ME, SETTINGS)
+    assert isinstance(aside, Aside) and aside.message.user == "B0CI"
+    assert aside.reason == "another bot's message (slack.answer_bots is off)"

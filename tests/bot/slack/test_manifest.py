@@ -28,6 +28,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
         "im:history",
         "mpim:history",
     },
+    "conversations_info": {"channels:read", "groups:read", "im:read", "mpim:read"},
+    "files_info": {"files:read"},  # and reading a file's url_private with the bot token
     "users_info": {"users:read"},
     "usergroups_users_list": {"usergroups:read"},
     "views_publish": set(),
@@ -57,7 +59,7 @@ def test_the_manifest_asks_for_exactly_the_scopes_the_code_uses() -> None:
     called = set(
         re.findall(
             r"client\.((?:chat|assistant_threads|agents_sessions|"
-            r"conversations|users|usergroups|views|auth)_\w+)",
+            r"conversations|users|usergroups|views|auth|files)_\w+)",
             code,
         )
     )

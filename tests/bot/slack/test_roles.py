@@ -182,6 +182,20 @@ async def test_a_non_admin_is_refused_politely(app: SlackHarness) -> None:
     assert "<@U0ALICE> admin `disable` `calculate` → refused" in audit
 
 
+async def test_an_owner_of_another_workspace_is_no_admin_here(app: SlackHarness) -> None:
+    """Slack Connect: a shared channel's command carries the caller's own workspace; their
+    admin status there gives nothing here."""
+    app.slack.users["U0PARTNER"] = {"id": "U0PARTNER", "team_id": "T0OTHER", "is_owner": True}
+    reply = await app.command("disable calculate", user="U0PARTNER", team="T0OTHER")
+    assert reply["text"].startswith("Sorry, `/agent disable` is only for admins.")
+    assert (
+        "• *member* — default role"
+        in (await app.command("whoami", user="U0PARTNER", team="T0OTHER"))["text"]
+    )
+    # The same person counted as one of this workspace would be an admin: the team decides.
+    assert "Slack workspace admin or owner" in await whoami(app, "U0PARTNER")
+
+
 async def test_typos_get_suggestions(app: SlackHarness) -> None:
     assert (
         "Did you mean `/agent disable`?" in (await app.command("disabel x", user="U0ADMIN"))["text"]

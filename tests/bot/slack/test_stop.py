@@ -11,7 +11,7 @@ from typing import Any
 from bot.turn import ThreadKey
 from tests.fakes import slow_tools
 from tests.fakes.llm_server import calls, text
-from tests.fakes.slack_harness import SlackHarness, mention
+from tests.fakes.slack_harness import SlackHarness, button_click, mention
 from tests.fakes.slack_server import Message
 from tests.waiting import until
 
@@ -86,6 +86,30 @@ async def test_only_the_asker_or_an_admin_may_stop(slack_app: SlackHarness) -> N
     assert refusal.args["text"] == "Only the person who asked, or an admin, can stop this answer."
     assert refusal.args["response_type"] == "ephemeral"
     answers = await app.answered("C0CHAN", "401.000001", within=10)
+    assert [a.shown for a in answers] == ["Done waiting."]
+
+
+async def test_an_owner_of_another_workspace_may_not_stop_others(slack_app: SlackHarness) -> None:
+    """Slack Connect: the click names the clicker's own workspace (user.team_id); being an
+    owner there makes no one an admin here."""
+    roles = {**CONFIG["roles"], "admin": {"admin": True, "workspace_admins": True, "tools": ["*"]}}
+    app = await slack_app.start(**{**CONFIG, "roles": roles})
+    app.slack.agent_sessions = False  # the Stop button is ours only without agent sessions
+    app.slack.users["U0PARTNER"] = {"id": "U0PARTNER", "team_id": "T0OTHER", "is_owner": True}
+    app.llm.add(calls(("wait_a_while", {"seconds": 1.5}, "w1")), text("Done waiting."))
+    await app.post(app.envelope(mention("wait", "403.000001", user="U0ALICE")))
+    progress = await running_progress(app, "403.000001")
+    button = stop_button(progress)
+    assert button is not None
+    click = button_click(
+        "stop_turn", button["value"], "U0PARTNER", progress.ts, app.slack.response_url
+    )
+    click["user"]["team_id"] = "T0OTHER"
+    assert await app.click_payload(click) == 200
+    await app.after_acks()
+    [refusal] = app.slack.calls_to("response_url")
+    assert refusal.args["text"] == "Only the person who asked, or an admin, can stop this answer."
+    answers = await app.answered("C0CHAN", "403.000001", within=10)
     assert [a.shown for a in answers] == ["Done waiting."]
 
 
