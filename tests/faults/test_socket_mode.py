@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import sys
 import time
@@ -161,8 +162,8 @@ def launch(
 
 
 def answer_to(body: dict[str, Any]) -> Reply:
-    question = str(body["messages"][-1]["content"])
-    return text(f"Answer to: {question.split('>')[-1].strip()}")
+    asked = re.search(r"question [0-9.]+", str(body["messages"][-1]["content"]))
+    return text(f"Answer to: {asked.group(0) if asked else '?'}")
 
 
 def answers(fake_slack: FakeSlack, ts: str) -> list[str]:
