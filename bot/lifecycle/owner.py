@@ -424,6 +424,7 @@ class TurnOwner:
             commands, self.turn.thread_key, record.messages, turn=self.entry_id, delivered=True
         )
         await self._durably(lambda: self.owned.move(TurnState.DELIVERED, {}, commands))
+        delivered(record.outcome or "answered")
         return True
 
     async def _done(self) -> None:
@@ -492,13 +493,14 @@ class TurnOwner:
 
 
 def settled(result: TurnResult) -> None:
-    """Count a settled turn: its outcome and its rounds."""
+    """Count a settled turn's rounds (its outcome is counted once its fate is known)."""
+    metrics.safely(lambda: metrics.TURN_ROUNDS.observe(result.rounds))
 
-    def record() -> None:
-        metrics.TURNS.labels(outcome=result.stop_reason.value).inc()
-        metrics.TURN_ROUNDS.observe(result.rounds)
 
-    metrics.safely(record)
+def delivered(outcome: str) -> None:
+    """Count a delivered turn under its outcome; a turn given up counts as dead_lettered
+    instead, so each turn is counted once."""
+    metrics.safely(lambda: metrics.TURNS.labels(outcome=outcome).inc())
 
 
 def dead_lettered(kind: str) -> None:

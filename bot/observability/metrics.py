@@ -25,8 +25,8 @@ LABEL_MAX = 64  # a label value longer than this is cut
 
 TURNS = Counter(
     PREFIX + "turns",
-    "Turns settled, by outcome: answered, round_limit, failed, cancelled; dead_lettered for "
-    "turns given up.",
+    "Turns finished, each once: delivered ones by outcome (answered, round_limit, failed, "
+    "cancelled), dead_lettered for turns given up.",
     ["outcome"],
 )
 TURN_ROUNDS = Histogram(

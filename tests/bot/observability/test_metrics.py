@@ -164,6 +164,7 @@ async def test_delivery_retries_and_dead_letters_are_counted(state: State) -> No
         ("slack_agent_delivery_retries_total", {}),
         ("slack_agent_dead_letters_total", {"reason": "delivery_timeout"}),
         ("slack_agent_turns_total", {"outcome": "dead_lettered"}),
+        ("slack_agent_turns_total", {"outcome": "answered"}),
     )
     responder = MemoryResponder()
     responder.fail_next = 10_000  # Slack refuses every delivery
@@ -174,6 +175,7 @@ async def test_delivery_retries_and_dead_letters_are_counted(state: State) -> No
     assert deltas("slack_agent_delivery_retries_total") >= 2
     assert deltas("slack_agent_dead_letters_total", reason="delivery_timeout") == 1
     assert deltas("slack_agent_turns_total", outcome="dead_lettered") == 1
+    assert deltas("slack_agent_turns_total", outcome="answered") == 0  # counted once
 
 
 async def test_a_turn_left_by_a_dead_worker_is_counted_as_taken_over(state: State) -> None:
