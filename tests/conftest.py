@@ -50,6 +50,16 @@ async def make_model(fake_llm: FakeLLM) -> AsyncIterator[Callable[..., OpenAICha
 
 # --- Redis -----------------------------------------------------------------------------
 
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fault tests (real processes, timing bounds) run one after another on one xdist
+    worker; the rest spread over the others (pyproject's addopts: ``-n 3 --dist
+    loadgroup``)."""
+    for item in items:
+        if item.get_closest_marker("faults") is not None:
+            item.add_marker(pytest.mark.xdist_group("faults"))
+
+
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 

@@ -115,8 +115,10 @@ async def test_killed_while_a_tool_runs(
 
     async def a_saved_while_b_runs() -> bool:
         keys = [k async for k in state.client.scan_iter(match=f"{key_prefix}turn:*:journal")]
-        # user message, assistant calls, a's result
-        return bool(keys) and await state.client.llen(keys[0]) >= 3
+        # user message, assistant calls, a's result; and b has started (the two calls run
+        # at once, so a may be saved before b is under way)
+        runs = await state.client.lrange(key_prefix + "runs", 0, -1)
+        return bool(keys) and await state.client.llen(keys[0]) >= 3 and "b" in runs
 
     await until_true(a_saved_while_b_runs)
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
