@@ -304,8 +304,9 @@ async def test_a_crashing_server_logs_its_stderr_once_per_outage_and_backs_off(
     # Backoff after repeated failures: the waits between starts grow (0.5, 1, 2 s + start).
     times = [float(line.split()[1]) for line in starts.read_text().splitlines()]
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    # Lower bounds only: a loaded machine may add to any gap (an interpreter's start), so
+    # the gaps need not come out in increasing order.
     assert gaps[0] >= 0.5 and gaps[1] >= 1 and gaps[2] >= 2
-    assert gaps[0] < gaps[1] < gaps[2]
     crash = "crashy: RuntimeError: the stock database is locked"
     lines = [r for r in caplog.records if r.name == "tools.mcp.server"]
     assert lines[0].getMessage() == "crashy: warehouse: loading the stock database"
