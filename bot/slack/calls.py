@@ -18,10 +18,11 @@ async def safe_call(method: Callable[..., Awaitable[Any]], **kwargs: Any) -> Any
         raise
     except Exception as exc:
         error = getattr(getattr(exc, "response", None), "get", lambda _k: None)("error")
+        channel = kwargs.get("channel")
         log.warning(
-            "Slack call %s failed in %s: %s",
+            "Slack call %s failed%s: %s",
             getattr(method, "__name__", "?"),
-            kwargs.get("channel"),
+            f" in {channel}" if channel else "",
             error or type(exc).__name__,
         )
         return None
