@@ -32,8 +32,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bot.config.schema import AppConfig
-from bot.state.store import open_state
+from benchmarks.redis_prefix import delete_prefix
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
@@ -132,11 +131,7 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
     finally:
         app.send_signal(signal.SIGTERM)
         await app.wait()
-        cleanup = open_state(REDIS_URL, AppConfig.model_validate({"redis": {"key_prefix": prefix}}))
-        keys = [key async for key in cleanup.client.scan_iter(match=f"{prefix}*")]
-        if keys:
-            await cleanup.client.delete(*keys)
-        await cleanup.aclose()
+        await delete_prefix(REDIS_URL, prefix)
         await slack.stop()
         await llm.stop()
 

@@ -29,9 +29,8 @@ from typing import Any
 import aiohttp
 import yaml
 
+from benchmarks.redis_prefix import delete_prefix
 from benchmarks.slack_turns import REDIS_URL, percentile, wait_healthy
-from bot.config.schema import AppConfig
-from bot.state.store import open_state
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
@@ -100,11 +99,7 @@ async def main(trials: int) -> None:
             app.send_signal(signal.SIGTERM)
         for app in apps:
             await app.wait()
-        cleanup = open_state(REDIS_URL, AppConfig.model_validate({"redis": {"key_prefix": prefix}}))
-        keys = [key async for key in cleanup.client.scan_iter(match=f"{prefix}*")]
-        if keys:
-            await cleanup.client.delete(*keys)
-        await cleanup.aclose()
+        await delete_prefix(REDIS_URL, prefix)
         await slack.stop()
         await llm.stop()
 

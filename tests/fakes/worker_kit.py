@@ -3,6 +3,7 @@ that stand in for Slack (in memory, or in Redis across processes)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -184,3 +185,15 @@ def build_worker(
     )
     chosen = responder or ListResponder(state, prefix + "delivered")
     return make_worker(state, model, chosen, tools=[step], name=name), state
+
+
+@contextlib.asynccontextmanager
+async def running(*workers: Worker) -> AsyncIterator[None]:
+    """The workers run for the block, then stop (each within 40 s)."""
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 40)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,11 +19,10 @@ from bot.observability.observer import UNKNOWN_TOOL, TurnTelemetry
 from bot.observability.queue import sample_once
 from bot.state.store import State
 from bot.turn import Turn
-from bot.worker.consumer import Worker
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, mention
-from tests.fakes.worker_kit import MemoryResponder, make_worker
+from tests.fakes.worker_kit import MemoryResponder, make_worker, running
 from tests.waiting import until
 from tools import tool
 
@@ -61,17 +59,6 @@ def echo() -> FunctionModel:
         return ModelResponse(f"answer to {last_user_text(messages)}")
 
     return FunctionModel(respond)
-
-
-@asynccontextmanager
-async def running(*workers: Worker) -> AsyncIterator[None]:
-    stop = asyncio.Event()
-    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
-    try:
-        yield
-    finally:
-        stop.set()
-        await asyncio.wait_for(asyncio.gather(*tasks), 40)
 
 
 async def test_a_turn_with_a_tool_error_is_counted(slack_app: SlackHarness) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -17,10 +16,9 @@ from bot.state import StateUnavailable
 from bot.state.history import UNDELIVERED
 from bot.state.store import State
 from bot.turn import Turn
-from bot.worker.consumer import Worker
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.redis_server import PrivateRedis
-from tests.fakes.worker_kit import MemoryResponder, make_worker
+from tests.fakes.worker_kit import MemoryResponder, make_worker, running
 from tests.waiting import until
 from tools import tool
 
@@ -43,17 +41,6 @@ def slow_echo(timeline: Timeline, seconds: float = 0.3) -> FunctionModel:
         return ModelResponse(f"answer to {text} (after {','.join(earlier) or 'nothing'})")
 
     return FunctionModel(respond)
-
-
-@asynccontextmanager
-async def running(*workers: Worker) -> AsyncIterator[None]:
-    stop = asyncio.Event()
-    tasks = [asyncio.create_task(w.run(stop)) for w in workers]
-    try:
-        yield
-    finally:
-        stop.set()
-        await asyncio.wait_for(asyncio.gather(*tasks), 40)
 
 
 async def test_one_thread_in_order_other_threads_in_parallel(
