@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.config.schema import AppConfig
-from bot.state.store import open_state
+from bot.process.state import open_state
 
 
 async def delete_prefix(redis_url: str, prefix: str) -> None:

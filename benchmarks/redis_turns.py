@@ -25,12 +25,12 @@ from redis.asyncio.connection import Connection
 
 from bot.agent.events import AgentEvent
 from bot.config.schema import AppConfig
-from bot.lifecycle.responder import DeliveryRecord, Fence, Settled
 from bot.llm import ModelResponse, ToolCall, Usage
-from bot.state.notices import Notice
-from bot.state.store import State, open_state
-from bot.turn import Turn
-from bot.worker.consumer import Worker
+from bot.process.state import State, open_state
+from bot.turn.model import Turn
+from bot.turn.responder import DeliveryRecord, Fence, Settled
+from bot.turn.store.notices import Notice
+from bot.turn.worker.consumer import Worker
 from tests.fakes.function_model import FunctionModel
 from tests.fakes.worker_kit import make_worker as kit_worker
 from tools import tool

@@ -16,7 +16,7 @@ from bot.config import ConfigError
 from bot.config.schema import AppConfig
 from bot.console.chat import ChatOptions, console_toolset, run_chat
 from bot.observability import logs, tracing
-from bot.services import Services, Tools, build_services, load
+from bot.process.services import Services, Tools, build_services, load
 from bot.state.persistence import check_persistence
 from permissions.rules import roles_allowing
 from tools.definition import busy_sync_tools
@@ -150,7 +150,7 @@ async def _chat(services: Services, options: ChatOptions) -> int:
 
 
 async def _run(services: Services, args: argparse.Namespace) -> int:
-    from bot.slack.service import Listen, build_slack_service, run
+    from bot.process.slack import Listen, build_slack_service, run
 
     socket_mode = services.environment.slack_app_token is not None
     traces = _start_tracing(services)
@@ -172,7 +172,7 @@ async def _run(services: Services, args: argparse.Namespace) -> int:
 
 
 async def _worker(services: Services, args: argparse.Namespace) -> int:
-    from bot.slack.service import Listen, build_slack_service, run_worker_only
+    from bot.process.slack import Listen, build_slack_service, run_worker_only
 
     traces = _start_tracing(services)
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.config.schema import AppConfig, LLMConfig
 from bot.llm.client import OpenAIChatModel
-from bot.state.store import State, open_state
+from bot.process.state import State, open_state
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.mcp_servers import HttpMcpServer
 from tests.fakes.redis_server import PrivateRedis

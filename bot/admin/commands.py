@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
-from bot.slack.text.limits import limited, shorten
+from bot.slack.limits import limited, shorten
 from bot.state.audit import AuditEntry, AuditLog
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants

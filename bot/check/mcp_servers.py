@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.check.findings import Finding, fail, ok
 from bot.config import ConfigError
-from bot.services import Tools
+from bot.process.services import Tools
 
 SHOWN = 8  # tool names quoted per server
 

@@ -17,7 +17,7 @@ from bot.check.slack import check_slack, check_socket_mode
 from bot.check.storage import check_redis
 from bot.config import AppConfig, ConfigError, Environment
 from bot.config.requirements import missing_settings, socket_mode, token_shape_problems
-from bot.services import Tools, config_path, load
+from bot.process.services import Tools, config_path, load
 
 LIMIT_S = 45.0  # no single dependency may hold the command up longer
 

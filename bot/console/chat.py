@@ -17,8 +17,8 @@ from bot.config import ConfigError
 from bot.console.asker import ConsoleAsker
 from bot.console.display import ConsoleDisplay
 from bot.console.lines import LineReader
-from bot.services import Services
-from bot.turn import ThreadKey
+from bot.process.services import Services
+from bot.turn.model import ThreadKey
 from permissions.policy import Person
 from permissions.sources import role_names
 from tools.call_context import Requester, for_requester

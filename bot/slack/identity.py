@@ -17,7 +17,7 @@ from slack_bolt.middleware.authorization.async_single_team_authorization import 
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.slack.tagging import Me
+from bot.slack.outbound.tagging import Me
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import ConfigError
 from bot.slack.identity import BotIdentity
-from bot.slack.socket.refusals import is_refusal
+from bot.slack.inbound.socket.refusals import is_refusal
 
 log = logging.getLogger(__name__)
 

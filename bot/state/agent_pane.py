@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.state.connection import Redis
 from bot.state.keys import Keys
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
 
 
 class AgentPaneThreads:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bot.state.connection import Redis
 from bot.state.keys import Keys
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
 
 MAX_KEPT = 100  # per thread; the oldest go first
 

@@ -11,7 +11,7 @@ from bot.llm.tokens import TokenEstimator
 from bot.state.commands import Commands
 from bot.state.connection import Redis
 from bot.state.keys import Keys
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
 
 Message = dict[str, Any]
 TurnMessages = list[Message]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
 
 
 class Keys:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.state.connection import Redis
 from bot.state.keys import Keys
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
 
 
 class ThreadParticipation:

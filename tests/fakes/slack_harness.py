@@ -19,9 +19,9 @@ import pytest
 import yaml
 from aiohttp import web
 
-from bot.services import Services, build_services
-from bot.slack.server import http_app
-from bot.slack.service import SlackService, build_slack_service
+from bot.process.services import Services, build_services
+from bot.process.slack import SlackService, build_slack_service
+from bot.slack.inbound.http import http_app
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
 from tests.waiting import until

@@ -13,15 +13,15 @@ from typing import Any
 from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
 from bot.config.schema import AppConfig, LLMConfig, QueueConfig
-from bot.lifecycle.owner import Agent, Timing
-from bot.lifecycle.responder import DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.llm.client import ChatModel, OpenAIChatModel
 from bot.llm.tokens import TokenEstimator
-from bot.state.notices import Notice
-from bot.state.store import State, open_state
-from bot.turn import Turn
-from bot.worker.assembly import build_worker as assemble
-from bot.worker.consumer import Worker
+from bot.process.state import State, open_state
+from bot.process.worker import build_worker as assemble
+from bot.turn.model import Turn
+from bot.turn.owner import Agent, Timing
+from bot.turn.responder import DeliveryFailed, DeliveryRecord, Fence, Settled
+from bot.turn.store.notices import Notice
+from bot.turn.worker.consumer import Worker
 from tools import StaticToolset, Tool, Toolset
 
 

@@ -26,7 +26,7 @@ import aiohttp
 import pytest
 import yaml
 
-from bot.state.store import State
+from bot.process.state import State
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeLLM, Reply, text
 from tests.fakes.redis_server import PrivateRedis, free_port

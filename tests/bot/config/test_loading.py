@@ -8,7 +8,7 @@ import pytest
 
 from bot.config import AppConfig, ConfigError, load_config, parse_config
 from bot.config.environment import Environment
-from bot.services import build_services, config_path
+from bot.process.services import build_services, config_path
 
 EXAMPLE = """
 system_prompt: "You are the ACME operations assistant."

@@ -16,9 +16,9 @@ from bot.agent.events import ToolFinished
 from bot.llm import ModelResponse, ToolCall
 from bot.observability import metrics
 from bot.observability.observer import UNKNOWN_TOOL, TurnTelemetry
-from bot.observability.queue import sample_once
-from bot.state.store import State
-from bot.turn import Turn
+from bot.process.state import State
+from bot.turn.model import Turn
+from bot.turn.worker.gauges import sample_once
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, mention

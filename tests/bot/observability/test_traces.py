@@ -14,9 +14,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from bot.llm import LLMError, OpenAIChatModel
 from bot.observability import tracing
-from bot.services import build_services
-from bot.slack.service import build_slack_service
-from bot.turn import Turn
+from bot.process.services import build_services
+from bot.process.slack import build_slack_service
+from bot.turn.model import Turn
 from tests.fakes.llm_server import FakeLLM, calls, error, text
 from tests.fakes.slack_harness import SlackHarness, mention
 from tests.waiting import until

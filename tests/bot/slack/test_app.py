@@ -15,7 +15,7 @@ from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, s
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.slack.service import build_slack_service
+from bot.process.slack import build_slack_service
 from tests.fakes.llm_server import calls, error, text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import (

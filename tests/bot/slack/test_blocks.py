@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.slack.blocks import (
+from bot.slack.outbound.blocks import (
     FEEDBACK_ACTION,
     STOP_ACTION,
     answer_blocks,
@@ -12,7 +12,7 @@ from bot.slack.blocks import (
     home_view,
     turn_blocks,
 )
-from bot.slack.tasks import ToolTask, settle_task, task_chunk, tasks_text
+from bot.slack.outbound.tasks import ToolTask, settle_task, task_chunk, tasks_text
 
 TASKS = [
     ToolTask("1", "search", "running"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.lifecycle.states import TurnState
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
+from bot.turn.states import TurnState
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, mention
 from tests.fakes.slack_server import TEAM

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.slack.elicitation import question_blocks, submitted_values
+from bot.slack.outbound.question import question_blocks, submitted_values
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -11,15 +11,15 @@ import pytest
 
 from bot.config.schema import SlackConfig
 from bot.llm.tokens import TokenEstimator
-from bot.slack.app import web_client
-from bot.slack.inbox.compose import SlackInbox
-from bot.slack.inbox.files import FileReader, is_image, is_text, size_words
-from bot.slack.inbox.message import FileRef
-from bot.slack.inbox.names import SlackNames
-from bot.slack.ingress import Identity, classify
-from bot.slack.tagging import Me
-from bot.state.store import State
-from bot.turn import Turn
+from bot.process.state import State
+from bot.slack.inbound.app import web_client
+from bot.slack.inbound.inbox.compose import SlackInbox
+from bot.slack.inbound.inbox.files import FileReader, is_image, is_text, size_words
+from bot.slack.inbound.inbox.message import FileRef
+from bot.slack.inbound.inbox.names import SlackNames
+from bot.slack.inbound.ingress import Identity, classify
+from bot.slack.outbound.tagging import Me
+from bot.turn.model import Turn
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
 
 ME = Identity(TEAM, BOT_USER, "B0BOT")
@@ -190,7 +190,7 @@ async def test_a_slack_outage_leaves_a_turn_that_still_answers(
 
 
 def test_a_message_travels_in_the_turn_and_back() -> None:
-    from bot.slack.inbox.message import SlackMessage
+    from bot.slack.inbound.inbox.message import SlackMessage
 
     event = {
         "type": "message",
@@ -214,8 +214,8 @@ def test_a_message_travels_in_the_turn_and_back() -> None:
 
 
 def test_thread_lines_and_the_budget() -> None:
-    from bot.slack.inbox.message import SlackMessage
-    from bot.slack.inbox.render import Names, line, newest_within
+    from bot.slack.inbound.inbox.message import SlackMessage
+    from bot.slack.inbound.inbox.render import Names, line, newest_within
 
     names = Names({"U1": "Ana"}, {})
     me = Me(BOT_USER, "B0BOT")
@@ -250,8 +250,8 @@ async def test_a_rate_limited_slack_is_not_waited_out(
     fake_slack: FakeSlack, state: State, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A 429 asks to come back in 30 s: names and the thread are given up on in time."""
-    import bot.slack.inbox.compose as compose
-    from bot.slack.inbox.thread import earlier_messages
+    import bot.slack.inbound.inbox.compose as compose
+    from bot.slack.inbound.inbox.thread import earlier_messages
 
     monkeypatch.setattr(compose, "NAMES_WITHIN_S", 0.3)
     fake_slack.fail("users.info", "ratelimited", status=429, retry_after=30)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from bot.config.schema import SlackConfig
-from bot.slack.ingress import Aside, Identity, Ignored, classify
-from bot.slack.text.incoming import clean_text
-from bot.turn import ThreadKey, Turn
+from bot.slack.inbound.ingress import Aside, Identity, Ignored, classify
+from bot.slack.inbound.text import clean_text
+from bot.turn.model import ThreadKey, Turn
 
 ME = Identity(team_id="T1", bot_user_id="U0BOT", bot_id="B0BOT")
 SETTINGS = SlackConfig()

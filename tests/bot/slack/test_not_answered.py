@@ -19,7 +19,7 @@ async def not_answered(
 ) -> logging.LogRecord:
     """Post ``event``; return the one 'not answering' line it produced."""
     caplog.clear()
-    with caplog.at_level(logging.DEBUG, logger="bot.slack.ingress"):
+    with caplog.at_level(logging.DEBUG, logger="bot.slack.inbound.ingress"):
         status, _ = await app.post(app.envelope(event, event_id))
     assert status == 200
     [record] = [r for r in caplog.records if r.getMessage().startswith("not answering")]

@@ -290,7 +290,7 @@ async def test_slackbot_is_never_answered(
     # Source: docs.slack.dev/reference/events/message.im; Slackbot's notices come from the
     # user USLACKBOT with no bot_id (docs.slack.dev/reference/objects/user-object).
     app = await started(slack_app)
-    caplog.set_level(logging.INFO, logger="bot.slack.ingress")
+    caplog.set_level(logging.INFO, logger="bot.slack.inbound.ingress")
     app.llm.add(text("Hello."))
     notice = direct_message(
         "You have been removed from #release by <@U024BE7LH>", "1700000500.000100"

@@ -14,12 +14,12 @@ import redis.exceptions
 
 from bot.agent.events import RoundStarted, TextDelta, ToolFinished, ToolStarted
 from bot.config.schema import SlackConfig
-from bot.lifecycle.responder import DeliveryFailed, Settled
-from bot.slack.responder import SlackResponder
+from bot.process.state import State
+from bot.slack.outbound.responder import SlackResponder
 from bot.state.commands import Commands
-from bot.state.notices import Notice
-from bot.state.store import State
-from bot.turn import Turn
+from bot.turn.model import Turn
+from bot.turn.responder import DeliveryFailed, Settled
+from bot.turn.store.notices import Notice
 from tests.fakes.in_memory_slack import InMemorySlack
 from tests.fakes.slack_server import FakeSlack, Message
 from tests.waiting import until

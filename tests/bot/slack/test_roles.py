@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.state.store import State
+from bot.process.state import State
 from tests.conftest import REDIS_URL
 from tests.fakes import warehouse_tools
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results

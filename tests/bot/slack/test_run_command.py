@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.state.store import State
+from bot.process.state import State
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeLLM, text
 from tests.fakes.redis_server import free_port

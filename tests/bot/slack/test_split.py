@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.slack.text.split import MESSAGE_LIMIT, split_markdown
+from bot.slack.outbound.split import MESSAGE_LIMIT, split_markdown
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 

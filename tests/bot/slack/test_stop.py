@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
 from tests.fakes import slow_tools
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, button_click, mention

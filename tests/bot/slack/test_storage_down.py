@@ -16,8 +16,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.slack.service import build_slack_service
-from bot.slack.storage_down import STORAGE_DOWN_TEXT
+from bot.process.slack import build_slack_service
+from bot.slack.inbound.storage_down import STORAGE_DOWN_TEXT
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import SlackHarness, button_click, command_fields, mention
 from tests.fakes.slack_server import TEAM

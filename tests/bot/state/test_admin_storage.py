@@ -8,8 +8,8 @@ from typing import Any
 from redis.asyncio.connection import Connection
 
 from bot.llm.usage import Usage
+from bot.process.state import State
 from bot.state.audit import AuditEntry
-from bot.state.store import State
 from bot.state.usage import UsageTotals
 
 

@@ -3,8 +3,8 @@ again when a turn runs again."""
 
 from __future__ import annotations
 
-from bot.state.store import State
-from bot.turn import ThreadKey
+from bot.process.state import State
+from bot.turn.model import ThreadKey
 
 THREAD = ThreadKey("T1", "C1", "100.000001")
 

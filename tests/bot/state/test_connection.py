@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 import redis.exceptions
 
-from bot.state.store import State
+from bot.process.state import State
 from tests.fakes.redis_server import PrivateRedis
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bot.process.state import State
 from bot.state.elicitations import OpenQuestion
-from bot.state.store import State
 from tools.questions import Answer
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+from bot.process.state import State
 from bot.state.feedback import Feedback
-from bot.state.store import State
 
 TODAY = datetime.now(UTC).date().isoformat()
 

@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable
 
 from bot.llm.tokens import TokenEstimator
+from bot.process.state import State
 from bot.state.history import UNDELIVERED
-from bot.state.store import State
-from bot.turn import ThreadKey
+from bot.turn.model import ThreadKey
 
 THREAD = ThreadKey("T1", "C1", "1700000000.000100")
 

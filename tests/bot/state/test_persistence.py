@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bot.config import ConfigError
+from bot.process.state import State
 from bot.state.connection import RedisHandle, connect
 from bot.state.persistence import (
     LOST_ON_RESTART,
@@ -19,7 +20,6 @@ from bot.state.persistence import (
     from_info,
     inspect,
 )
-from bot.state.store import State
 from tests.fakes.redis_server import PrivateRedis
 
 

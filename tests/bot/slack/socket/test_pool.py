@@ -14,7 +14,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config.schema import AppConfig
-from bot.slack.socket.pool import SocketPool
+from bot.slack.inbound.socket.pool import SocketPool
 from tests.fakes.slack_harness import event_envelope, mention
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.socket_mode import FakeSocketMode
@@ -132,7 +132,7 @@ async def test_a_refusal_is_logged_once_fails_readiness_and_clears(
     make_pool: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.slack.socket")
+    caplog.set_level(logging.INFO, logger="bot.slack.inbound.socket")
     pool = make_pool(connections=2, retry_refused_s=0.1)
     await until(lambda: len(fake_socket.open_connections) == 2)
     fake_slack.fail("apps.connections.open", "invalid_auth", times=10**6)
@@ -155,7 +155,7 @@ async def test_a_token_revoked_while_running_shows_once_a_connection_drops(
     make_pool: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.slack.socket")
+    caplog.set_level(logging.INFO, logger="bot.slack.inbound.socket")
     pool = make_pool(connections=1, retry_refused_s=0.1)
     await until(lambda: len(fake_socket.open_connections) == 1)
     fake_slack.fail("apps.connections.open", "token_revoked", times=10**6)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.slack.socket.sdk_log import QuietSdkLog
+from bot.slack.inbound.socket.sdk_log import QuietSdkLog
 
 
 def record(level: int, message: str, *, traceback: bool = False) -> logging.LogRecord:

@@ -1,0 +1,1 @@
+"""The composition root: each command's process assembled in one place."""

@@ -1,0 +1,157 @@
+"""Build the parts a process needs from the config file and the environment, once."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.agent.loop import LoopSettings
+from bot.config import AppConfig, ConfigError, Environment, load_config
+from bot.config.requirements import Command, missing_message, missing_settings
+from bot.llm.client import OpenAIChatModel
+from bot.llm.pricing import price_for
+from bot.observability.logs import REDACTOR
+from bot.observability.secrets import configured_secrets
+from bot.process.state import State, open_state
+from bot.sampling import ModelSampler
+from permissions.policy import Policy
+from permissions.resolver import RoleResolver
+from permissions.validation import role_errors, unmatched_patterns
+from tools.errors import ToolDefinitionError
+from tools.mcp.config import McpConfig
+from tools.mcp.manager import McpManager, McpNameClash
+from tools.mcp.resource_tool import resource_tool
+from tools.mcp.servers_file import (
+    ServersFileError,
+    merge_servers,
+    read_servers_file,
+    servers_file_path,
+)
+from tools.registry import ToolRegistry, build_registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Tools:
+    """The registry, and the MCP servers that feed it (connected by :meth:`start`)."""
+
+    config: AppConfig
+    registry: ToolRegistry
+    mcp: McpManager
+
+    async def start(self) -> None:
+        """Connect the MCP servers (each waited for at most its connect timeout), then warn
+        about role patterns that still match no tool. Two servers offering one tool name is
+        a :class:`ConfigError`."""
+        if not self.mcp.connections:
+            return
+        try:
+            await self.mcp.start()
+        except McpNameClash as exc:
+            raise ConfigError(str(exc)) from None
+        for pattern in unmatched_patterns(self.config.roles, self.registry.names()):
+            log.warning("%s (an MCP server may list it later)", pattern)
+
+    async def aclose(self) -> None:
+        await self.mcp.stop()
+
+
+@dataclass
+class Services:
+    config: AppConfig
+    environment: Environment
+    tools: Tools
+    model: OpenAIChatModel
+    loop_settings: LoopSettings
+    state: State
+    policy: Policy
+
+    @property
+    def registry(self) -> ToolRegistry:
+        return self.tools.registry
+
+    async def start(self) -> None:
+        await self.tools.start()
+
+    async def aclose(self) -> None:
+        await self.tools.aclose()
+        await self.model.aclose()
+        await self.state.aclose()
+
+
+def config_path(cli_value: Path | None, environment: Environment) -> Path | None:
+    """``--config`` wins over ``SLACK_AGENT_CONFIG``; neither means the defaults."""
+    return cli_value or environment.slack_agent_config
+
+
+def loop_settings(config: AppConfig) -> LoopSettings:
+    return LoopSettings(
+        system_prompt=config.system_prompt,
+        max_rounds=config.llm.max_rounds,
+        tool_timeout_s=config.llm.tool_timeout_s,
+        tool_output_chars=config.llm.tool_output_chars,
+        price=price_for(config.llm.model, config.llm.prices),
+    )
+
+
+def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]:
+    """The config, the environment and the tools, all validated (MCP servers not yet
+    connected: call ``Tools.start``)."""
+    environment = Environment()
+    path = config_path(cli_config, environment)
+    config = load_config(path)
+    config = config.model_copy(
+        update={"mcp": mcp_servers(config.mcp, path.parent if path is not None else None)}
+    )
+    mcp = McpManager(config.mcp)
+    try:
+        registry = build_registry(config.tools)
+        if config.mcp.servers:
+            registry.add(resource_tool(list(config.mcp.servers), mcp.read_resource))
+    except ToolDefinitionError as exc:
+        raise ConfigError(str(exc)) from None
+    # With MCP servers, a pattern may name tools that are only listed once they connect:
+    # those are checked after start-up, as warnings.
+    problems = role_errors(
+        config.roles, registry.fixed_names(), check_patterns=not config.mcp.servers
+    )
+    if problems:
+        raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
+    registry.add_source(mcp)
+    REDACTOR.add(configured_secrets(environment, config))  # never on a log line
+    return config, environment, Tools(config, registry, mcp)
+
+
+def mcp_servers(config: McpConfig, base: Path | None) -> McpConfig:
+    """``mcp`` with the servers of ``mcp.servers_file`` added (relative to ``base``, the
+    config file's folder)."""
+    if config.servers_file is None:
+        return config
+    try:
+        path = servers_file_path(config.servers_file, base)
+        return merge_servers(config, read_servers_file(path))
+    except ServersFileError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def build_services(cli_config: Path | None = None, command: Command = "chat") -> Services:
+    """Everything validated up front; any problem is a :class:`ConfigError` naming the key,
+    and every environment variable ``command`` needs and lacks is named in one message."""
+    config, environment, tools = load(cli_config)
+    missing = missing_settings(environment, config, command)
+    if missing:
+        raise ConfigError(missing_message(missing))
+    base_url = environment.openai_base_url or config.llm.base_url
+    api_key = environment.openai_api_key.get_secret_value() if environment.openai_api_key else None
+    model = OpenAIChatModel(config.llm, api_key=api_key, base_url=base_url)
+    redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
+    state = open_state(redis_url, config)
+    # The Slack directory (user groups, workspace admins) is added by the Slack service.
+    resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
+    policy = Policy(config.roles, resolver, state.switches)
+    settings = loop_settings(config)
+    # MCP servers with `sampling: true` are answered by the bot's own model.
+    tools.mcp.use_sampler(ModelSampler(model, settings.price, state.usage, state.audit))
+    return Services(config, environment, tools, model, settings, state, policy)

@@ -1,0 +1,92 @@
+"""All Redis-backed parts of one process, built together from the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.config.schema import AppConfig
+from bot.state.agent_pane import AgentPaneThreads
+from bot.state.asides import ThreadAsides
+from bot.state.audit import AuditLog
+from bot.state.connection import Redis, RedisHandle, connect
+from bot.state.elicitations import Elicitations
+from bot.state.feedback import FeedbackLog
+from bot.state.grants import RoleGrants
+from bot.state.history import RedisHistory
+from bot.state.keys import Keys
+from bot.state.participation import ThreadParticipation
+from bot.state.role_cache import RedisCache
+from bot.state.switches import ToolSwitches
+from bot.state.usage import UsageCounters
+from bot.turn.store.lease import ThreadLocks
+from bot.turn.store.notices import Notices
+from bot.turn.store.queue import TurnQueue
+from bot.turn.store.records import TurnRecords
+from bot.turn.store.stops import StopRequests
+
+
+@dataclass
+class State:
+    handle: RedisHandle
+    keys: Keys
+    history: RedisHistory
+    queue: TurnQueue
+    locks: ThreadLocks
+    records: TurnRecords
+    notices: Notices
+    switches: ToolSwitches
+    grants: RoleGrants
+    usage: UsageCounters
+    audit: AuditLog
+    feedback: FeedbackLog
+    participation: ThreadParticipation
+    asides: ThreadAsides
+    pane: AgentPaneThreads
+    cache: RedisCache
+    stops: StopRequests
+    elicitations: Elicitations
+
+    @property
+    def client(self) -> Redis:
+        return self.handle.client
+
+    async def aclose(self) -> None:
+        await self.handle.aclose()
+
+
+def build_state(handle: RedisHandle, config: AppConfig) -> State:
+    client, keys = handle.client, Keys(config.redis.key_prefix)
+    audit = AuditLog(client, keys)
+    return State(
+        handle=handle,
+        keys=keys,
+        history=RedisHistory(
+            client,
+            keys,
+            idle_ttl_s=config.history.idle_ttl_s,
+            max_turns=config.history.max_turns,
+            max_bytes=config.history.max_bytes,
+        ),
+        queue=TurnQueue(
+            client, keys, dedup_ttl_s=config.queue.dedup_ttl_s, max_len=config.queue.stream_max_len
+        ),
+        locks=ThreadLocks(client, keys, config.queue.lock_ttl_s),
+        records=TurnRecords(client, keys),
+        notices=Notices(client, keys),
+        switches=ToolSwitches(client, keys),
+        grants=RoleGrants(client, keys),
+        usage=UsageCounters(client, keys),
+        audit=audit,
+        feedback=FeedbackLog(client, keys, audit),
+        participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
+        asides=ThreadAsides(client, keys, config.history.idle_ttl_s),
+        pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
+        cache=RedisCache(client, keys),
+        stops=StopRequests(client, keys),
+        elicitations=Elicitations(client, keys),
+    )
+
+
+def open_state(redis_url: str | None, config: AppConfig) -> State:
+    """Connect to ``redis_url`` (or the embedded Redis) and build every part on it."""
+    return build_state(connect(redis_url, config.redis.max_connections), config)

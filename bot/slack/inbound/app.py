@@ -1,0 +1,105 @@
+"""The Bolt app: a Web API client that honours rate limits, and the listeners."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.response import BoltResponse
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.admin.commands import AdminCommands
+from bot.config.schema import SlackConfig
+from bot.observability.slack_client import InstrumentedWebClient
+from bot.slack.client import retry_handlers
+from bot.slack.inbound.after_ack import AfterAck
+from bot.slack.inbound.ingress import Ingress
+from bot.slack.inbound.listeners import (
+    actions,
+    agent,
+    assistant,
+    commands,
+    elicitation,
+    home,
+    messages,
+)
+from bot.slack.inbound.listeners import feedback as feedback_clicks
+from bot.slack.inbound.storage_down import is_storage_down, storage_down_response
+from bot.state.agent_pane import AgentPaneThreads
+from bot.state.elicitations import Elicitations
+from bot.state.feedback import FeedbackLog
+from bot.turn.store.stops import StopRequests
+from permissions.policy import Policy
+from tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+class _TokenFromEnvironmentNote(logging.Filter):
+    """Bolt reads SLACK_BOT_TOKEN itself and then warns that our client's token wins; it
+    is the same token, so the warning is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+logging.getLogger("slack_bolt.AsyncApp").addFilter(_TokenFromEnvironmentNote())
+
+
+def web_client(token: str, api_url: str) -> AsyncWebClient:
+    """slack_sdk's client at ``api_url`` (Slack's, GovSlack's, or a test server), retrying
+    429s after their Retry-After, and dropped connections and 5xx answers where sending
+    the call again cannot show a message twice (bot/slack/retries.py)."""
+    return InstrumentedWebClient(  # counted and traced by method
+        token=token,
+        base_url=api_url if api_url.endswith("/") else api_url + "/",
+        retry_handlers=retry_handlers(),
+    )
+
+
+def build_app(
+    client: AsyncWebClient,
+    ingress: Ingress,
+    settings: SlackConfig,
+    *,
+    signing_secret: str | None,
+    admin: AdminCommands,
+    policy: Policy,
+    registry: ToolRegistry,
+    stops: StopRequests,
+    pane: AgentPaneThreads,
+    feedback: FeedbackLog,
+    later: AfterAck,
+    elicitations: Elicitations | None = None,
+) -> AsyncApp:
+    app = AsyncApp(
+        client=client,
+        signing_secret=signing_secret,
+        # Run the listener (which only enqueues) before answering Slack, so a failed enqueue
+        # becomes a 503 and Slack delivers again, instead of an ack for a lost message.
+        process_before_response=True,
+        request_verification_enabled=signing_secret is not None,
+    )
+    messages.register(app, ingress, settings)
+    assistant.register(app, settings, pane, later)
+    commands.register(app, settings.command, admin, later)
+    home.register(app, settings.command, policy, registry, later)
+    actions.register(app, stops, policy, later)
+    agent.register(app, stops)
+    feedback_clicks.register(app, feedback)
+    if elicitations is not None:
+        elicitation.register(app, elicitations)
+
+    @app.error
+    async def on_error(
+        error: Exception, body: dict[str, Any], respond: AsyncRespond | None
+    ) -> BoltResponse | None:
+        if is_storage_down(error):
+            # Events: 503 / no ack, so Slack redelivers. Commands and clicks: plain words.
+            return await storage_down_response(error, body, respond)
+        log.exception("handling a Slack request failed", exc_info=error)
+        return None
+
+    return app

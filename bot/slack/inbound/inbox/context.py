@@ -1,0 +1,34 @@
+"""What the model is told about the Slack around a turn: in a channel, that messages start
+with who wrote them; in the agent pane, the channel the person is looking at (Slack's thread
+context)."""
+
+from __future__ import annotations
+
+from bot.state.agent_pane import AgentPaneThreads
+from bot.turn.model import Turn
+
+CHANNEL_KINDS = {"mention", "followup"}
+SPEAKERS = (
+    "This is a Slack channel conversation: each person's message starts with who wrote it, "
+    "as <@U…> (their name). To mention someone, write <@U…> exactly; do not start your answer "
+    "with your own name."
+)
+
+
+class SlackContext:
+    def __init__(self, pane: AgentPaneThreads) -> None:
+        self.pane = pane
+
+    async def __call__(self, turn: Turn) -> str:
+        if turn.kind in CHANNEL_KINDS:
+            return SPEAKERS
+        if turn.kind != "assistant":
+            return ""
+        viewed = await self.pane.context(turn.thread_key)
+        channel = viewed.get("channel_id")
+        if not channel:
+            return ""
+        return (
+            f"While asking, the person is looking at the Slack channel <#{channel}> "
+            "(mention it as written here if it matters)."
+        )

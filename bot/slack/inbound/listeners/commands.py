@@ -1,0 +1,32 @@
+"""The slash command (``slack.command``, default ``/agent``). Replies are ephemeral: in the
+ack when ready within two seconds, else through the response_url as soon as they are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
+from bot.admin.commands import AdminCommands, Caller
+from bot.slack.inbound.after_ack import AfterAck
+
+
+def register(app: AsyncApp, command: str, commands: AdminCommands, later: AfterAck) -> None:
+    @app.command(command)
+    async def on_command(
+        ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext
+    ) -> None:
+        # In a shared channel (Slack Connect) the command's team_id is the caller's own
+        # workspace; the bot's is the one it is installed in (auth.test).
+        caller_team = body.get("team_id") or ""
+        installed = context.authorize_result.team_id if context.authorize_result else None
+        caller = Caller(
+            team=installed or caller_team,
+            user=body.get("user_id") or "",
+            channel=body.get("channel_id") or None,
+            user_team=caller_team,
+        )
+        await later.reply_in_time(ack, respond, commands.run(caller, body.get("text") or ""))

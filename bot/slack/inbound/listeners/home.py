@@ -1,0 +1,40 @@
+"""The App Home tab: a person's roles (and where each comes from) and their tools. Built
+and published after the event is acknowledged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.calls import safe_call
+from bot.slack.inbound.after_ack import AfterAck
+from bot.slack.outbound.blocks import home_view
+from permissions.policy import Person, Policy
+from tools.registry import ToolRegistry
+
+
+def register(
+    app: AsyncApp, command: str, policy: Policy, registry: ToolRegistry, later: AfterAck
+) -> None:
+    @app.event("app_home_opened")
+    async def on_home_opened(
+        event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+    ) -> None:
+        if event.get("tab") not in (None, "home"):
+            return
+        person = Person(context.team_id or "", event.get("user") or "", None)
+
+        async def publish() -> None:
+            held = [(h.role, h.source) for h in await policy.held(person)] if policy.roles else []
+            tools = [
+                (t.name, t.description)
+                for t in await policy.visible(person, await registry.list_tools())
+            ]
+            await safe_call(
+                client.views_publish, user_id=person.user, view=home_view(held, tools, command)
+            )
+
+        later.spawn(publish(), respond=None, what="the Home tab")

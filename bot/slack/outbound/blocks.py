@@ -1,0 +1,152 @@
+"""Block Kit for the bot's messages, as pure functions of what they show, built with
+slack_sdk's block models (which check Slack's limits when serialised)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextActionsBlock,
+    ContextBlock,
+    FeedbackButtonObject,
+    FeedbackButtonsElement,
+    HeaderBlock,
+    MarkdownBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.views import View
+
+from bot.slack.limits import TEXT_OBJECT_CHARS, limited, shorten
+from bot.slack.outbound.tasks import ToolTask, tasks_text
+
+Blocks = list[dict[str, Any]]
+
+TEXT_FIELD_CHARS = 3_900  # a message's `text` (its notification fallback): Slack allows 4,000
+STOP_ACTION = "stop_turn"
+FEEDBACK_ACTION = "answer_feedback"
+WORKING = "Working on it…"
+
+
+def _dicts(blocks: list[Block]) -> Blocks:
+    return [block.to_dict() for block in blocks]
+
+
+def message_text(markdown: str) -> str:
+    """The ``text`` of a message whose content is in blocks: within Slack's limit."""
+    return shorten(markdown, TEXT_FIELD_CHARS)
+
+
+def answer_blocks(markdown: str) -> Blocks:
+    """One part of an answer: Slack renders standard markdown in a ``markdown`` block."""
+    return _dicts([MarkdownBlock(text=markdown)])
+
+
+def stop_button(value: str) -> ActionsBlock:
+    return ActionsBlock(
+        elements=[
+            ButtonElement(
+                text=PlainTextObject(text="Stop"),
+                action_id=STOP_ACTION,
+                value=value,
+                style="danger",
+            )
+        ]
+    )
+
+
+def feedback_buttons(turn: dict[str, Any]) -> ContextActionsBlock:
+    """Slack's thumbs up / down under an answer; each value names the turn."""
+
+    def value(verdict: str) -> str:
+        return json.dumps({**turn, "v": verdict}, separators=(",", ":"))[:2000]
+
+    return ContextActionsBlock(
+        elements=[
+            FeedbackButtonsElement(
+                action_id=FEEDBACK_ACTION,
+                positive_button=FeedbackButtonObject(
+                    text="Good answer", accessibility_label="This answer helped", value=value("up")
+                ),
+                negative_button=FeedbackButtonObject(
+                    text="Bad answer",
+                    accessibility_label="This answer did not help",
+                    value=value("down"),
+                ),
+            )
+        ]
+    )
+
+
+def turn_blocks(
+    tasks: list[ToolTask],
+    markdown: str,
+    *,
+    finished: bool,
+    stop: str | None = None,
+    feedback: dict[str, Any] | None = None,
+) -> Blocks:
+    """A turn's single posted message: its tools, the answer (or a placeholder while none
+    is written), a Stop button while it runs (where Slack has no stop of its own), and the
+    feedback buttons once it is the answer's last part."""
+    blocks: list[Block] = []
+    if tasks:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=tasks_text(tasks, finished))]))
+    blocks.append(MarkdownBlock(text=markdown or WORKING))
+    if stop is not None and not finished:
+        blocks.append(stop_button(stop))
+    if feedback is not None and finished:
+        blocks.append(feedback_buttons(feedback))
+    return _dicts(blocks)
+
+
+def turn_text(tasks: list[ToolTask], markdown: str, finished: bool) -> str:
+    """The notification text of that message."""
+    if markdown:
+        return message_text(markdown)
+    return message_text(tasks_text(tasks, finished) if tasks else WORKING)
+
+
+def control_blocks(stop: str) -> Blocks:
+    """The small message that carries the Stop button where Slack has no stop of its own
+    and the answer streams (a stream cannot lose a button once it is in it)."""
+    return _dicts(
+        [ContextBlock(elements=[MarkdownTextObject(text=f"_{WORKING}_")]), stop_button(stop)]
+    )
+
+
+def home_view(roles: list[tuple[str, str]], tools: list[tuple[str, str]], command: str) -> View:
+    """The App Home tab: how to ask, the person's roles (with where each comes from), and the
+    tools they may use; long lists end in "…and N more"."""
+    role_rows = [f"• *{role}* — {shorten(source, 200)}" for role, source in roles]
+    tool_rows = [
+        f"• `{name}` — {shorten(' '.join((description.splitlines() or [''])[0].split()), 150)}"
+        for name, description in tools
+    ]
+    roles_text = "\n".join(limited(role_rows, TEXT_OBJECT_CHARS)) or (
+        "No roles are configured: everyone may use every tool."
+    )
+    tools_text = "\n".join(limited(tool_rows, TEXT_OBJECT_CHARS)) or (
+        "No tools are available to you."
+    )
+    return View(
+        type="home",
+        blocks=[
+            HeaderBlock(text="Your agent"),
+            SectionBlock(
+                text=MarkdownTextObject(
+                    text="Mention me in a channel, message me here, or open me in the agent "
+                    f"pane. I answer in the thread. `{command} help` lists the commands."
+                )
+            ),
+            HeaderBlock(text="Your roles"),
+            SectionBlock(text=MarkdownTextObject(text=roles_text)),
+            HeaderBlock(text="Tools you can use"),
+            SectionBlock(text=MarkdownTextObject(text=tools_text)),
+        ],
+    )

@@ -1,0 +1,85 @@
+"""The Stop button's own small message, for a streamed answer where the workspace has no
+agent sessions (and so no stop button of Slack's): a stream cannot lose a button once it is
+in it, so the button lives beside it and goes when the turn is over."""
+
+from __future__ import annotations
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.outbound.blocks import WORKING, control_blocks
+from bot.slack.outbound.coalesced import CoalescedMessage
+from bot.slack.outbound.ledger import DeliveryLedger
+from bot.slack.outbound.tagging import WhoAmI, find_own, tag
+from bot.turn.model import Turn
+
+
+class StopControl:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        turn: Turn,
+        entry_id: str,
+        ledger: DeliveryLedger,
+        who_am_i: WhoAmI,
+        *,
+        interval_s: float,
+    ) -> None:
+        self.client = client
+        self.turn = turn
+        self.ledger = ledger
+        self.who_am_i = who_am_i
+        self.message = CoalescedMessage(
+            client,
+            turn.channel,
+            turn.thread_ts,
+            interval_s,
+            guard=ledger.valid,
+            metadata=tag(turn.message_ts, entry_id, "control"),
+            before_post=self._before_post,
+            on_posted=self._posted,
+        )
+        if ledger.record.control_ts:
+            self.message.adopt(ledger.record.control_ts)
+
+    def show(self, stop_value: str) -> None:
+        self.message.set(WORKING, control_blocks(stop_value))
+
+    async def close(self) -> None:
+        """The turn is over: the message goes (strict; a message already gone is fine)."""
+        record = self.ledger.record
+        if record.control_closed or not (record.control_ts or record.control_posting):
+            await self.message.close()
+            return
+        await self.message.settle()
+        await self._find_posted()
+        await self.message.delete_now()
+        record.control_closed = True
+        await self.ledger.save()
+
+    async def _before_post(self) -> str | None:
+        record = self.ledger.record
+        if record.control_posting and not record.control_ts:
+            await self._find_posted()
+            if record.control_ts:
+                return record.control_ts
+        record.control_posting = True
+        await self.ledger.save()
+        return None
+
+    async def _posted(self, ts: str) -> None:
+        record = self.ledger.record
+        record.control_ts, record.control_posting = ts, False
+        await self.ledger.save()
+
+    async def _find_posted(self) -> None:
+        record = self.ledger.record
+        if not record.control_posting or record.control_ts:
+            return
+        found = await find_own(self.client, self.turn, self.who_am_i)
+        ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "control")), "")
+        if ts:
+            self.message.adopt(ts)
+            await self._posted(ts)
+            return
+        record.control_posting = False
+        await self.ledger.save()

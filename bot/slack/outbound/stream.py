@@ -1,0 +1,213 @@
+"""One streamed message: task cards and text, sent to Slack one call at a time.
+
+What is written is queued as chunks (``task_update`` for a tool call, ``markdown_text`` for
+text). A background sender sends whatever is queued as soon as the previous call returned:
+nothing waits for an edit window, and what arrives meanwhile goes together in the next call.
+Text alone waits until ``buffer_chars`` have gathered (the end sends the rest with
+``chat.stopStream``). The first call starts the stream (``chat.startStream``, recorded before
+and after, like every message the bot creates); the end stops it with the answer's last
+text, the feedback buttons, the turn's tag and, where Slack's agent sessions are used, the
+session back to "active", all in one call.
+
+A call Slack refuses ends the streaming: the writer says why (``failed``), and the answer is
+written as an ordinary message instead. A stream the person stopped in Slack
+(``user_stopped``) is never written to again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_sdk.models.messages.chunk import MarkdownTextChunk, TaskUpdateChunk
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.errors import STOPPED_BY_USER, error_code
+from bot.slack.outbound.ledger import DeliveryLedger
+from bot.turn.model import Turn
+from bot.turn.responder import Aborted
+
+log = logging.getLogger(__name__)
+
+Chunk = dict[str, Any]
+WasStopped = Callable[[str], Awaitable[bool]]
+
+
+class StreamWriter:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        turn: Turn,
+        ledger: DeliveryLedger,
+        *,
+        task_display: str,
+        buffer_chars: int,
+        was_stopped: WasStopped,
+        on_user_stop: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.client = client
+        self.turn = turn
+        self.ledger = ledger
+        self.task_display = task_display
+        self.buffer_chars = buffer_chars
+        self.was_stopped = was_stopped  # did the person stop this stream in Slack?
+        self.on_user_stop = on_user_stop  # ask the turn to stop
+        self.ts = ""
+        self.failed: BaseException | None = None
+        self.user_stopped = False
+        self._pending: list[Chunk] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._sender: asyncio.Task[None] | None = None
+
+    @property
+    def working(self) -> bool:
+        return self.failed is None and not self.user_stopped
+
+    # --- what to show --------------------------------------------------------------------
+
+    def text(self, piece: str) -> None:
+        self._queue_text(piece)
+        self._kick()
+
+    def _queue_text(self, piece: str) -> None:
+        if not piece:
+            return
+        if self._pending and self._pending[-1]["type"] == MarkdownTextChunk.type:
+            self._pending[-1]["text"] += piece
+        else:
+            self._pending.append(MarkdownTextChunk(text=piece).to_dict())
+
+    def task(self, chunk: TaskUpdateChunk) -> None:
+        """A task card's latest state; an update still queued for the same card is replaced."""
+        update = chunk.to_dict()
+        for index, queued in enumerate(self._pending):
+            if queued["type"] == TaskUpdateChunk.type and queued["id"] == update["id"]:
+                self._pending[index] = update
+                break
+        else:
+            self._pending.append(update)
+        self._kick()
+
+    def _kick(self) -> None:
+        if not self.working:
+            return
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send())
+        self._wake.set()
+
+    def _ready(self) -> bool:
+        if not self._pending:
+            return False
+        if any(chunk["type"] != MarkdownTextChunk.type for chunk in self._pending):
+            return True
+        return sum(len(chunk["text"]) for chunk in self._pending) >= self.buffer_chars
+
+    async def _send(self) -> None:
+        while self.working:
+            await self._wake.wait()
+            self._wake.clear()
+            while self.working and self._ready():
+                chunks, self._pending = self._pending, []
+                self._idle.clear()
+                try:
+                    await self._call(chunks)
+                finally:
+                    self._idle.set()
+
+    async def _call(self, chunks: list[Chunk]) -> None:
+        try:
+            if not self.ledger.valid():
+                raise Aborted("the turn's lease is gone")
+            if not self.ts:
+                record = self.ledger.record
+                record.first_posting = True
+                await self.ledger.save()
+                response = await self.client.chat_startStream(
+                    channel=self.turn.channel,
+                    thread_ts=self.turn.thread_ts,
+                    recipient_team_id=self.turn.team or None,
+                    recipient_user_id=self.turn.user or None,
+                    task_display_mode=self.task_display,
+                    chunks=chunks,
+                )
+                self.ts = str(response["ts"])
+                record.first_ts, record.first_streaming, record.first_posting = self.ts, True, False
+                await self.ledger.save()
+            else:
+                if await self.was_stopped(self.ts):  # Slack's stop: not one more write
+                    await self._user_stopped()
+                    return
+                await self.client.chat_appendStream(
+                    channel=self.turn.channel, ts=self.ts, chunks=chunks
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._failed(exc)
+
+    async def _failed(self, exc: BaseException) -> None:
+        if error_code(exc) in STOPPED_BY_USER or (self.ts and await self.was_stopped(self.ts)):
+            await self._user_stopped()
+            return
+        log.info(
+            "streaming stopped in %s (%s); posting and editing instead",
+            self.turn.channel,
+            error_code(exc),
+        )
+        self.failed = exc
+
+    async def _user_stopped(self) -> None:
+        log.info("the person stopped the stream in %s", self.turn.channel)
+        self.user_stopped = True
+        self.ledger.record.stopped_by_user = True
+        with contextlib.suppress(Exception):
+            await self.ledger.save()
+            await self.on_user_stop()
+
+    # --- the end -------------------------------------------------------------------------
+
+    async def settle(self, timeout_s: float) -> bool:
+        """Wait for the call in flight; False when it did not return in time (what it
+        carried may be missing from the stream)."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    async def stop(
+        self,
+        text: str,
+        *,
+        blocks: list[dict[str, Any]] | None,
+        metadata: dict[str, Any],
+        session_status: str | None,
+    ) -> None:
+        """End the stream with what is still queued and ``text`` (after the call in flight,
+        which the caller has let settle). Raises what Slack said."""
+        await self.close()
+        self._queue_text(text)
+        chunks, self._pending = self._pending, []
+        if not self.ledger.valid():
+            raise Aborted("the turn's lease is gone")
+        await self.client.chat_stopStream(
+            channel=self.turn.channel,
+            ts=self.ts,
+            chunks=chunks or None,
+            blocks=blocks,
+            metadata=metadata,
+            session_status=session_status,
+        )
+
+    async def close(self) -> None:
+        """Stop the background sender (no Slack call; a call in flight is cancelled)."""
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sender
+            self._sender = None

@@ -1,0 +1,128 @@
+"""Tags on what the bot posts, and finding its own messages in a thread again.
+
+Slack has no idempotency key: a post can succeed and the process die before the ts is
+recorded. So every message the bot posts carries message metadata naming the turn (the
+message it answers) and what it is (progress, an answer part, a notice). A turn resumed
+after a crash that recorded "posting" without a ts looks in the thread before posting again.
+Streams cannot be tagged when they start, so an untagged message of the bot's that came
+after the person's message is taken to be the turn's unrecorded stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.errors import error_code, is_temporary
+from bot.turn.model import Turn
+from bot.turn.responder import DeliveryFailed
+
+log = logging.getLogger(__name__)
+
+EVENT_TYPE = "slack_agent"
+PAGE = 200
+MAX_PAGES = 20
+
+
+def tag(message_ts: str, entry_id: str, kind: str, part: int | None = None) -> dict[str, Any]:
+    """Message metadata for what the bot posts for a turn."""
+    payload: dict[str, Any] = {"message": message_ts, "turn": entry_id, "kind": kind}
+    if part is not None:
+        payload["part"] = part
+    return {"event_type": EVENT_TYPE, "event_payload": payload}
+
+
+@dataclass(frozen=True)
+class OwnMessage:
+    ts: str
+    payload: dict[str, Any] | None  # the tag, or None for an untagged message
+
+    def is_for(self, message_ts: str, kind: str, part: int | None = None) -> bool:
+        payload = self.payload or {}
+        return (
+            payload.get("message") == message_ts
+            and payload.get("kind") == kind
+            and (part is None or payload.get("part") == part)
+        )
+
+
+@dataclass(frozen=True)
+class Me:
+    """Who the bot is (auth.test)."""
+
+    user_id: str
+    bot_id: str
+
+
+WhoAmI = Callable[[], Awaitable[Me]]
+
+
+async def own_messages(
+    client: AsyncWebClient, channel: str, thread_ts: str, me: Me, after_ts: str = ""
+) -> list[OwnMessage]:
+    """The bot's messages in a thread (oldest first), newer than ``after_ts``."""
+    found: list[OwnMessage] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        response = await client.conversations_replies(
+            channel=channel,
+            ts=thread_ts,
+            cursor=cursor,
+            limit=PAGE,
+            include_all_metadata=True,
+        )
+        for message in response.get("messages") or ():
+            if not _is_mine(message, me) or not _newer(message.get("ts", ""), after_ts):
+                continue
+            metadata = message.get("metadata") or {}
+            payload = (
+                metadata.get("event_payload") if metadata.get("event_type") == EVENT_TYPE else None
+            )
+            found.append(OwnMessage(str(message["ts"]), payload))
+        cursor = (response.get("response_metadata") or {}).get("next_cursor") or None
+        if not cursor:
+            break
+    return found
+
+
+async def find_own(client: AsyncWebClient, turn: Turn, who_am_i: WhoAmI) -> list[OwnMessage]:
+    """The bot's messages in the turn's thread after the person's message, to repair a post
+    an earlier attempt made without recording it. Slack failing for now raises
+    DeliveryFailed (try again later); failing for good (a missing scope, say) finds nothing,
+    so the answer is still delivered, at the risk of a second copy."""
+    try:
+        return await own_messages(
+            client, turn.channel, turn.thread_ts, await who_am_i(), turn.message_ts
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        if is_temporary(exc):
+            raise DeliveryFailed(error_code(exc)) from exc
+        log.warning(
+            "cannot look for the bot's earlier posts in %s (%s); posting without looking",
+            turn.channel,
+            error_code(exc),
+        )
+        return []
+
+
+def _is_mine(message: dict[str, Any], me: Me) -> bool:
+    return bool(
+        (me.bot_id and message.get("bot_id") == me.bot_id)
+        or (me.user_id and message.get("user") == me.user_id)
+    )
+
+
+def _newer(ts: str, after_ts: str) -> bool:
+    if not after_ts:
+        return True
+    try:
+        return float(ts) > float(after_ts)
+    except ValueError:
+        return True

@@ -1,1 +1,0 @@
-"""Text for Slack: splitting long answers, cleaning incoming text."""

@@ -1,0 +1,235 @@
+"""The turn queue: a Redis Stream with a consumer group, plus an ordered set per thread.
+
+Enqueueing is one atomic script: drop duplicates (the event id, and channel + message ts,
+so a message's ``message`` and ``app_mention`` events count once), add the turn to the
+stream, and add its entry id to its thread's set, scored by the Slack message ts. The thread
+set is what runs a thread's turns one at a time in the order people wrote them, whichever
+worker read them and however late Slack redelivered one; the stream is what gets a turn to
+a worker, to another worker when its owner stops heart-beating, and acknowledged only when
+it is finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import redis.exceptions
+
+from bot.state.commands import Commands
+from bot.state.connection import Redis
+from bot.state.errors import REDIS_DOWN, StateUnavailable
+from bot.state.keys import Keys
+from bot.turn.model import ThreadKey, Turn
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# KEYS: seen-event, seen-message, stream, thread queue
+# ARGV: dedup ttl, turn json, stream max length, check event (1/0), check message (1/0),
+#       the message's order in its thread (its ts)
+ENQUEUE = """
+for i = 1, 2 do
+  if ARGV[3 + i] == '1' and redis.call('EXISTS', KEYS[i]) == 1 then
+    return false
+  end
+end
+local id = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'turn', ARGV[2])
+for i = 1, 2 do
+  if ARGV[3 + i] == '1' then
+    redis.call('SET', KEYS[i], id, 'EX', ARGV[1])
+  end
+end
+redis.call('ZADD', KEYS[4], ARGV[6], id)
+return id
+"""
+
+# KEYS: thread queue, thread's current; ARGV: entry id
+FORGET = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1
+"""
+
+Entry = tuple[str, Turn | None]  # None: an entry whose payload could not be read
+
+
+class TurnQueue:
+    def __init__(self, client: Redis, keys: Keys, *, dedup_ttl_s: int, max_len: int) -> None:
+        self.client = client
+        self.keys = keys
+        self.dedup_ttl_s = dedup_ttl_s
+        self.max_len = max_len
+        self._enqueue = client.register_script(ENQUEUE)
+        self._forget = client.register_script(FORGET)
+        # Wakes in-process workers at once (the embedded Redis cannot block on reads).
+        self.arrived = asyncio.Event()
+
+    async def enqueue(self, turn: Turn) -> str | None:
+        """Put ``turn`` on the queue; return its entry id, or None for a duplicate.
+
+        Raises :class:`StateUnavailable` when Redis cannot be reached: nothing was queued.
+        """
+        keys = [
+            self.keys.seen_event(turn.team, turn.event_id),
+            self.keys.seen_message(turn.team, turn.channel, turn.message_ts),
+            self.keys.turns,
+            self.keys.thread_queue(turn.thread_key),
+        ]
+        args = [
+            self.dedup_ttl_s,
+            turn.to_json(),
+            self.max_len,
+            "1" if turn.event_id else "0",
+            "1" if turn.message_ts else "0",
+            repr(turn.order),
+        ]
+        entry_id = await guarded(self._enqueue(keys=keys, args=args))
+        if entry_id:
+            self.arrived.set()
+        return str(entry_id) if entry_id else None
+
+    async def ensure_group(self) -> None:
+        try:
+            await self.client.xgroup_create(
+                self.keys.turns, self.keys.workers, id="0", mkstream=True
+            )
+        except redis.exceptions.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def read(self, consumer: str, count: int, block_ms: int) -> list[Entry]:
+        """New entries for this consumer, waiting up to ``block_ms`` (0: not at all).
+
+        Recreates the group if Redis lost it (a restart without persistence)."""
+        try:
+            reply = await self.client.xreadgroup(
+                self.keys.workers,
+                consumer,
+                {self.keys.turns: ">"},
+                count=count,
+                block=block_ms if block_ms > 0 else None,  # BLOCK 0 would wait forever
+            )
+        except redis.exceptions.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            log.warning(
+                "the turn queue's consumer group is gone (did Redis restart without its data?); "
+                "recreating it"
+            )
+            await self.ensure_group()
+            return []
+        return [_entry(entry_id, fields) for _, items in reply or () for entry_id, fields in items]
+
+    async def claim_stale(self, consumer: str, min_idle_ms: int, count: int = 50) -> list[Entry]:
+        """Entries other consumers left pending longer than ``min_idle_ms`` (XAUTOCLAIM)."""
+        try:
+            reply = await self.client.xautoclaim(
+                self.keys.turns, self.keys.workers, consumer, min_idle_ms, "0-0", count=count
+            )
+        except redis.exceptions.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            log.warning(
+                "the turn queue's consumer group is gone (did Redis restart without its data?); "
+                "recreating it"
+            )
+            await self.ensure_group()
+            return []
+        return [_entry(entry_id, fields) for entry_id, fields in reply[1] if fields]
+
+    async def head(self, thread: ThreadKey) -> str | None:
+        """The entry id of the thread's turn to work on next: the one already started, else
+        the pending one written first."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(self.keys.thread_current(thread))
+            pipe.zrange(self.keys.thread_queue(thread), 0, 0)
+            current, first = await pipe.execute()
+        if current:
+            return str(current)
+        return str(first[0]) if first else None
+
+    async def has_pending(self, thread: ThreadKey) -> bool:
+        return bool(await self.client.zcard(self.keys.thread_queue(thread)))
+
+    async def fetch(self, entry_id: str) -> Entry | None:
+        """The entry, or None when it is gone (finished and deleted)."""
+        items = await self.client.xrange(self.keys.turns, entry_id, entry_id)
+        if not items:
+            return None
+        return _entry(*items[0])
+
+    async def forget(self, thread: ThreadKey, entry_id: str) -> None:
+        """Drop an id whose entry is already gone from the thread's set (and the pointer,
+        when it names that id)."""
+        await self._forget(
+            keys=[self.keys.thread_queue(thread), self.keys.thread_current(thread)],
+            args=[entry_id],
+        )
+
+    def finish(self, commands: Commands | Any, thread: ThreadKey, entry_id: str) -> None:
+        """Queue what ends a turn: ack, delete, leave the thread's set and pointer."""
+        commands.xack(self.keys.turns, self.keys.workers, entry_id)
+        commands.xdel(self.keys.turns, entry_id)
+        commands.zrem(self.keys.thread_queue(thread), entry_id)
+        commands.delete(self.keys.thread_current(thread))
+
+    def dead_letter(
+        self, commands: Commands | Any, turn: Turn | None, entry_id: str, reason: str
+    ) -> None:
+        commands.xadd(
+            self.keys.dead_turns,
+            {
+                "entry_id": entry_id,
+                "turn": turn.to_json() if turn else "",
+                "reason": reason,
+                "at": str(time.time()),
+            },
+            maxlen=10_000,
+            approximate=True,
+        )
+
+    async def dead_letters(self, count: int = 100) -> list[dict[str, Any]]:
+        items = await self.client.xrevrange(self.keys.dead_turns, count=count)
+        return [dict(fields) for _, fields in items]
+
+    async def depth(self) -> tuple[int, float]:
+        """How many turns are accepted and not finished (queued or running: a finished
+        turn's entry is deleted), and the age in seconds of the oldest (0 when none), by
+        Redis's clock (an entry id starts with the milliseconds it was added at)."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.xlen(self.keys.turns)
+            pipe.xrange(self.keys.turns, count=1)
+            pipe.time()
+            count, first, (seconds, micros) = await pipe.execute()
+        if not first:
+            return int(count), 0.0
+        added_ms = int(str(first[0][0]).split("-", 1)[0])
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        return int(count), max(now_ms - added_ms, 0) / 1000
+
+    async def pending_count(self) -> int:
+        try:
+            summary = await self.client.xpending(self.keys.turns, self.keys.workers)
+        except redis.exceptions.ResponseError:
+            return 0
+        return int(summary["pending"])
+
+
+def _entry(entry_id: str, fields: dict[str, str]) -> Entry:
+    try:
+        return entry_id, Turn.from_json(fields["turn"])
+    except (KeyError, ValueError, TypeError):
+        log.error("turn %s has an unreadable payload", entry_id)
+        return entry_id, None
+
+
+async def guarded(awaitable: Awaitable[T]) -> T:
+    """Await a Redis call; an outage becomes :class:`StateUnavailable`."""
+    try:
+        return await awaitable
+    except REDIS_DOWN as exc:
+        raise StateUnavailable(f"Redis is unreachable: {type(exc).__name__}") from exc

@@ -1,0 +1,297 @@
+"""Each turn's durable record in Redis, written only by the owner of its thread's lock.
+
+The record is a hash: the state (:mod:`bot.lifecycle.states`), the round, the attempts, what
+to show the person once the loop has ended, the messages to store in history, and the Slack
+delivery record. Beside it: the journal (the running turn's messages, saved one by one) and
+the set of tool calls already run again after a crash.
+
+Every write goes through one Lua script that first checks that the thread's lock still holds
+the owner's token. A worker that lost its lock (it stalled, Redis dropped it, another worker
+took over) is refused with :class:`Stale` and must stop. A move to a state also checks the
+move is allowed from the current state, and runs the move's side effects (history, usage,
+audit, acknowledging the queue) in the same atomic step. Repeating a move that already
+happened (a reply lost to a dropped connection, then retried) is a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.state.commands import Commands
+from bot.state.connection import Redis
+from bot.state.history import APPEND_FUNCTION
+from bot.state.keys import Keys
+from bot.turn.model import ThreadKey
+from bot.turn.states import TurnState, sources
+
+Message = dict[str, Any]
+KEEP_S = 7 * 24 * 3600  # a record outlives any retry of its turn
+FINISHED_KEEP_S = 3600  # a finished turn's bare record, so a repeated last move is a no-op
+
+# KEYS[1] lock, KEYS[2] record
+# ARGV[1] token, ARGV[2] target state ('' keeps it), ARGV[3] allowed states ('' any),
+# ARGV[4] record TTL, ARGV[5] JSON object of fields, ARGV[6] JSON list of commands
+FENCED = (
+    APPEND_FUNCTION
+    + """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 'stale' end
+local current = redis.call('HGET', KEYS[2], 'state') or 'queued'
+if ARGV[3] ~= '' then
+  local allowed = false
+  for state in string.gmatch(ARGV[3], '%S+') do
+    if state == current then allowed = true end
+  end
+  if not allowed then
+    if current == ARGV[2] then return 'already' end
+    return 'illegal:' .. current
+  end
+end
+for name, value in pairs(cjson.decode(ARGV[5])) do
+  redis.call('HSET', KEYS[2], name, value)
+end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'state', ARGV[2]) end
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+for _, command in ipairs(cjson.decode(ARGV[6])) do
+  if command[1] == '__history' then
+    append_history(command[2], command[3], command[4], tonumber(command[5]),
+      tonumber(command[6]), command[7])
+  else
+    redis.call(unpack(command))
+  end
+end
+return 'ok'
+"""
+)
+
+# Start (or resume) work on a turn: count the attempt (once per attempt id, so a command
+# resent after a lost reply counts once), mark it running if it was queued, point the
+# thread at it, and return the record, the journal and the calls run again.
+# KEYS: lock, record, journal, reruns, thread's current; ARGV: token, entry id, TTL, attempt
+BEGIN = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {'stale'} end
+if redis.call('HGET', KEYS[2], 'attempt') ~= ARGV[4] then
+  redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+  redis.call('HSET', KEYS[2], 'attempt', ARGV[4])
+end
+local state = redis.call('HGET', KEYS[2], 'state')
+if not state or state == 'queued' then
+  redis.call('HSET', KEYS[2], 'state', 'running', 'round', 0)
+end
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+redis.call('SET', KEYS[5], ARGV[2])
+return {'ok', redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1),
+  redis.call('SMEMBERS', KEYS[4])}
+"""
+
+# Save one message of the running turn. Idempotent: a message already at its place (the
+# reply was lost and the command resent) is not appended again.
+# KEYS: lock, record, journal; ARGV: token, its index, the message, TTL, the round
+JOURNAL = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 'stale' end
+local index = tonumber(ARGV[2])
+if redis.call('LINDEX', KEYS[3], index) == ARGV[3] then return 'already' end
+redis.call('RPUSH', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
+redis.call('HSET', KEYS[2], 'round', ARGV[5])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 'ok'
+"""
+
+# KEYS: lock, reruns; ARGV: token, call id, TTL. 1: claimed now, 0: ran again before.
+CLAIM_RERUN = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local added = redis.call('SADD', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return added
+"""
+
+
+class Stale(Exception):
+    """The thread's lock no longer holds this owner's token: another owner may have the turn."""
+
+
+class IllegalMove(Exception):
+    """A move the state machine does not allow from the turn's current state."""
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    state: TurnState
+    attempts: int = 0
+    round: int = 0
+    text: str = ""  # what to show the person, once settled
+    outcome: str = ""  # the loop's stop reason, once settled
+    messages: list[Message] = field(default_factory=list)  # the turn, for history
+    delivery: dict[str, Any] = field(default_factory=dict)  # the Slack delivery record
+    delivering_since: float | None = None  # when the first delivery attempt began
+    journal: list[Message] = field(default_factory=list)
+    reruns: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(
+        cls,
+        data: Mapping[str, str],
+        journal: Iterable[str] = (),
+        reruns: Iterable[str] = (),
+    ) -> TurnRecord:
+        since = data.get("delivering_since")
+        return cls(
+            state=TurnState(data.get("state", TurnState.QUEUED)),
+            attempts=int(data.get("attempts", 0)),
+            round=int(data.get("round", 0)),
+            text=data.get("text", ""),
+            outcome=data.get("outcome", ""),
+            messages=json.loads(data["messages"]) if data.get("messages") else [],
+            delivery=json.loads(data["delivery"]) if data.get("delivery") else {},
+            delivering_since=float(since) if since else None,
+            journal=[json.loads(item) for item in journal],
+            reruns=frozenset(reruns),
+        )
+
+
+def _flat_pairs(flat: list[str]) -> dict[str, str]:
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+class TurnRecords:
+    def __init__(self, client: Redis, keys: Keys, *, keep_s: int = KEEP_S) -> None:
+        self.client = client
+        self.keys = keys
+        self.keep_s = keep_s
+        self._fenced = client.register_script(FENCED)
+        self._begin = client.register_script(BEGIN)
+        self._claim = client.register_script(CLAIM_RERUN)
+        self._journal = client.register_script(JOURNAL)
+
+    def owned(self, entry_id: str, thread: ThreadKey, token: str) -> OwnedTurn:
+        """Write access to one turn for the holder of ``token`` on the thread's lock."""
+        return OwnedTurn(self, entry_id, thread, token)
+
+    async def read(self, entry_id: str) -> TurnRecord | None:
+        """The record as it is (for inspection and tests); None when there is none."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self.keys.turn(entry_id))
+            pipe.lrange(self.keys.journal(entry_id), 0, -1)
+            pipe.smembers(self.keys.reruns(entry_id))
+            data, journal, reruns = await pipe.execute()
+        return TurnRecord.parse(data, journal, reruns) if data else None
+
+    def finish_commands(self, commands: Commands, entry_id: str) -> None:
+        """What a finished turn leaves: a bare record (kept for ``FINISHED_KEEP_S`` by the
+        move that finishes it), nothing else."""
+        record = self.keys.turn(entry_id)
+        commands.special("HDEL", record, "messages", "text", "delivery")
+        commands.delete(self.keys.journal(entry_id), self.keys.reruns(entry_id))
+
+
+class OwnedTurn:
+    """One owner's fenced access to one turn; also the loop's journal."""
+
+    def __init__(self, records: TurnRecords, entry_id: str, thread: ThreadKey, token: str) -> None:
+        self.records = records
+        self.entry_id = entry_id
+        self.thread = thread
+        self.token = token
+        keys = records.keys
+        self._lock = keys.lock(thread)
+        self._record = keys.turn(entry_id)
+        self._journal = keys.journal(entry_id)
+        self._reruns = keys.reruns(entry_id)
+        self.attempt = secrets.token_hex(8)  # this owner's attempt at the turn
+        self._rounds = 0
+        self._saved = 0  # messages in the journal
+        self._journal_lock = asyncio.Lock()  # one message at a time, each at its index
+
+    async def begin(self) -> TurnRecord:
+        """Count an attempt and read everything known about the turn (one round trip)."""
+        keys = self.records.keys
+        reply = await self.records._begin(
+            keys=[
+                self._lock,
+                self._record,
+                self._journal,
+                self._reruns,
+                keys.thread_current(self.thread),
+            ],
+            args=[self.token, self.entry_id, self.records.keep_s, self.attempt],
+        )
+        if reply[0] == "stale":
+            raise Stale(self._lock)
+        record = TurnRecord.parse(_flat_pairs(reply[1]), reply[2], reply[3])
+        self._rounds = sum(1 for m in record.journal if m.get("role") == "assistant")
+        self._saved = len(record.journal)
+        return record
+
+    async def move(
+        self,
+        target: TurnState,
+        fields: Mapping[str, Any] | None = None,
+        commands: Commands | None = None,
+        *,
+        keep_s: int | None = None,
+    ) -> bool:
+        """Move the turn to ``target`` with its side effects, atomically. False when it was
+        there already (the move had happened; nothing was done again)."""
+        allowed = " ".join(sorted(sources(target)))
+        return await self._run(target.value, allowed, fields, commands, keep_s)
+
+    async def save(self, **fields: Any) -> None:
+        """Update fields of the record without moving it (the delivery record, a time)."""
+        await self._run("", "", fields, None, None)
+
+    async def _run(
+        self,
+        target: str,
+        allowed: str,
+        fields: Mapping[str, Any] | None,
+        commands: Commands | None,
+        keep_s: int | None,
+    ) -> bool:
+        encoded = {
+            name: value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+            for name, value in (fields or {}).items()
+        }
+        reply = await self.records._fenced(
+            keys=[self._lock, self._record],
+            args=[
+                self.token,
+                target,
+                allowed,
+                keep_s or self.records.keep_s,
+                json.dumps(encoded, separators=(",", ":"), ensure_ascii=False),
+                json.dumps(commands.items if commands else [], ensure_ascii=False),
+            ],
+        )
+        if reply == "stale":
+            raise Stale(self._lock)
+        if str(reply).startswith("illegal:"):
+            raise IllegalMove(f"turn {self.entry_id}: {reply[8:]} -> {target}")
+        return bool(reply == "ok")
+
+    # --- the journal (bot.agent.journal.Journal) ----------------------------------------
+
+    async def record(self, message: Message) -> None:
+        encoded = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        async with self._journal_lock:
+            rounds = self._rounds + (1 if message.get("role") == "assistant" else 0)
+            reply = await self.records._journal(
+                keys=[self._lock, self._record, self._journal],
+                args=[self.token, self._saved, encoded, self.records.keep_s, rounds],
+            )
+            if reply == "stale":
+                raise Stale(self._lock)
+            self._saved += 1
+            self._rounds = rounds
+
+    async def claim_rerun(self, call_id: str) -> bool:
+        claimed = await self.records._claim(
+            keys=[self._lock, self._reruns], args=[self.token, call_id, self.records.keep_s]
+        )
+        if int(claimed) < 0:
+            raise Stale(self._lock)
+        return bool(int(claimed))

@@ -1,0 +1,1 @@
+"""The worker: reads the queue, leases threads, runs each turn's owner."""

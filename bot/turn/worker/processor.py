@@ -1,0 +1,135 @@
+"""Working through one thread's queued turns: one at a time, in the order people wrote them.
+
+A worker that reads (or reclaims) an entry takes the thread's lock and works through the
+thread's queue: first the turn that was already started (resumed from its record), then the
+pending turns by Slack message ts, whichever worker read them. A worker that cannot get the
+lock leaves its entry alone: the lock's owner reaches it. After letting the lock go, the
+owner looks once more, so a turn that arrived just then is never stranded.
+
+Each turn is run by a :class:`~bot.lifecycle.owner.TurnOwner`. At shutdown,
+:meth:`ThreadProcessor.hand_back` makes every owner stop and hand its thread back at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.agent.cancellation import sleep_unless
+from bot.observability import metrics
+from bot.state.commands import Commands
+from bot.turn.model import ThreadKey, Turn
+from bot.turn.owner import Agent, Timing, TurnOwner, TurnStores
+from bot.turn.responder import Aborted, Responder
+from bot.turn.store.lease import ThreadLease, ThreadLocks
+from bot.turn.worker.stops import StopWatcher
+
+log = logging.getLogger(__name__)
+
+FAILURE_BACKOFF_S = 1.0  # after a turn attempt fails unexpectedly, times the failures so far
+
+
+class ThreadProcessor:
+    def __init__(
+        self,
+        stores: TurnStores,
+        locks: ThreadLocks,
+        agent: Agent,
+        responder: Responder,
+        stops: StopWatcher,
+        timing: Timing,
+        *,
+        consumer: str,
+        failure_backoff_s: float = FAILURE_BACKOFF_S,
+    ) -> None:
+        self.stores = stores
+        self.locks = locks
+        self.agent = agent
+        self.responder = responder
+        self.stops = stops
+        self.timing = timing
+        self.consumer = consumer
+        self.failure_backoff_s = failure_backoff_s
+        self.handing_back = asyncio.Event()
+
+    def hand_back(self) -> None:
+        """Stop every turn of this process now and let other workers take them over."""
+        self.handing_back.set()
+
+    async def handle(self, entry_id: str, turn: Turn | None) -> None:
+        """Work on the thread of an entry this worker read or claimed."""
+        if turn is None:
+            await self._discard_unreadable(entry_id)
+            return
+        thread = turn.thread_key
+        while not self.handing_back.is_set():
+            lease = await self.locks.try_acquire(thread, self.consumer)
+            if lease is None:
+                return  # the owner works through this thread, this entry included
+            try:
+                async with lease.kept_alive():
+                    await self._drain(thread, lease)
+            finally:
+                if lease.lost.is_set() or self.handing_back.is_set():
+                    await lease.hand_back()
+                else:
+                    await lease.release()
+            if lease.lost.is_set() or not await self.stores.queue.has_pending(thread):
+                return
+
+    async def _drain(self, thread: ThreadKey, lease: ThreadLease) -> None:
+        queue = self.stores.queue
+        failures = 0
+        while lease.valid() and not self.handing_back.is_set():
+            head = await queue.head(thread)
+            if head is None:
+                return
+            entry = await queue.fetch(head)
+            if entry is None or entry[1] is None:
+                if entry is None:
+                    # A finished turn leaves the set in the same step, so this entry was
+                    # trimmed from the stream (queue.stream_max_len) or Redis lost it.
+                    log.warning("turn %s of %s is gone from the stream; skipping it", head, thread)
+                else:
+                    await self._discard_unreadable(head)
+                await queue.forget(thread, head)
+                continue
+            lease.entry = head
+            try:
+                with self.stops.watching(thread) as cancel:
+                    owner = TurnOwner(
+                        head,
+                        entry[1],
+                        lease,
+                        self.stores,
+                        self.agent,
+                        self.responder,
+                        self.timing,
+                        cancel=cancel,
+                        handing_back=self.handing_back,
+                    )
+                    await owner.run()
+                failures = 0
+            except Aborted as exc:
+                log.info("stopped working on %s: %s", thread, exc)
+                return
+            except Exception:
+                failures += 1
+                log.exception("turn %s in %s failed; trying it again", head, thread)
+                if not await sleep_unless(
+                    self.failure_backoff_s * failures, lease.lost, self.handing_back
+                ):
+                    return
+
+    async def _discard_unreadable(self, entry_id: str) -> None:
+        log.error("dead-lettering turn %s: its payload is unreadable", entry_id)
+        metrics.safely(metrics.DEAD_LETTERS.labels(reason="unreadable").inc)
+        queue = self.stores.queue
+        commands = Commands()
+        queue.dead_letter(commands, None, entry_id, "unreadable")
+        async with queue.client.pipeline(transaction=True) as pipe:
+            for command in commands.items:
+                pipe.execute_command(*command)
+            pipe.xack(queue.keys.turns, queue.keys.workers, entry_id)
+            pipe.xdel(queue.keys.turns, entry_id)
+            await pipe.execute()

@@ -1,0 +1,110 @@
+"""Thread leases on the real Redis: owner token, TTL, heartbeat, loss, hand back."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from bot.process.state import State
+from bot.turn.model import Turn
+from tests.fakes.redis_server import PrivateRedis
+
+
+def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Turn:
+    return Turn("T1", "C1", thread, "U1", text, message_ts=ts, event_id=event or f"Ev{ts}")
+
+
+async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State]) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.5})
+    thread = message("", "").thread_key
+    lock = await state.locks.try_acquire(thread, "w1")
+    assert lock is not None
+    assert await state.locks.try_acquire(thread, "w1") is None
+    assert await lock.renew()
+    # Only the owner releases it.
+    other = await state.client.get(state.keys.lock(thread))
+    assert other == lock.token
+    await state.client.set(state.keys.lock(thread), "someone-else")
+    assert not await lock.release()
+    assert await state.client.get(state.keys.lock(thread)) == "someone-else"
+    await state.client.delete(state.keys.lock(thread))
+    # A dead owner's lock frees itself.
+    orphan = await state.locks.try_acquire(thread, "w1")
+    assert orphan is not None
+    await asyncio.sleep(1.7)
+    assert await state.locks.try_acquire(thread, "w1") is not None
+
+
+async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
+    make_state: Callable[..., State],
+) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.2})
+    thread = message("", "").thread_key
+    lock = await state.locks.try_acquire(thread, "w1")
+    assert lock is not None
+    async with lock.kept_alive() as lost:
+        await asyncio.sleep(2.0)  # longer than the TTL: renewals kept it
+        assert not lost.is_set()
+        assert await state.client.get(state.keys.lock(thread)) == lock.token
+        await state.client.set(state.keys.lock(thread), "thief")
+        await asyncio.wait_for(lost.wait(), 3)
+    assert await lock.release() is False
+
+
+async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
+    make_state: Callable[..., State],
+) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.2})
+    await state.queue.ensure_group()
+    entry_id = await state.queue.enqueue(message("long", "800.1", thread="800.1"))
+    assert entry_id
+    [(_, turn)] = await state.queue.read("owner", 10, 0)
+    assert turn is not None
+    lease = await state.locks.try_acquire(turn.thread_key, "owner")
+    assert lease is not None
+    lease.entry = entry_id
+    async with lease.kept_alive() as lost:
+        await asyncio.sleep(1.5)  # longer than the idle time another worker waits for
+        assert await state.queue.claim_stale("thief", 1000) == []
+        assert not lost.is_set() and lease.valid()
+    # Handed back: claimable at once, and the lock is free.
+    await lease.hand_back()
+    assert not lease.valid()
+    [(claimed_id, _)] = await state.queue.claim_stale("next", 1000)
+    assert claimed_id == entry_id
+    assert await state.locks.try_acquire(turn.thread_key, "next") is not None
+
+
+async def test_a_lease_not_renewed_in_time_is_no_longer_trusted(
+    make_state: Callable[..., State],
+) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.2})
+    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    assert lease is not None and lease.valid()
+    await asyncio.sleep(1.0)  # past 80 % of the TTL without a heartbeat
+    assert not lease.valid()
+    assert lease.lost.is_set()
+
+
+async def test_a_lease_whose_renewal_hangs_is_lost_on_time(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url, queue={"lock_ttl_s": 1.2})
+    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    assert lease is not None
+    async with lease.kept_alive() as lost:
+        private_redis.pause()  # Redis takes the renewal and never answers
+        try:
+            await asyncio.wait_for(lost.wait(), 3)
+        finally:
+            private_redis.resume()
+    assert not lease.valid()
+
+
+async def test_a_resent_acquire_keeps_the_lock(state: State) -> None:
+    thread = message("", "").thread_key
+    lease = await state.locks.try_acquire(thread, "w1")
+    assert lease is not None
+    # The reply to SET NX was lost and redis-py sent it again: the same token holds it.
+    assert await state.locks._acquire(keys=[lease.key], args=[lease.token, 1000]) == 1
+    assert await state.locks._acquire(keys=[lease.key], args=["someone-else", 1000]) == 0

@@ -1,0 +1,59 @@
+"""The turn state machine's moves (pure)."""
+
+from __future__ import annotations
+
+import itertools
+
+from bot.agent.result import StopReason
+from bot.turn.states import (
+    SETTLED,
+    TERMINAL,
+    TRANSITIONS,
+    TurnState,
+    settled_state,
+    sources,
+)
+
+
+def reachable(start: TurnState) -> set[TurnState]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in TRANSITIONS[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_every_state_is_reachable_from_queued_and_every_path_ends() -> None:
+    assert reachable(TurnState.QUEUED) == set(TurnState)
+    for state in TurnState:
+        assert reachable(state) & TERMINAL, state
+    for state in TERMINAL:
+        assert TRANSITIONS[state] == frozenset()
+
+
+def test_the_happy_path_and_the_side_exits() -> None:
+    path = [
+        TurnState.QUEUED,
+        TurnState.RUNNING,
+        TurnState.ANSWERED,
+        TurnState.DELIVERED,
+        TurnState.DONE,
+    ]
+    for here, there in itertools.pairwise(path):
+        assert there in TRANSITIONS[here]
+    for settled in SETTLED:
+        assert TRANSITIONS[settled] == {TurnState.DELIVERED, TurnState.DEAD_LETTERED}
+    # Nothing is delivered before the loop settled it, and nothing goes back to the queue.
+    assert sources(TurnState.DELIVERED) == SETTLED
+    assert sources(TurnState.QUEUED) == frozenset()
+    assert TurnState.DEAD_LETTERED in TRANSITIONS[TurnState.QUEUED]
+    assert TurnState.DEAD_LETTERED not in TRANSITIONS[TurnState.DELIVERED]
+
+
+def test_where_a_finished_loop_leaves_the_turn() -> None:
+    assert settled_state(StopReason.ANSWERED) is TurnState.ANSWERED
+    assert settled_state(StopReason.ROUND_LIMIT) is TurnState.ANSWERED
+    assert settled_state(StopReason.FAILED) is TurnState.FAILED
+    assert settled_state(StopReason.CANCELLED) is TurnState.CANCELLED

@@ -1,0 +1,133 @@
+"""A worker process killed with SIGKILL mid-turn: another worker claims the turn, resumes it
+from what was saved, and exactly one answer results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from bot.process.state import State
+from bot.turn.model import Turn
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
+from tests.fakes.worker_kit import build_worker, delivered_texts
+from tests.waiting import until_true
+
+StartWorker = Callable[[], Awaitable[asyncio.subprocess.Process]]
+
+
+@pytest.fixture
+async def doomed_worker(
+    fake_llm: FakeLLM, key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[StartWorker]:
+    """Start a worker in its own process (the step tool writes to this test's keys)."""
+    monkeypatch.setenv("STEP_REDIS_URL", REDIS_URL)
+    monkeypatch.setenv("STEP_RUNS_KEY", key_prefix + "runs")
+    processes: list[asyncio.subprocess.Process] = []
+
+    async def start() -> asyncio.subprocess.Process:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.fakes.worker_process",
+            REDIS_URL,
+            key_prefix,
+            fake_llm.base_url,
+        )
+        processes.append(process)
+        return process
+
+    yield start
+    for process in processes:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def survive(fake_llm: FakeLLM, state: State, prefix: str) -> list[str]:
+    """Run a second worker until it has delivered an answer; return every delivery."""
+    survivor, own_state = build_worker(REDIS_URL, prefix, fake_llm.base_url, name="survivor")
+    stop = asyncio.Event()
+    task = asyncio.create_task(survivor.run(stop))
+
+    async def answered() -> bool:
+        return bool(await state.client.llen(prefix + "delivered"))
+
+    try:
+        await until_true(answered, timeout=30)
+        await asyncio.sleep(0.5)  # time for a second answer, if there were going to be one
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 40)
+        await own_state.aclose()
+    return await delivered_texts(state, prefix + "delivered")
+
+
+async def test_killed_while_the_model_answers(
+    fake_llm: FakeLLM,
+    make_state: Callable[..., State],
+    key_prefix: str,
+    doomed_worker: StartWorker,
+) -> None:
+    state = make_state()
+    fake_llm.add(
+        calls(("step", {"name": "a"}, "ca"), ("step", {"name": "b"}, "cb")),
+        text("the first worker never says this", delay_s=60),
+        lambda request: text(f"final: {sorted(tool_results(request).values())}"),
+    )
+    process = await doomed_worker()
+    await state.queue.enqueue(Turn("T1", "C1", "900.1", "U1", "do both steps", "900.1", "EvK1"))
+    await fake_llm.wait_for_requests(2)  # both tools ran; the model is answering
+    process.send_signal(signal.SIGKILL)
+    await process.wait()
+    assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
+
+    assert await survive(fake_llm, state, key_prefix) == ["final: ['step a done', 'step b done']"]
+    # Neither tool ran again.
+    assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
+    resumed = fake_llm.requests[2]["messages"]
+    assert [m["role"] for m in resumed].count("user") == 1  # the user message only once
+    [stored] = await state.history.load_turns(Turn("T1", "C1", "900.1", "", "").thread_key)
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert await state.queue.pending_count() == 0
+    assert len(fake_llm.requests) == 3
+
+
+async def test_killed_while_a_tool_runs(
+    fake_llm: FakeLLM,
+    make_state: Callable[..., State],
+    key_prefix: str,
+    doomed_worker: StartWorker,
+) -> None:
+    state = make_state()
+    fake_llm.add(
+        calls(("step", {"name": "a"}, "ca"), ("step", {"name": "b", "wait": True}, "cb")),
+        lambda request: text(f"final: {json.dumps(sorted(tool_results(request)))}"),
+    )
+    process = await doomed_worker()
+    await state.queue.enqueue(Turn("T1", "C1", "901.1", "U1", "do both steps", "901.1", "EvK2"))
+
+    async def a_saved_while_b_runs() -> bool:
+        keys = [k async for k in state.client.scan_iter(match=f"{key_prefix}turn:*:journal")]
+        # user message, assistant calls, a's result; and b has started (the two calls run
+        # at once, so a may be saved before b is under way)
+        runs = await state.client.lrange(key_prefix + "runs", 0, -1)
+        return bool(keys) and await state.client.llen(keys[0]) >= 3 and "b" in runs
+
+    await until_true(a_saved_while_b_runs)
+    assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
+    process.send_signal(signal.SIGKILL)
+    await process.wait()
+
+    await state.client.set(key_prefix + "runs:release", "1")  # b may finish when it reruns
+    assert await survive(fake_llm, state, key_prefix) == ['final: ["ca", "cb"]']
+    # "b" was cut off by the crash and ran again; "a" had finished and did not.
+    assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b", "b"]
+    assert len(fake_llm.requests) == 2  # the first round was not asked for again
+    assert os.environ["STEP_RUNS_KEY"] == key_prefix + "runs"

@@ -1,0 +1,253 @@
+"""Workers on the real Redis: order per thread, parallel threads, exactly one answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from bot.llm import ModelResponse, ToolCall
+from bot.process.state import State
+from bot.state import StateUnavailable
+from bot.state.history import UNDELIVERED
+from bot.turn.model import Turn
+from bot.turn.responder import GAVE_UP, NOT_DELIVERED
+from tests.fakes.function_model import FunctionModel, last_user_text
+from tests.fakes.redis_server import PrivateRedis
+from tests.fakes.worker_kit import MemoryResponder, make_worker, running
+from tests.waiting import until
+from tools import tool
+
+Timeline = list[tuple[str, float, float]]
+
+
+def turn_in(thread: str, text: str, ts: str) -> Turn:
+    return Turn("T1", "C1", thread, "U1", text, message_ts=ts, event_id=f"Ev{ts}")
+
+
+def slow_echo(timeline: Timeline, seconds: float = 0.3) -> FunctionModel:
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        text = last_user_text(messages)
+        started = time.monotonic()
+        await asyncio.sleep(seconds)
+        timeline.append((text, started, time.monotonic()))
+        earlier = [m["content"] for m in messages if m["role"] == "user"][:-1]
+        return ModelResponse(f"answer to {text} (after {','.join(earlier) or 'nothing'})")
+
+    return FunctionModel(respond)
+
+
+async def test_one_thread_in_order_other_threads_in_parallel(
+    make_state: Callable[..., State],
+) -> None:
+    timeline: Timeline = []
+    responder = MemoryResponder()
+    replica_a, replica_b = make_state(), make_state()
+    workers = [
+        make_worker(replica_a, slow_echo(timeline), responder, name="a"),
+        make_worker(replica_b, slow_echo(timeline), responder, name="b"),
+    ]
+    async with running(*workers):
+        for n, text in enumerate(["A1", "A2", "A3"]):
+            await (replica_a if n % 2 else replica_b).queue.enqueue(turn_in("A", text, f"1.{n}"))
+        await replica_a.queue.enqueue(turn_in("B", "B1", "2.0"))
+        await until(lambda: len(responder.delivered) == 4)
+
+    thread_a = [text for turn, text, _ in responder.delivered if turn.thread_ts == "A"]
+    assert thread_a == [
+        "answer to A1 (after nothing)",
+        "answer to A2 (after A1)",
+        "answer to A3 (after A1,A2)",
+    ]
+    spans = {text: (start, end) for text, start, end in timeline}
+    # One at a time in thread A, in arrival order...
+    assert spans["A1"][1] <= spans["A2"][0] and spans["A2"][1] <= spans["A3"][0]
+    # ...while thread B ran at the same time as thread A.
+    assert spans["B1"][0] < spans["A1"][1]
+    assert len(await replica_a.history.load_turns(turn_in("A", "", "").thread_key)) == 3
+    assert await replica_a.queue.pending_count() == 0
+
+
+async def test_concurrent_duplicate_deliveries_give_one_answer(
+    make_state: Callable[..., State],
+) -> None:
+    timeline: Timeline = []
+    responder = MemoryResponder()
+    replica_a, replica_b = make_state(), make_state()
+    workers = [
+        make_worker(replica_a, slow_echo(timeline, 0.05), responder, name="a"),
+        make_worker(replica_b, slow_echo(timeline, 0.05), responder, name="b"),
+    ]
+    async with running(*workers):
+        duplicate = turn_in("D", "hello", "3.0")
+        await asyncio.gather(
+            *[(replica_a if n % 2 else replica_b).queue.enqueue(duplicate) for n in range(20)]
+        )
+        await until(lambda: len(responder.delivered) == 1)
+        await asyncio.sleep(0.5)
+    assert responder.texts() == ["answer to hello (after nothing)"]
+    assert len(timeline) == 1
+
+
+async def test_slack_refusing_for_too_long_dead_letters_the_turn(state: State) -> None:
+    responder = MemoryResponder()
+    responder.fail_next = 10_000  # Slack refuses every delivery
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder, deliver_timeout_s=0.5)
+    thread = turn_in("F", "", "").thread_key
+    async with running(worker):
+        await state.queue.enqueue(turn_in("F", "doomed", "4.0"))
+        await until(lambda: len(responder.gave_up) == 1)
+        responder.fail_next = 0
+        await state.queue.enqueue(turn_in("F", "next", "4.1"))
+        await until(lambda: len(responder.delivered) == 1)
+    [notice] = responder.gave_up
+    assert notice.text == NOT_DELIVERED and notice.message_ts == "4.0"
+    # The answer was worked out once; only delivery was retried.
+    assert len(timeline) == 2
+    [dead] = await state.queue.dead_letters()
+    assert Turn.from_json(dead["turn"]).text == "doomed"
+    assert dead["reason"] == "Slack refused the answer"
+    # The thread went on, and the model was not shown the answer nobody saw as its own.
+    assert responder.texts() == ["answer to next (after doomed)"]
+    first, _ = await state.history.load_turns(thread)
+    assert first[-1]["content"] == UNDELIVERED
+    assert await state.queue.pending_count() == 0
+    assert await state.notices.pending() == 0
+    [audit] = [e for e in await state.audit.latest(10) if e.kind == "turn"]
+    assert (audit.action, audit.outcome) == ("dead_letter", "Slack refused the answer")
+
+
+async def test_a_turn_that_keeps_failing_is_dead_lettered_after_its_attempts(
+    state: State,
+) -> None:
+    responder = MemoryResponder()
+    responder.fail_next = 10_000
+    responder.failure = RuntimeError("a bug in delivery")  # not a Slack refusal: a crash
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder, max_attempts=3)
+    async with running(worker):
+        await state.queue.enqueue(turn_in("G", "doomed", "4.5"))
+        await until(lambda: len(responder.gave_up) == 1)
+    assert responder.gave_up[0].text == GAVE_UP
+    assert len(timeline) == 1  # answered once; the later attempts only tried to deliver
+    [dead] = await state.queue.dead_letters()
+    assert dead["reason"] == "failed 3 attempts"
+    assert await state.queue.pending_count() == 0
+    assert await state.queue.head(turn_in("G", "", "").thread_key) is None
+
+
+async def test_a_stored_answer_is_delivered_without_asking_the_model_again(state: State) -> None:
+    responder = MemoryResponder()
+    responder.fail_next = 2  # the first deliveries fail, as if Slack hiccuped
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder)
+    async with running(worker):
+        await state.queue.enqueue(turn_in("S", "once", "5.0"))
+        await until(lambda: len(responder.delivered) == 1)
+    assert responder.texts() == ["answer to once (after nothing)"]
+    assert len(timeline) == 1
+    assert len(await state.history.load_turns(turn_in("S", "", "").thread_key)) == 1
+
+
+async def test_stop_cancels_the_running_turn(state: State) -> None:
+    release = asyncio.Event()
+
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        await release.wait()
+        return ModelResponse("too late")
+
+    responder = MemoryResponder()
+    worker = make_worker(state, FunctionModel(respond), responder)
+    thread = turn_in("X", "", "").thread_key
+    async with running(worker):
+        await state.queue.enqueue(turn_in("X", "long question", "6.0"))
+        await until(lambda: worker.processor.stops.stop(thread))
+        await until(lambda: len(responder.delivered) == 1)
+    _, text, outcome = responder.delivered[0]
+    assert text == "Stopped before the answer was finished."
+    assert outcome == "cancelled"
+    assert (await state.history.load_turns(thread))[0][0]["content"] == "long question"
+
+
+async def test_tool_executions_are_audited_and_usage_counted(state: State) -> None:
+    @tool
+    def lookup(item: str) -> str:
+        """Look up an item."""
+        return f"{item}: 12"
+
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        if messages[-1]["role"] == "tool":
+            return ModelResponse("12 in stock")
+        return ModelResponse("", [ToolCall("c1", "lookup", '{"item": "flour"}')])
+
+    responder = MemoryResponder()
+    worker = make_worker(state, FunctionModel(respond), responder, tools=[lookup])
+    async with running(worker):
+        await state.queue.enqueue(turn_in("U", "flour?", "7.0"))
+        await until(lambda: len(responder.delivered) == 1)
+    [entry] = await state.audit.latest(5)
+    assert (entry.kind, entry.actor, entry.action, entry.outcome) == ("tool", "U1", "lookup", "ok")
+    assert entry.detail["arguments"] == '{"item": "flour"}'
+    totals = await state.usage.totals("T1", "U1")
+    assert totals.turns == 1 and totals.prompt_tokens == 20 and totals.completion_tokens == 10
+
+
+async def test_the_embedded_redis_runs_a_whole_turn(
+    make_state: Callable[..., State], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    embedded = make_state(None)
+    assert embedded.handle.embedded
+    assert "kept in memory only" in caplog.text
+    responder = MemoryResponder()
+    timeline: Timeline = []
+    worker = make_worker(embedded, slow_echo(timeline, 0), responder)
+    async with running(worker):
+        started = time.monotonic()
+        await embedded.queue.enqueue(turn_in("E", "hi", "8.0"))
+        await embedded.queue.enqueue(turn_in("E", "again", "8.1"))
+        await until(lambda: len(responder.delivered) == 2)
+        assert time.monotonic() - started < 2
+    assert responder.texts()[1] == "answer to again (after hi)"
+
+
+async def test_redis_restarted_under_a_running_worker(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url)
+    responder = MemoryResponder()
+    timeline: Timeline = []
+    worker = make_worker(state, slow_echo(timeline, 0), responder)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    try:
+        await state.queue.enqueue(turn_in("R", "before", "9.0"))
+        await until(lambda: len(responder.delivered) == 1)
+
+        private_redis.stop()
+        with pytest.raises(StateUnavailable):
+            await state.queue.enqueue(turn_in("R", "during", "9.1"))
+        await asyncio.sleep(1.5)  # the worker meets the outage and backs off
+        assert not task.done()
+
+        private_redis.start()  # same port, empty (no persistence)
+        await state.queue.enqueue(turn_in("R", "after", "9.2"))
+        await until(lambda: len(responder.delivered) == 2, timeout=25)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 40)
+    assert responder.texts() == [
+        "answer to before (after nothing)",
+        "answer to after (after nothing)",
+    ]
