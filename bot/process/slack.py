@@ -29,13 +29,13 @@ from bot.slack.inbound.http import http_app
 from bot.slack.inbound.inbox.compose import SlackInbox
 from bot.slack.inbound.inbox.context import SlackContext
 from bot.slack.inbound.inbox.files import FileReader
-from bot.slack.inbound.inbox.message import author_team
 from bot.slack.inbound.inbox.names import SlackNames
 from bot.slack.inbound.ingress import Ingress
 from bot.slack.inbound.socket.pool import SocketPool
 from bot.slack.outbound.asker import SlackAsker
 from bot.slack.outbound.responder import SlackResponder
 from bot.slack.tokens import verify_tokens
+from bot.turn.message import author_team
 from bot.turn.model import Turn
 from bot.turn.owner import Agent
 from bot.turn.worker.consumer import Worker

@@ -18,11 +18,11 @@ from opentelemetry.trace import SpanKind
 
 from bot.config.schema import SlackConfig
 from bot.observability.tracing import current_traceparent, tracer
-from bot.slack.inbound.inbox.message import SLACKBOT, SlackMessage
 from bot.slack.inbound.text import addressed_to_others, clean_text, mentions
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.participation import ThreadParticipation
+from bot.turn.message import SLACKBOT, SlackMessage
 from bot.turn.model import ThreadKey, Turn
 from bot.turn.store.queue import TurnQueue
 

@@ -15,10 +15,10 @@ from bot.process.state import State
 from bot.slack.inbound.app import web_client
 from bot.slack.inbound.inbox.compose import SlackInbox
 from bot.slack.inbound.inbox.files import FileReader, is_image, is_text, size_words
-from bot.slack.inbound.inbox.message import FileRef
 from bot.slack.inbound.inbox.names import SlackNames
 from bot.slack.inbound.ingress import Identity, classify
 from bot.slack.outbound.tagging import Me
+from bot.turn.message import FileRef
 from bot.turn.model import Turn
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
 
@@ -190,7 +190,7 @@ async def test_a_slack_outage_leaves_a_turn_that_still_answers(
 
 
 def test_a_message_travels_in_the_turn_and_back() -> None:
-    from bot.slack.inbound.inbox.message import SlackMessage
+    from bot.turn.message import SlackMessage
 
     event = {
         "type": "message",
@@ -214,8 +214,8 @@ def test_a_message_travels_in_the_turn_and_back() -> None:
 
 
 def test_thread_lines_and_the_budget() -> None:
-    from bot.slack.inbound.inbox.message import SlackMessage
     from bot.slack.inbound.inbox.render import Names, line, newest_within
+    from bot.turn.message import SlackMessage
 
     names = Names({"U1": "Ana"}, {})
     me = Me(BOT_USER, "B0BOT")

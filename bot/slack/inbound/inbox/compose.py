@@ -24,7 +24,6 @@ from bot.agent.messages import user_message
 from bot.llm.tokens import TokenEstimator
 from bot.slack.inbound.inbox.context import CHANNEL_KINDS
 from bot.slack.inbound.inbox.files import FileReader, TextContent, is_image, is_text
-from bot.slack.inbound.inbox.message import FileRef, SlackMessage
 from bot.slack.inbound.inbox.names import SlackNames
 from bot.slack.inbound.inbox.render import (
     BARE_MENTION,
@@ -44,6 +43,7 @@ from bot.slack.outbound.tagging import Me
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN
 from bot.state.history import RedisHistory
+from bot.turn.message import FileRef, SlackMessage
 from bot.turn.model import Turn
 from bot.turn.owner import TurnInput
 

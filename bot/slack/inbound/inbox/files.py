@@ -22,7 +22,7 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.calls import safe_call
-from bot.slack.inbound.inbox.message import FileRef
+from bot.turn.message import FileRef
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.slack.inbound.inbox.files import kind_words, size_words
-from bot.slack.inbound.inbox.message import FileRef, Forward, SlackMessage
 from bot.slack.inbound.text import NO_NAMES, mentioned_channels, mentioned_users, readable
 from bot.slack.outbound.tagging import Me
+from bot.turn.message import FileRef, Forward, SlackMessage
 
 BARE_MENTION_IN_THREAD = (
     "(mentioned you without a message: read this thread and answer what it needs)"
