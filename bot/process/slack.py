@@ -35,7 +35,6 @@ from bot.slack.inbound.socket.pool import SocketPool
 from bot.slack.outbound.asker import SlackAsker
 from bot.slack.outbound.responder import SlackResponder
 from bot.slack.tokens import verify_tokens
-from bot.turn.message import author_team
 from bot.turn.model import Turn
 from bot.turn.owner import Agent
 from bot.turn.worker.consumer import Worker
@@ -71,7 +70,7 @@ def build_slack_service(services: Services, *, http: bool) -> SlackService:
     policy.resolver.directory = SlackDirectory(client, state.cache)
 
     async def toolset_for(turn: Turn) -> Toolset:
-        person = Person(turn.team, turn.user, turn.channel, user_team=author_team(turn))
+        person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
         allowed = policy.toolset(services.registry, person)
         # The turn's tools run for its person, who is asked in the thread (MCP elicitation).
         asker = SlackAsker(client, state.elicitations, turn)

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from bot.turn.model import Turn
-
 SLACKBOT = "USLACKBOT"
 
 FILE_FIELDS = (
@@ -179,10 +177,3 @@ def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
 
 def _files(data: dict[str, Any]) -> tuple[FileRef, ...]:
     return tuple(FileRef(**_known(FileRef, f)) for f in data.get("files") or ())
-
-
-def author_team(turn: Turn) -> str:
-    """The workspace of the turn's author (Slack Connect: maybe not the bot's)."""
-    message = turn.extra.get("message")
-    team = message.get("user_team") if isinstance(message, dict) else None
-    return str(team or turn.team)

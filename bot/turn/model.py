@@ -1,11 +1,22 @@
-"""A turn: one message from a person that the bot must answer, as it travels the queue."""
+"""A turn: one message from a person that the bot must answer, as it travels the queue.
+
+Its JSON form is the queue's wire format and stays as it was when the turn carried an
+``extra`` dict (``extra.message``, ``extra.new_thread``), so replicas of either version read
+each other's entries during a rolling deploy.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+from bot.turn.message import SlackMessage
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -20,6 +31,21 @@ class ThreadKey:
         return f"{self.team}:{self.channel}:{self.thread}"
 
 
+class TurnKind(StrEnum):
+    """How the message reached the bot."""
+
+    MENTION = "mention"  # an @mention in a channel
+    DM = "dm"  # a direct message
+    FOLLOWUP = "followup"  # a reply without a mention in a channel thread the bot is in
+    ASSISTANT = "assistant"  # Slack's agent pane
+    CONSOLE = "console"  # `slack-agent chat`
+
+    @property
+    def in_channel(self) -> bool:
+        """Said in a channel thread, where several people talk."""
+        return self in (TurnKind.MENTION, TurnKind.FOLLOWUP)
+
+
 @dataclass(frozen=True)
 class Turn:
     team: str
@@ -29,9 +55,12 @@ class Turn:
     text: str
     message_ts: str = ""  # this message's own ts (dedup of message + app_mention)
     event_id: str = ""  # Slack's event id (dedup of retries)
-    kind: str = "mention"  # mention, dm, followup, assistant, console
+    kind: TurnKind = TurnKind.MENTION
     received_at: float = field(default_factory=time.time)
-    extra: dict[str, Any] = field(default_factory=dict)
+    # The message whole (files, forwards, its author's workspace); None for turns queued
+    # before messages were carried whole, and for the console.
+    message: SlackMessage | None = None
+    new_thread: bool = False  # the bot had not joined this thread before this message
     # The W3C trace context of the ingress span ("" when not traced; entries queued before
     # it existed load without it), so the worker's spans join the turn's trace.
     traceparent: str = ""
@@ -49,11 +78,64 @@ class Turn:
     def thread_key(self) -> ThreadKey:
         return ThreadKey(self.team, self.channel, self.thread_ts)
 
+    @property
+    def author_team(self) -> str:
+        """The workspace of the turn's author (Slack Connect: maybe not the bot's)."""
+        return (self.message.user_team if self.message else "") or self.team
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
+        extra: dict[str, Any] = {"new_thread": self.new_thread}
+        if self.message is not None:
+            extra["message"] = self.message.to_dict()
+        data = {
+            "team": self.team,
+            "channel": self.channel,
+            "thread_ts": self.thread_ts,
+            "user": self.user,
+            "text": self.text,
+            "message_ts": self.message_ts,
+            "event_id": self.event_id,
+            "kind": self.kind.value,
+            "received_at": self.received_at,
+            "extra": extra,
+            "traceparent": self.traceparent,
+        }
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> Turn:
         data = json.loads(text)
-        known = {name for name in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        extra = data.get("extra") or {}
+        return cls(
+            team=str(data["team"]),
+            channel=str(data["channel"]),
+            thread_ts=str(data["thread_ts"]),
+            user=str(data["user"]),
+            text=str(data["text"]),
+            message_ts=str(data.get("message_ts") or ""),
+            event_id=str(data.get("event_id") or ""),
+            kind=_kind(data.get("kind")),
+            received_at=float(data.get("received_at") or time.time()),
+            message=_message(extra.get("message") if isinstance(extra, dict) else None),
+            new_thread=bool(extra.get("new_thread")) if isinstance(extra, dict) else False,
+            traceparent=str(data.get("traceparent") or ""),
+        )
+
+
+def _kind(value: Any) -> TurnKind:
+    try:
+        return TurnKind(value)
+    except ValueError:
+        return TurnKind.MENTION
+
+
+def _message(data: Any) -> SlackMessage | None:
+    """The carried message, or None when there is none or it cannot be read (the turn is
+    then answered from its text)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return SlackMessage.from_dict(data)
+    except (TypeError, ValueError, AttributeError):
+        log.warning("a queued turn carries a message that cannot be read; using its text")
+        return None

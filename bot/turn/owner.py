@@ -211,7 +211,7 @@ class TurnOwner:
                 kind=SpanKind.CONSUMER,
                 attributes={
                     "slack_agent.turn.id": self.entry_id,
-                    "slack_agent.turn.kind": turn.kind,
+                    "slack_agent.turn.kind": turn.kind.value,
                     "slack.team_id": turn.team,
                     "slack.channel_id": turn.channel,
                     "slack.thread_ts": turn.thread_ts,

@@ -1,8 +1,9 @@
-"""From a Slack event to a queued turn: who the bot answers, and what it ignores.
+"""From a classified Slack message to the queue, before Slack gets its ack.
 
-``classify`` is pure: it decides from the event alone. ``Ingress`` does the I/O: it checks
-follow-ups against the threads the bot is in, notes new threads, and enqueues. Enqueueing is
-all that happens before Slack gets its ack; when Redis is down it raises StateUnavailable and
+:class:`Ingress` checks follow-ups against the threads the bot is in, notes new threads,
+and enqueues (:meth:`Ingress.accept`); it keeps an :class:`~bot.slack.inbound.classify.Aside`
+as context where the bot takes part (:meth:`Ingress.listen`). Each returns a closed outcome.
+This is all that happens before the ack; when Redis is down it raises StateUnavailable and
 the app answers 503 (HTTP) or sends no ack (Socket Mode), so Slack delivers again later.
 """
 
@@ -12,18 +13,16 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, replace
-from typing import Any
 
 from opentelemetry.trace import SpanKind
 
 from bot.config.schema import SlackConfig
 from bot.observability.tracing import current_traceparent, tracer
-from bot.slack.inbound.text import addressed_to_others, clean_text, mentions
+from bot.slack.inbound.classify import Aside
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.participation import ThreadParticipation
-from bot.turn.message import SLACKBOT, SlackMessage
-from bot.turn.model import ThreadKey, Turn
+from bot.turn.model import Turn, TurnKind
 from bot.turn.store.queue import TurnQueue
 
 log = logging.getLogger(__name__)
@@ -33,39 +32,38 @@ log = logging.getLogger(__name__)
 # redelivery is safe because enqueue is deduplicated by event id and by message.
 ENQUEUE_DEADLINE_S = 2.0
 
-# Message subtypes that are not someone writing to the bot.
-IGNORED_SUBTYPES = {
-    "message_changed",
-    "message_deleted",
-    "message_replied",
-    "channel_join",
-    "channel_leave",
-    "group_join",
-    "group_leave",
-    "channel_topic",
-    "channel_purpose",
-    "channel_name",
-    "channel_archive",
-    "channel_unarchive",
-    "pinned_item",
-    "unpinned_item",
-    "ekm_access_denied",
-    "assistant_app_thread",
-    "bot_add",
-    "bot_remove",
-    "tombstone",
-}
-ANSWERED_SUBTYPES = {None, "file_share", "thread_broadcast", "me_message", "bot_message"}
+
+@dataclass(frozen=True)
+class Queued:
+    """The turn is in the queue under ``entry_id``."""
+
+    entry_id: str
 
 
 @dataclass(frozen=True)
-class Ignored:
-    """Why an event gets no answer. ``quiet`` reasons (talk that was never for the bot, the
-    bot's own messages) are logged at DEBUG so busy channels do not flood the log; every
-    other reason at INFO."""
+class Duplicate:
+    """This event, or this message, is queued already: a retry or a second delivery."""
 
-    reason: str
-    quiet: bool = False
+
+@dataclass(frozen=True)
+class NotJoined:
+    """A follow-up without a mention in a thread the bot is not part of."""
+
+
+Accepted = Queued | Duplicate | NotJoined
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The aside is kept as context for the bot's next turn in its thread."""
+
+
+@dataclass(frozen=True)
+class NotKept:
+    """The bot takes no part in the aside's thread: nothing to keep it for."""
+
+
+Heard = Kept | NotKept
 
 
 def log_not_answered(
@@ -79,117 +77,6 @@ def log_not_answered(
         channel or "?",
         event_id or "?",
         reason,
-    )
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who the bot is in this workspace (from Bolt's context, i.e. auth.test)."""
-
-    team_id: str
-    bot_user_id: str | None
-    bot_id: str | None
-
-
-@dataclass(frozen=True)
-class Aside:
-    """A reply in a channel thread that the bot does not answer (people talking to each
-    other, another bot, or follow-ups are off) but keeps as context when it takes part in
-    the thread."""
-
-    thread: ThreadKey
-    message: SlackMessage
-    event_id: str
-    reason: str
-
-
-def classify(
-    event: dict[str, Any], event_id: str, me: Identity, settings: SlackConfig
-) -> Turn | Aside | Ignored:
-    """A turn for ``event``, an aside to keep, or why it is ignored. Follow-ups are marked
-    ``kind="followup"`` and still need :meth:`Ingress.accept` to check the bot is in the
-    thread."""
-    kind = event.get("type")
-    subtype = event.get("subtype")
-    if kind not in ("app_mention", "message"):
-        return Ignored(f"not a message ({kind})")
-    if subtype in IGNORED_SUBTYPES or subtype not in ANSWERED_SUBTYPES:
-        changed = event.get("message") or event.get("previous_message")
-        if isinstance(changed, dict) and _written_by(changed, me):
-            return Ignored(f"subtype {subtype} of its own message", quiet=True)
-        return Ignored(f"subtype {subtype}: not a new message")
-    if event.get("hidden"):
-        return Ignored("hidden")
-    if _written_by(event, me):
-        return Ignored("own message", quiet=True)
-    user = event.get("user") or ""
-    if user == SLACKBOT:
-        return Ignored("a message from Slackbot")
-    channel = event.get("channel") or ""
-    ts = event.get("ts") or ""
-    thread_ts = event.get("thread_ts")
-    channel_type = event.get("channel_type") or ""
-    raw = event.get("text") or ""
-    text = clean_text(raw, me.bot_user_id)
-    message = SlackMessage.of(event)
-    # One thread is one conversation whoever writes in it: the key is the bot's workspace
-    # (the envelope's), never the author's (Slack Connect: another workspace).
-    team = me.team_id or event.get("team") or ""
-    if (event.get("bot_id") or subtype == "bot_message") and not settings.answer_bots:
-        if thread_ts and channel_type != "im" and kind == "message":
-            # Another bot's reply in a channel thread (a CI result, an alert): context.
-            return Aside(ThreadKey(team, channel, thread_ts), message, event_id, OTHER_BOT)
-        return Ignored(OTHER_BOT)
-    if not text and not message.has_content and kind != "app_mention":
-        return Ignored("empty message")
-
-    if kind == "app_mention":
-        turn_kind = "mention"
-    elif channel_type == "im":
-        turn_kind = "assistant" if thread_ts else "dm"
-    elif mentions(raw, me.bot_user_id):
-        return Ignored("a mention: the app_mention event carries it", quiet=True)
-    elif thread_ts and addressed_to_others(raw, me.bot_user_id):
-        return Aside(ThreadKey(team, channel, thread_ts), message, event_id, ADDRESSED_TO_OTHERS)
-    elif thread_ts and settings.follow_up_in_threads:
-        turn_kind = "followup"
-    elif thread_ts:
-        return Aside(ThreadKey(team, channel, thread_ts), message, event_id, FOLLOW_UPS_OFF)
-    else:
-        return Ignored("not addressed to the bot", quiet=True)
-    return Turn(
-        team=team,
-        channel=channel,
-        thread_ts=thread_ts or ts,
-        user=user or event.get("bot_id") or "",
-        text=text or _without_text(message, in_thread=bool(thread_ts)),
-        message_ts=ts,
-        event_id=event_id,
-        kind=turn_kind,
-        extra={"message": message.to_dict()},
-    )
-
-
-ADDRESSED_TO_OTHERS = "a reply addressed to someone else"
-OTHER_BOT = "another bot's message (slack.answer_bots is off)"
-FOLLOW_UPS_OFF = "a thread reply without a mention (follow-ups are off)"
-
-
-def _without_text(message: SlackMessage, *, in_thread: bool) -> str:
-    """A turn's short text when its message has none: what the session is titled after
-    (the model is given the whole message, bot/slack/inbox)."""
-    if message.forwards:
-        return "Forwarded message"
-    if message.files:
-        return "(sent files without text)"
-    return "Look at this thread" if in_thread else "(mentioned without a message)"
-
-
-def _written_by(message: dict[str, Any], me: Identity) -> bool:
-    """Whether the bot itself wrote ``message``."""
-    return bool(
-        (me.bot_user_id and message.get("user") == me.bot_user_id)
-        or (me.bot_id and message.get("bot_id") == me.bot_id)
     )
 
 
@@ -209,8 +96,8 @@ class Ingress:
         self.asides = asides
         self.deadline_s = deadline_s
 
-    async def listen(self, aside: Aside) -> bool:
-        """Keep ``aside`` as context when the bot takes part in its thread; True when kept.
+    async def listen(self, aside: Aside) -> Heard:
+        """Keep ``aside`` as context when the bot takes part in its thread.
 
         Raises :class:`StateUnavailable` like :meth:`accept`, so Slack delivers it again.
         """
@@ -233,11 +120,11 @@ class Ingress:
             f"{aside.reason}; kept as context for the thread" if kept else aside.reason,
             quiet=True,
         )
-        return kept
+        return Kept() if kept else NotKept()
 
-    async def accept(self, turn: Turn) -> str | None:
-        """Enqueue ``turn``; return its entry id, or None when it is a duplicate or a
-        follow-up in a thread the bot is not part of.
+    async def accept(self, turn: Turn) -> Accepted:
+        """Enqueue ``turn`` (unless it is a duplicate, or a follow-up in a thread the bot is
+        not part of).
 
         Raises :class:`StateUnavailable` when Redis cannot be reached or does not answer
         within ``deadline_s``; then the turn was not queued, or was queued and a redelivery
@@ -250,7 +137,7 @@ class Ingress:
                 "slack_agent.accept",
                 kind=SpanKind.PRODUCER,
                 attributes={
-                    "slack_agent.turn.kind": turn.kind,
+                    "slack_agent.turn.kind": turn.kind.value,
                     "slack.team_id": turn.team,
                     "slack.channel_id": turn.channel,
                     "slack.thread_ts": turn.thread_ts,
@@ -258,12 +145,12 @@ class Ingress:
                 record_exception=False,
             ) as span:
                 async with deadline:
-                    entry_id = await self._accept(turn)
+                    accepted = await self._accept(turn)
                 if span.is_recording():
-                    span.set_attribute("slack_agent.queued", entry_id is not None)
-                    if entry_id:
-                        span.set_attribute("slack_agent.turn.id", entry_id)
-                return entry_id
+                    span.set_attribute("slack_agent.queued", isinstance(accepted, Queued))
+                    if isinstance(accepted, Queued):
+                        span.set_attribute("slack_agent.turn.id", accepted.entry_id)
+                return accepted
         except REDIS_DOWN as exc:
             why = (
                 f"no answer within {self.deadline_s:g} s"
@@ -272,9 +159,9 @@ class Ingress:
             )
             raise StateUnavailable(f"Redis is unreachable: {why}") from exc
 
-    async def _accept(self, turn: Turn) -> str | None:
+    async def _accept(self, turn: Turn) -> Accepted:
         participation = self.participation
-        if turn.kind == "followup":
+        if turn.kind is TurnKind.FOLLOWUP:
             if not await participation.joined(turn.thread_key):
                 log_not_answered(
                     turn.channel,
@@ -283,16 +170,12 @@ class Ingress:
                     f"a reply in thread {turn.thread_ts} without a mention, and the bot has not "
                     "joined that thread (or Redis lost which threads it is in)",
                 )
-                return None
+                return NotJoined()
             new_thread = False
         else:
             new_thread = await participation.join(turn.thread_key)
         entry_id = await self.queue.enqueue(
-            replace(
-                turn,
-                extra={**turn.extra, "new_thread": new_thread},
-                traceparent=current_traceparent(),
-            )
+            replace(turn, new_thread=new_thread, traceparent=current_traceparent())
         )
         if entry_id is None:
             log_not_answered(
@@ -301,4 +184,5 @@ class Ingress:
                 turn.event_id,
                 "a duplicate delivery (this event or this message is already queued)",
             )
-        return entry_id
+            return Duplicate()
+        return Queued(entry_id)

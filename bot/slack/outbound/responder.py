@@ -37,7 +37,7 @@ from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport, TurnStatus
 from bot.slack.outbound.tagging import Me, OwnMessage, find_own, tag
 from bot.slack.outbound.tasks import ToolTask, settle_task, task_chunk
-from bot.turn.model import Turn
+from bot.turn.model import Turn, TurnKind
 from bot.turn.responder import DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.store.stops import StopRequests
@@ -75,7 +75,7 @@ class SlackTurnView:
             turn,
             settings,
             responder.sessions,
-            title_thread=turn.kind == "assistant" and bool(turn.extra.get("new_thread")),
+            title_thread=turn.kind is TurnKind.ASSISTANT and turn.new_thread,
         )
         stops = responder.stops
 

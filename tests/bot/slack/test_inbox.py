@@ -5,6 +5,7 @@ answers. Against the fake Slack Web API over HTTP and the real Redis."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,12 +14,12 @@ from bot.config.schema import SlackConfig
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
 from bot.slack.inbound.app import web_client
+from bot.slack.inbound.classify import Identity, classify
 from bot.slack.inbound.inbox.compose import SlackInbox
 from bot.slack.inbound.inbox.files import FileReader, is_image, is_text, size_words
 from bot.slack.inbound.inbox.names import SlackNames
-from bot.slack.inbound.ingress import Identity, classify
 from bot.slack.outbound.tagging import Me
-from bot.turn.message import FileRef
+from bot.turn.message import FileRef, SlackMessage
 from bot.turn.model import Turn
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack
 
@@ -182,7 +183,7 @@ async def test_a_slack_outage_leaves_a_turn_that_still_answers(
         SlackConfig(),
     )
     assert isinstance(turn, Turn)
-    turn = Turn(**{**turn.__dict__, "extra": {**turn.extra, "new_thread": True}})
+    turn = replace(turn, new_thread=True)
     given = await inbox(fake_slack, state)(turn)
     assert given.message["content"] == (
         "<@U0ANA>: read this\n[file: notes.txt — text/plain, 5 bytes; its text could not be read]"
@@ -267,7 +268,7 @@ async def test_a_message_it_cannot_read_whole_is_still_answered(
     fake_slack: FakeSlack, state: State, caplog: pytest.LogCaptureFixture
 ) -> None:
     turn = turn_of(text="hello <@U0BO>")
-    broken = Turn(**{**turn.__dict__, "extra": {"message": {"files": [{"size": "big"}]}}})
+    broken = replace(turn, message=SlackMessage.from_dict({"files": [{"size": "big"}]}))
     given = await inbox(fake_slack, state)(broken)
     assert given.message == {"role": "user", "content": "hello <@U0BO>"}
     assert "could not read message 50.000001 in D0ANA whole" in caplog.text

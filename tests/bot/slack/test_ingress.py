@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from bot.config.schema import SlackConfig
-from bot.slack.inbound.ingress import Aside, Identity, Ignored, classify
+from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
 from bot.slack.inbound.text import clean_text
-from bot.turn.model import ThreadKey, Turn
+from bot.turn.model import ThreadKey, Turn, TurnKind
 
 ME = Identity(team_id="T1", bot_user_id="U0BOT", bot_id="B0BOT")
 SETTINGS = SlackConfig()
@@ -32,7 +32,7 @@ def test_a_mention_starts_a_thread_on_its_own_message() -> None:
     turn = classify(event(type="app_mention", text="<@U0BOT> hello <@U2>"), "Ev1", ME, SETTINGS)
     assert isinstance(turn, Turn)
     assert (turn.kind, turn.thread_ts, turn.text, turn.event_id) == (
-        "mention",
+        TurnKind.MENTION,
         "1.1",
         "hello <@U2>",
         "Ev1",
@@ -46,13 +46,13 @@ def test_a_mention_starts_a_thread_on_its_own_message() -> None:
 def test_direct_messages_and_the_agent_pane() -> None:
     dm = classify(event(channel_type="im", channel="D1"), "Ev", ME, SETTINGS)
     pane = classify(event(channel_type="im", channel="D1", thread_ts="0.9"), "Ev", ME, SETTINGS)
-    assert isinstance(dm, Turn) and dm.kind == "dm" and dm.thread_ts == "1.1"
-    assert isinstance(pane, Turn) and pane.kind == "assistant" and pane.thread_ts == "0.9"
+    assert isinstance(dm, Turn) and dm.kind is TurnKind.DM and dm.thread_ts == "1.1"
+    assert isinstance(pane, Turn) and pane.kind is TurnKind.ASSISTANT and pane.thread_ts == "0.9"
 
 
 def test_follow_ups_and_plain_channel_talk() -> None:
     follow = classify(event(thread_ts="0.9"), "Ev", ME, SETTINGS)
-    assert isinstance(follow, Turn) and follow.kind == "followup"
+    assert isinstance(follow, Turn) and follow.kind is TurnKind.FOLLOWUP
     assert isinstance(classify(event(), "Ev", ME, SETTINGS), Ignored)  # not addressed to us
     off = SlackConfig(follow_up_in_threads=False)
     assert isinstance(classify(event(thread_ts="0.9"), "Ev", ME, off), Aside)  # heard only
@@ -162,7 +162,7 @@ def test_a_shared_channel_thread_is_keyed_by_the_bots_workspace() -> None:
     )
     assert isinstance(home, Turn) and isinstance(other, Turn)
     assert home.thread_key == other.thread_key == ThreadKey("T1", "C1", "1.1")
-    assert other.extra["message"]["user_team"] == "T9"  # roles are resolved for T9
+    assert other.author_team == "T9"  # roles are resolved for T9
 
 
 def test_a_forward_without_a_comment_is_answered_with_its_content() -> None:
@@ -175,8 +175,9 @@ def test_a_forward_without_a_comment_is_answered_with_its_content() -> None:
     }
     turn = classify(event(channel_type="im", text="", attachments=[share]), "Ev", ME, SETTINGS)
     assert isinstance(turn, Turn) and turn.text == "Forwarded message"  # the session's title
-    [forward] = turn.extra["message"]["forwards"]
-    assert forward["text"] == "The deploy is blocked" and forward["author_id"] == "U7"
+    assert turn.message is not None
+    [forward] = turn.message.forwards
+    assert forward.text == "The deploy is blocked" and forward.author_id == "U7"
     # A plain link preview is no forward: the empty message stays ignored.
     unfurl = {"title": "Example", "original_url": "https://example.com"}
     assert classify(

@@ -17,7 +17,7 @@ from bot.config.schema import SlackConfig
 from bot.process.state import State
 from bot.slack.outbound.responder import SlackResponder
 from bot.state.commands import Commands
-from bot.turn.model import Turn
+from bot.turn.model import Turn, TurnKind
 from bot.turn.responder import DeliveryFailed, Settled
 from bot.turn.store.notices import Notice
 from tests.fakes.in_memory_slack import InMemorySlack
@@ -266,8 +266,8 @@ async def test_the_view_never_makes_the_loop_wait_on_slack(slack: Slack) -> None
         "U1",
         "q",
         "100.000001",
-        kind="assistant",
-        extra={"new_thread": True},
+        kind=TurnKind.ASSISTANT,
+        new_thread=True,
     )
     async with SlackResponder(slack.client, SlackConfig()).view(turn, "8-0", {}, Fence()) as view:
         await view.observe(RoundStarted(1))  # returns at once

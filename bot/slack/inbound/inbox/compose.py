@@ -22,7 +22,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.messages import user_message
 from bot.llm.tokens import TokenEstimator
-from bot.slack.inbound.inbox.context import CHANNEL_KINDS
 from bot.slack.inbound.inbox.files import FileReader, TextContent, is_image, is_text
 from bot.slack.inbound.inbox.names import SlackNames
 from bot.slack.inbound.inbox.render import (
@@ -44,7 +43,7 @@ from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN
 from bot.state.history import RedisHistory
 from bot.turn.message import FileRef, SlackMessage
-from bot.turn.model import Turn
+from bot.turn.model import Turn, TurnKind
 from bot.turn.owner import TurnInput
 
 log = logging.getLogger(__name__)
@@ -80,11 +79,10 @@ class SlackInbox:
         self.vision = vision
 
     async def __call__(self, turn: Turn) -> TurnInput:
-        data = turn.extra.get("message")
-        if not isinstance(data, dict):  # queued before messages were carried whole
+        if turn.message is None:  # queued before messages were carried whole
             return TurnInput(user_message(turn.text))
         try:
-            return await self._read(turn, SlackMessage.from_dict(data))
+            return await self._read(turn, turn.message)
         except asyncio.CancelledError:
             raise
         except Exception:  # a message this code cannot read must not cost the answer
@@ -98,12 +96,12 @@ class SlackInbox:
         # then the names and the files' contents.
         earlier, heard, files = await asyncio.gather(
             self._earlier(turn, in_thread, me),
-            self._asides(turn) if in_thread and turn.kind in CHANNEL_KINDS else _nothing(),
+            self._asides(turn) if in_thread and turn.kind.in_channel else _nothing(),
             asyncio.gather(*(self.files.described(f) for f in message.files)),
         )
         message = replace(message, files=tuple(files))
         users, channels = wanted_names([*earlier, *heard])
-        more_users, more_channels = wanted_names([message], authors=turn.kind in CHANNEL_KINDS)
+        more_users, more_channels = wanted_names([message], authors=turn.kind.in_channel)
         users, channels = users | more_users, channels | more_channels
         users.discard(me.user_id)
         names, texts, images = await asyncio.gather(
@@ -122,7 +120,7 @@ class SlackInbox:
         said = body(message, names, me, lambda f: self._note(f, texts, images))
         if not said:
             said = BARE_MENTION_IN_THREAD if in_thread else BARE_MENTION
-        if turn.kind in CHANNEL_KINDS:
+        if turn.kind.in_channel:
             said = f"{author(message, names, me)}: {said}"
         blocks.append(said)
         limit = self.files.text_chars
@@ -141,7 +139,7 @@ class SlackInbox:
     async def _earlier(self, turn: Turn, in_thread: bool, me: Me) -> list[SlackMessage]:
         """The thread before the bot was mentioned in it, when this turn joins it and nothing
         of the thread is in the history yet."""
-        if turn.kind != "mention" or not in_thread or not turn.extra.get("new_thread"):
+        if turn.kind is not TurnKind.MENTION or not in_thread or not turn.new_thread:
             return []
         if await self.history.has_turns(turn.thread_key):
             return []  # the thread's turns are there already (its start came late)

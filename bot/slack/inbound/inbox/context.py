@@ -5,9 +5,8 @@ context)."""
 from __future__ import annotations
 
 from bot.state.agent_pane import AgentPaneThreads
-from bot.turn.model import Turn
+from bot.turn.model import Turn, TurnKind
 
-CHANNEL_KINDS = {"mention", "followup"}
 SPEAKERS = (
     "This is a Slack channel conversation: each person's message starts with who wrote it, "
     "as <@U…> (their name). To mention someone, write <@U…> exactly; do not start your answer "
@@ -20,9 +19,9 @@ class SlackContext:
         self.pane = pane
 
     async def __call__(self, turn: Turn) -> str:
-        if turn.kind in CHANNEL_KINDS:
+        if turn.kind.in_channel:
             return SPEAKERS
-        if turn.kind != "assistant":
+        if turn.kind is not TurnKind.ASSISTANT:
             return ""
         viewed = await self.pane.context(turn.thread_key)
         channel = viewed.get("channel_id")

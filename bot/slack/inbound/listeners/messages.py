@@ -9,7 +9,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.config.schema import SlackConfig
-from bot.slack.inbound.ingress import Aside, Identity, Ignored, Ingress, classify, log_not_answered
+from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
+from bot.slack.inbound.ingress import Ingress, log_not_answered
 
 
 def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
