@@ -6,10 +6,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bot.agent.result import TurnResult
+from bot.agent.result import CallOutcome, TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +60,14 @@ class ToolFinished:
     round: int
     call_id: str
     name: str
-    ok: bool
+    outcome: CallOutcome
     duration_ms: float
     preview: str
     error: str | None = None  # the error kind, e.g. "TimeoutError", when not ok
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is CallOutcome.OK
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, ToolFinished, ToolProgress, ToolStarted, notify
-from bot.agent.result import ToolExecution
+from bot.agent.result import CallOutcome, ToolExecution
 from bot.agent.truncation import truncate_middle
 from bot.llm.response import ToolCall
 from bot.observability.context import TOOL
@@ -38,6 +38,15 @@ class ExecutionSettings:
     output_chars: int = 8000
 
 
+@dataclass(frozen=True)
+class RoundResult:
+    """One round's executions, in the model's call order; ``cancelled`` when the turn was
+    stopped while it ran (the calls cut off are among the executions, as cancelled)."""
+
+    executions: list[ToolExecution]
+    cancelled: bool = False
+
+
 class _Failure(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -54,12 +63,13 @@ async def execute_round(
     approver: Approver | None = None,
     cancel: asyncio.Event | None = None,
     on_executed: OnExecuted | None = None,
-) -> tuple[list[ToolExecution], bool]:
+) -> RoundResult:
     """Run all ``calls`` at once; executions come back in the model's call order.
 
-    Returns ``(executions, cancelled)``. When ``cancel`` is set while tools run, the running
-    ones are cancelled and recorded as "Cancelled"; the ones that finished keep their result.
-    If this coroutine itself is cancelled, the running tools are cancelled with it.
+    When ``cancel`` is set while tools run, the running ones are cancelled (their outcome
+    :attr:`CallOutcome.CANCELLED`, their result the error kind "Cancelled"); the ones that
+    finished keep their result. If this coroutine itself is cancelled, the running tools
+    are cancelled with it.
     """
     tasks = [
         asyncio.ensure_future(
@@ -69,31 +79,45 @@ async def execute_round(
     ]
     outcome = await unless(asyncio.gather(*tasks), cancel)
     if not isinstance(outcome, Interrupted):
-        return list(outcome), False
+        return RoundResult(list(outcome))
     executions = []
     for call, task in zip(calls, tasks, strict=True):
         if task.done() and not task.cancelled() and task.exception() is None:
             executions.append(task.result())
             continue
-        execution = not_run(
-            call, round_number, "Cancelled", "The turn was stopped before this tool finished."
-        )
+        execution = not_run(call, round_number, CallOutcome.CANCELLED)
         await notify(
             observer,
-            ToolFinished(round_number, call.id, call.name, False, 0.0, "stopped", "Cancelled"),
+            ToolFinished(
+                round_number, call.id, call.name, CallOutcome.CANCELLED, 0.0, "stopped", CANCELLED
+            ),
         )
         executions.append(execution)
-    return executions, True
+    return RoundResult(executions, cancelled=True)
 
 
-def not_run(call: ToolCall, round_number: int, kind: str, message: str) -> ToolExecution:
-    """The result of a call that did not run to its end (stopped, or cut off by a crash)."""
+CANCELLED = "Cancelled"  # the error kind the model reads for a call the turn's stop cut off
+INTERRUPTED = "Interrupted"  # ... and for one its worker's death cut off
+NOT_RUN = {
+    CallOutcome.CANCELLED: (CANCELLED, "The turn was stopped before this tool finished."),
+    CallOutcome.INTERRUPTED: (
+        INTERRUPTED,
+        "{name} was interrupted when the worker running it stopped; whether it took effect "
+        "is unknown. Check before calling it again.",
+    ),
+}
+
+
+def not_run(call: ToolCall, round_number: int, outcome: CallOutcome) -> ToolExecution:
+    """The result of a call that did not run to its end: stopped by the turn's stop
+    (cancelled), or cut off by its worker's death and not run again (interrupted)."""
+    kind, message = NOT_RUN[outcome]
     return ToolExecution(
         call_id=call.id,
         name=call.name,
         arguments=call.arguments,
-        ok=False,
-        output=error_output(kind, message),
+        outcome=outcome,
+        output=error_output(kind, message.format(name=call.name)),
         duration_ms=0.0,
         round=round_number,
         error=kind,
@@ -137,16 +161,20 @@ async def _execute_call(
 
     try:
         output = await _run(call, toolset, settings, approver, report)
-        ok, kind = True, None
+        outcome, kind = CallOutcome.OK, None
     except _Failure as failure:
-        output, ok, kind = error_output(failure.kind, str(failure)), False, failure.kind
+        output, outcome, kind = (
+            error_output(failure.kind, str(failure)),
+            CallOutcome.FAILED,
+            failure.kind,
+        )
     duration_ms = (time.perf_counter() - started) * 1000
     output = truncate_middle(output, settings.output_chars)
     execution = ToolExecution(
         call_id=call.id,
         name=call.name,
         arguments=call.arguments,
-        ok=ok,
+        outcome=outcome,
         output=output,
         duration_ms=duration_ms,
         round=round_number,
@@ -158,9 +186,9 @@ async def _execute_call(
             round_number,
             call.id,
             call.name,
-            ok,
+            outcome,
             duration_ms,
-            _preview(output if ok else _error_message(output)),
+            _preview(output if execution.ok else _error_message(output)),
             kind,
         ),
     )

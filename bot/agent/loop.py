@@ -18,7 +18,7 @@ from bot.agent.execution import Approver, ExecutionSettings, execute_round, not_
 from bot.agent.journal import Journal, resume_from
 from bot.agent.messages import Message, assistant_message, repair, system_message, tool_message
 from bot.agent.messages import user_message as make_user_message
-from bot.agent.result import StopReason, ToolExecution, TurnResult
+from bot.agent.result import CallOutcome, StopReason, ToolExecution, TurnResult
 from bot.llm.client import ChatModel, TextCallback
 from bot.llm.errors import LLMError
 from bot.llm.pricing import Price, cost_of
@@ -68,11 +68,6 @@ class Stopped:
 
 # What one step of the loop leads to. The approvals work adds a parked outcome here.
 RoundOutcome = FinalAnswer | NextRound | Stopped
-
-INTERRUPTED_CALL = (
-    "{name} was interrupted when the worker running it stopped; whether it took effect is "
-    "unknown. Check before calling it again."
-)
 
 
 class _Turn:
@@ -165,7 +160,7 @@ class _Turn:
         """Run ``calls`` (the last round's, minus those with ``saved`` results) and append
         every result of the round in call order."""
         assistant = self.new[-1]
-        executions, cancelled = await execute_round(
+        ran = await execute_round(
             calls,
             self.toolset,
             self.execution_settings,
@@ -175,14 +170,14 @@ class _Turn:
             cancel=self.cancel,
             on_executed=self._record_execution,
         )
-        self.executions.extend(executions)
-        fresh = {e.call_id: tool_message(e.call_id, e.output) for e in executions}
+        self.executions.extend(ran.executions)
+        fresh = {e.call_id: tool_message(e.call_id, e.output) for e in ran.executions}
         for call in assistant.get("tool_calls") or ():
             call_id = str(call.get("id"))
             result = fresh.get(call_id) or saved.get(call_id)
             if result is not None:
                 self.new.append(result)
-        return Stopped() if cancelled else NextRound()
+        return Stopped() if ran.cancelled else NextRound()
 
     async def start(self, user_message: Message, resume: Sequence[Message]) -> RoundOutcome:
         """Begin, or pick up a saved turn: a round that was cut off runs its open calls."""
@@ -200,8 +195,7 @@ class _Turn:
             if await self._may_rerun(call):
                 rerun.append(call)
                 continue
-            message = INTERRUPTED_CALL.format(name=call.name)
-            execution = not_run(call, self.rounds, "Interrupted", message)
+            execution = not_run(call, self.rounds, CallOutcome.INTERRUPTED)
             self.executions.append(execution)
             saved[call.id] = tool_message(call.id, execution.output)
             await self._record_execution(execution)

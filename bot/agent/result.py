@@ -15,17 +15,35 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"  # stopped from outside (a Stop button)
     FAILED = "failed"  # the model service failed after the SDK's retries
 
+    @property
+    def answered(self) -> bool:
+        """The model gave an answer (not a stop, not a failure)."""
+        return self in (StopReason.ANSWERED, StopReason.ROUND_LIMIT)
+
+
+class CallOutcome(StrEnum):
+    """How one tool call ended."""
+
+    OK = "ok"  # the tool ran and returned
+    FAILED = "failed"  # it failed, timed out or was refused (its error kind says which)
+    CANCELLED = "cancelled"  # the turn was stopped before it finished
+    INTERRUPTED = "interrupted"  # its worker died while it ran, and it was not run again
+
 
 @dataclass(frozen=True)
 class ToolExecution:
     call_id: str
     name: str
     arguments: str
-    ok: bool
+    outcome: CallOutcome
     output: str  # what the model read: the tool's output, or a JSON error
     duration_ms: float
     round: int
     error: str | None = None  # error kind when not ok: TimeoutError, UnknownTool, ...
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is CallOutcome.OK
 
 
 @dataclass(frozen=True)
@@ -41,4 +59,4 @@ class TurnResult:
 
     @property
     def ok(self) -> bool:
-        return self.stop_reason in (StopReason.ANSWERED, StopReason.ROUND_LIMIT)
+        return self.stop_reason.answered

@@ -35,8 +35,8 @@ from bot.slack.inbound.socket.pool import SocketPool
 from bot.slack.outbound.asker import SlackAsker
 from bot.slack.outbound.responder import SlackResponder
 from bot.slack.tokens import verify_tokens
+from bot.turn.agent import Agent
 from bot.turn.model import Turn
-from bot.turn.owner import Agent
 from bot.turn.worker.consumer import Worker
 from permissions.policy import Person
 from tools.call_context import Requester, for_requester

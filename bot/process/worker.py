@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from bot.config.schema import QueueConfig
 from bot.process.state import State
-from bot.turn.owner import Agent, Timing, TurnStores
+from bot.turn.agent import Agent
+from bot.turn.effects import TurnStores
+from bot.turn.owner import Timing
 from bot.turn.responder import Responder
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.agent.events import AgentEvent
+from bot.agent.result import StopReason
 from bot.turn.model import Turn
 from bot.turn.store.notices import Notice
 
@@ -34,7 +35,7 @@ class Settled:
     messages (its tool results say how each tool call ended)."""
 
     text: str
-    outcome: str
+    reason: StopReason
     messages: list[dict[str, Any]] = field(default_factory=list)
 
     def tool_results(self) -> dict[str, str]:

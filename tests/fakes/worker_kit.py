@@ -17,8 +17,9 @@ from bot.llm.client import ChatModel, OpenAIChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State, open_state
 from bot.process.worker import build_worker as assemble
+from bot.turn.agent import Agent
 from bot.turn.model import Turn
-from bot.turn.owner import Agent, Timing
+from bot.turn.owner import Timing
 from bot.turn.responder import DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
@@ -38,7 +39,7 @@ class MemoryView:
         if self.responder.fail_next:
             self.responder.fail_next -= 1
             raise self.responder.failure
-        self.responder.delivered.append((self.turn, settled.text, settled.outcome))
+        self.responder.delivered.append((self.turn, settled.text, settled.reason))
 
     def delivery(self) -> DeliveryRecord:
         return self.record

@@ -28,7 +28,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.events import ToolFinished, ToolProgress, ToolStarted
-from bot.agent.loop import STOPPED
+from bot.agent.result import CallOutcome, StopReason
 from bot.config.schema import SlackConfig
 from bot.slack.errors import MESSAGE_GONE, STOPPED_BY_USER, error_code, is_temporary
 from bot.slack.outbound.background import Background
@@ -165,7 +165,7 @@ class AnswerWriter:
         task.duration_ms = event.duration_ms
         if event.ok:
             task.state, task.detail = "done", event.preview
-        elif event.error == "Cancelled":
+        elif event.outcome is CallOutcome.CANCELLED:
             task.state = "stopped"
         else:
             task.state, task.detail = "failed", event.preview
@@ -314,7 +314,7 @@ class AnswerWriter:
         feedback = self._feedback(settled)
         if not record.part_ts(0):
             last = len(parts) == 1
-            ts = await self._finish_first(parts[0], settled.outcome, feedback if last else None)
+            ts = await self._finish_first(parts[0], settled, feedback if last else None)
             record.parts["0"], record.first_ts, record.first_streaming = ts, ts, False
             await self.ledger.save()
         for number in range(1, len(parts)):
@@ -327,12 +327,14 @@ class AnswerWriter:
 
     def _feedback(self, settled: Settled) -> dict[str, Any] | None:
         """What the feedback buttons carry: the turn, the model, the tools used."""
-        if self.feedback is None or settled.outcome not in ("answered", "round_limit"):
+        if self.feedback is None or not settled.reason.answered:
             return None
         tools = list(dict.fromkeys(task.name for task in self.tasks.values()))[:20]
         return {**self.feedback, "t": self.entry_id, "k": tools}
 
-    async def _finish_first(self, text: str, outcome: str, feedback: dict[str, Any] | None) -> str:
+    async def _finish_first(
+        self, text: str, settled: Settled, feedback: dict[str, Any] | None
+    ) -> str:
         record = self.ledger.record
         stream = self.stream
         if stream is not None:
@@ -344,7 +346,7 @@ class AnswerWriter:
         if user_stopped and (stopped := await self._leave_as_stopped()):
             return stopped
         if stream is not None and self.streaming and stream.ts:
-            ended = await self._end_own_stream(stream, text, outcome, feedback)
+            ended = await self._end_own_stream(stream, text, settled, feedback)
             if ended:
                 return ended
         await self._tidy_first()
@@ -373,20 +375,20 @@ class AnswerWriter:
         return message.ts
 
     async def _end_own_stream(
-        self, stream: StreamWriter, text: str, outcome: str, feedback: dict[str, Any] | None
+        self, stream: StreamWriter, text: str, settled: Settled, feedback: dict[str, Any] | None
     ) -> str:
         """End this attempt's stream with the rest of the answer; "" when it cannot be (the
         stream then becomes an ordinary message the answer is written into)."""
         record = self.ledger.record
         self.streaming = False
-        settled = await stream.settle(SETTLE_S) and stream.working
-        if outcome == "cancelled":
-            tail: str | None = f"\n\n_{STOPPED}_"
+        writable = await stream.settle(SETTLE_S) and stream.working
+        if settled.reason is StopReason.CANCELLED:
+            tail: str | None = f"\n\n_{settled.text}_"  # the note that it was stopped
         elif text.startswith(self.round_text):
             tail = text[len(self.round_text) :]
         else:
             tail = None  # the answer is not what streamed (a failure): write it whole
-        if settled and tail is not None:
+        if writable and tail is not None:
             try:
                 await stream.stop(
                     tail,

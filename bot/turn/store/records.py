@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.agent.result import StopReason
 from bot.state.commands import Commands
 from bot.state.connection import Redis
 from bot.state.history import APPEND_FUNCTION
@@ -125,12 +126,18 @@ class TurnRecord:
     attempts: int = 0
     round: int = 0
     text: str = ""  # what to show the person, once settled
-    outcome: str = ""  # the loop's stop reason, once settled
+    outcome: StopReason | None = None  # how the loop ended, once settled
     messages: list[Message] = field(default_factory=list)  # the turn, for history
     delivery: dict[str, Any] = field(default_factory=dict)  # the Slack delivery record
     delivering_since: float | None = None  # when the first delivery attempt began
     journal: list[Message] = field(default_factory=list)
     reruns: frozenset[str] = frozenset()
+
+    @property
+    def reason(self) -> StopReason:
+        """How the loop ended (a settled turn); a record written without it counts as
+        answered."""
+        return self.outcome or StopReason.ANSWERED
 
     @classmethod
     def parse(
@@ -145,7 +152,7 @@ class TurnRecord:
             attempts=int(data.get("attempts", 0)),
             round=int(data.get("round", 0)),
             text=data.get("text", ""),
-            outcome=data.get("outcome", ""),
+            outcome=StopReason(data["outcome"]) if data.get("outcome") else None,
             messages=json.loads(data["messages"]) if data.get("messages") else [],
             delivery=json.loads(data["delivery"]) if data.get("delivery") else {},
             delivering_since=float(since) if since else None,

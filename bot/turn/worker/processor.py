@@ -18,8 +18,10 @@ import logging
 from bot.agent.cancellation import sleep_unless
 from bot.observability import metrics
 from bot.state.commands import Commands
+from bot.turn.agent import Agent
+from bot.turn.effects import TurnStores
 from bot.turn.model import ThreadKey, Turn
-from bot.turn.owner import Agent, Timing, TurnOwner, TurnStores
+from bot.turn.owner import Timing, TurnOwner
 from bot.turn.responder import Aborted, Responder
 from bot.turn.store.lease import ThreadLease, ThreadLocks
 from bot.turn.worker.stops import StopWatcher

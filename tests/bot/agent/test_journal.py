@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.agent import LoopSettings, StopReason, run_turn
+from bot.agent import CallOutcome, LoopSettings, StopReason, run_turn
 from bot.agent.journal import resume_from
 from bot.agent.messages import assistant_message, tool_message, user_message
 from bot.llm.client import OpenAIChatModel
@@ -131,7 +131,10 @@ async def test_a_call_cut_off_twice_is_not_run_a_third_time(
     assert "whether it took effect is unknown" in json.loads(results["a"])["message"]
     assert results["b"] == "did b"
     assert {m["tool_call_id"] for m in journal.saved} == {"a", "b"}  # both results saved
-    assert [e.error for e in result.executions] == ["Interrupted", None]
+    assert [(e.outcome, e.error) for e in result.executions] == [
+        (CallOutcome.INTERRUPTED, "Interrupted"),
+        (CallOutcome.OK, None),
+    ]
 
 
 async def test_a_tool_that_is_not_idempotent_is_never_rerun(

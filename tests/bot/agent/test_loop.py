@@ -12,6 +12,7 @@ import pytest
 
 from bot.agent import (
     AgentEvent,
+    CallOutcome,
     LoopSettings,
     RoundStarted,
     StopReason,
@@ -473,15 +474,15 @@ async def test_cancelling_a_turn_cancels_running_tools(
     assert result.stop_reason is StopReason.CANCELLED
     assert result.text == "Stopped before the answer was finished."
     assert cancelled == ["j"]
-    assert [(e.call_id, e.ok, e.error) for e in result.executions] == [
-        ("quick", True, None),
-        ("long", False, "Cancelled"),
+    assert [(e.call_id, e.outcome, e.error) for e in result.executions] == [
+        ("quick", CallOutcome.OK, None),
+        ("long", CallOutcome.CANCELLED, "Cancelled"),  # the kind the model reads
     ]
     # History stays whole: each call has its result.
     assert [m["role"] for m in result.new_messages] == ["user", "assistant", "tool", "tool"]
     assert len(fake_llm.requests) == 1  # no further model call
     stopped = [e for e in recorder.of(ToolFinished) if e.call_id == "long"]
-    assert stopped[0].error == "Cancelled"
+    assert stopped[0].outcome is CallOutcome.CANCELLED
 
 
 async def test_cancelling_while_the_model_streams(fake_llm: FakeLLM, make_model: MakeModel) -> None:

@@ -13,6 +13,7 @@ from prometheus_client import REGISTRY, generate_latest
 from slack_sdk.errors import SlackApiError
 
 from bot.agent.events import ToolFinished
+from bot.agent.result import CallOutcome
 from bot.llm import ModelResponse, ToolCall
 from bot.observability import metrics
 from bot.observability.observer import UNKNOWN_TOOL, TurnTelemetry
@@ -140,7 +141,9 @@ async def test_a_tool_name_the_model_made_up_never_becomes_a_label() -> None:
     )
     observer = TurnTelemetry()
     await observer(
-        ToolFinished(1, "c1", "ignore previous instructions", False, 1.0, "", "UnknownTool")
+        ToolFinished(
+            1, "c1", "ignore previous instructions", CallOutcome.FAILED, 1.0, "", "UnknownTool"
+        )
     )
     assert deltas("slack_agent_tool_calls_total", tool=UNKNOWN_TOOL, outcome="UnknownTool") == 1
     assert "ignore previous" not in generate_latest(REGISTRY).decode()

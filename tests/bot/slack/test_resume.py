@@ -13,6 +13,7 @@ import pytest
 import redis.exceptions
 
 from bot.agent.events import RoundStarted, TextDelta, ToolFinished, ToolStarted
+from bot.agent.result import CallOutcome, StopReason
 from bot.config.schema import SlackConfig
 from bot.process.state import State
 from bot.slack.outbound.responder import SlackResponder
@@ -121,7 +122,7 @@ async def test_a_post_slack_applied_without_confirming_is_not_posted_again(
     slack.unconfirmed.append("chat.postMessage")
     responder = SlackResponder(slack.client, SlackConfig(streaming=False))
     async with responder.view(turn_at("100.000001"), "1-0", {}, Fence()) as view:
-        retries = await deliver_until_taken(view, Settled("the answer", "answered"))
+        retries = await deliver_until_taken(view, Settled("the answer", StopReason.ANSWERED))
     assert retries == 1
     assert kinds(slack.thread("100.000001")) == [("answer", "the answer", False)]
 
@@ -135,9 +136,9 @@ async def test_a_progress_post_slack_applied_without_confirming_is_taken_over(
         await view.observe(RoundStarted(1))
         await view.observe(ToolStarted(1, "c1", "calc", "{}"))
         await asyncio.sleep(0.3)  # the progress post went out, its answer never came
-        await view.observe(ToolFinished(1, "c1", "calc", True, 5.0, "4", None))
+        await view.observe(ToolFinished(1, "c1", "calc", CallOutcome.OK, 5.0, "4", None))
         results = [{"role": "tool", "tool_call_id": "c1", "content": "4"}]
-        await deliver_until_taken(view, Settled("4", "answered", results))
+        await deliver_until_taken(view, Settled("4", StopReason.ANSWERED, results))
     [message] = slack.thread("200.000001")  # the turn's one message, not a second copy
     assert kinds([message]) == [("answer", "4", False)]
     assert "`calc` done in 5 ms" in message.blocks[0]["elements"][0]["text"]
@@ -161,7 +162,7 @@ async def test_a_stream_an_earlier_attempt_left_open_is_ended_and_replaced(
         await view.observe(RoundStarted(1))
         await view.observe(TextDelta(1, answer))
         await asyncio.sleep(0.3)
-        await deliver_until_taken(view, Settled(answer, "answered"))
+        await deliver_until_taken(view, Settled(answer, StopReason.ANSWERED))
     [message] = slack.thread("300.000001")
     assert not message.streaming
     assert message.shown == answer
@@ -179,7 +180,7 @@ async def test_a_stream_too_slow_to_take_its_text_is_not_cut(slack: Slack) -> No
         for piece in pieces:
             await view.observe(TextDelta(1, piece))
             await asyncio.sleep(0.02)  # the stream starts, then each append is slow
-        await view.deliver(Settled("".join(pieces), "answered"))
+        await view.deliver(Settled("".join(pieces), StopReason.ANSWERED))
     [message] = slack.thread("100.000001")
     assert message.shown == "".join(pieces) and not message.streaming
     assert "chat.appendStream" in slack.called  # a slow append was under way at the end
@@ -192,8 +193,8 @@ async def test_redis_failing_under_the_delivery_record_is_tried_again(slack: Sla
         turn_at("100.000001"), "5-0", {}, fence
     ) as view:
         with pytest.raises(DeliveryFailed, match="Redis"):
-            await view.deliver(Settled("the answer", "answered"))
-        await view.deliver(Settled("the answer", "answered"))
+            await view.deliver(Settled("the answer", StopReason.ANSWERED))
+        await view.deliver(Settled("the answer", StopReason.ANSWERED))
     assert kinds(slack.thread("100.000001")) == [("answer", "the answer", False)]
 
 
@@ -209,7 +210,7 @@ async def test_a_progress_message_someone_deleted_does_not_fail_the_delivery(
         await asyncio.sleep(0.3)
         [progress] = slack.thread("200.000001")
         await slack.client.chat_delete(channel="C1", ts=progress.ts)
-        await view.deliver(Settled("4", "answered"))
+        await view.deliver(Settled("4", StopReason.ANSWERED))
     assert kinds(slack.thread("200.000001")) == [("answer", "4", False)]
 
 

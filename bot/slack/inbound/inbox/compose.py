@@ -42,9 +42,9 @@ from bot.slack.outbound.tagging import Me
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN
 from bot.state.history import RedisHistory
+from bot.turn.agent import TurnInput
 from bot.turn.message import FileRef, SlackMessage
 from bot.turn.model import Turn, TurnKind
-from bot.turn.owner import TurnInput
 
 log = logging.getLogger(__name__)
 

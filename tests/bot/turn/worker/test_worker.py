@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bot.agent.result import StopReason
 from bot.llm import ModelResponse, ToolCall
 from bot.process.state import State
 from bot.state import StateUnavailable
@@ -174,7 +175,7 @@ async def test_stop_cancels_the_running_turn(state: State) -> None:
         await until(lambda: len(responder.delivered) == 1)
     _, text, outcome = responder.delivered[0]
     assert text == "Stopped before the answer was finished."
-    assert outcome == "cancelled"
+    assert outcome is StopReason.CANCELLED
     assert (await state.history.load_turns(thread))[0][0]["content"] == "long question"
 
 

@@ -1,0 +1,63 @@
+"""Writes a turn's owner must make, whatever Redis does for a moment.
+
+Redis being away (beyond redis-py's own retries) is waited out while the lease holds; a
+lost lease or a shutdown ends the attempt with :class:`Aborted`, and the next owner
+continues from what was saved. Safe because every move and save is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from bot.agent.cancellation import sleep_unless
+from bot.state.errors import REDIS_DOWN
+from bot.turn.responder import Aborted
+from bot.turn.store.lease import ThreadLease
+from bot.turn.store.records import OwnedTurn
+
+log = logging.getLogger(__name__)
+
+REDIS_RETRY_START_S = 0.2
+REDIS_RETRY_MAX_S = 2.0
+T = TypeVar("T")
+
+
+class Durably:
+    """Runs one write until it is made, or the attempt is over."""
+
+    def __init__(
+        self, entry_id: str, lease: ThreadLease, handing_back: asyncio.Event | None
+    ) -> None:
+        self.entry_id = entry_id
+        self.lease = lease
+        self.handing_back = handing_back
+
+    async def __call__(self, write: Callable[[], Awaitable[T]]) -> T:
+        delay = REDIS_RETRY_START_S
+        while True:
+            try:
+                return await write()
+            except REDIS_DOWN as exc:
+                if not self.lease.valid():
+                    raise Aborted(f"turn {self.entry_id}: Redis away, lease gone") from exc
+                log.warning("Redis failed on turn %s (%s); trying again", self.entry_id, exc)
+                if not await sleep_unless(delay, self.lease.lost, self.handing_back):
+                    raise Aborted(f"turn {self.entry_id} interrupted") from exc
+                delay = min(delay * 2, REDIS_RETRY_MAX_S)
+
+
+class DurableJournal:
+    """The turn's journal for the loop (bot/agent/journal.py): each save is made durably."""
+
+    def __init__(self, owned: OwnedTurn, durably: Durably) -> None:
+        self.owned = owned
+        self.durably = durably
+
+    async def record(self, message: dict[str, Any]) -> None:
+        await self.durably(lambda: self.owned.record(message))
+
+    async def claim_rerun(self, call_id: str) -> bool:
+        return await self.durably(lambda: self.owned.claim_rerun(call_id))

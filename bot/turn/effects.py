@@ -1,0 +1,134 @@
+"""What a turn writes besides its own record (pure: builds the Redis commands that the
+owner's fenced moves run in the same atomic step, runs nothing).
+
+- settled: an audit entry per tool call, and the model usage and cost;
+- delivered: the turn's messages in the thread's history, marked delivered;
+- done: the queue forgets the turn, its record keeps only its bare state;
+- dead-lettered: the dead letter, the turn in history marked *not delivered* (the model
+  sees that its answer never reached the person), the notice owed to the person (and what
+  the turn left open in Slack to tidy), an audit entry, and the queue forgets it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.agent.journal import resume_from
+from bot.agent.messages import user_message
+from bot.agent.result import TurnResult
+from bot.state.audit import AuditEntry, AuditLog
+from bot.state.commands import Commands
+from bot.state.history import RedisHistory
+from bot.state.usage import UsageCounters
+from bot.turn.model import Turn
+from bot.turn.store.notices import Notice, Notices
+from bot.turn.store.queue import TurnQueue
+from bot.turn.store.records import TurnRecord, TurnRecords
+
+ARGUMENTS_IN_AUDIT = 500  # characters of a call's arguments kept in its audit entry
+
+
+@dataclass
+class TurnStores:
+    """The Redis stores a turn's owner reads and writes, and nothing else."""
+
+    records: TurnRecords
+    queue: TurnQueue
+    history: RedisHistory
+    audit: AuditLog
+    usage: UsageCounters
+    notices: Notices
+
+
+def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnResult) -> Commands:
+    """An audit entry for each tool call, and the turn's usage and cost."""
+    commands = Commands()
+    for execution in result.executions:
+        stores.audit.add_to(
+            commands,
+            AuditEntry(
+                kind="tool",
+                actor=turn.user,
+                action=execution.name,
+                outcome="ok" if execution.ok else str(execution.error),
+                detail={
+                    "arguments": execution.arguments[:ARGUMENTS_IN_AUDIT],
+                    "duration_ms": round(execution.duration_ms, 1),
+                    "channel": turn.channel,
+                    "thread": turn.thread_ts,
+                    "turn": entry_id,
+                },
+            ),
+        )
+    stores.usage.add_to(commands, turn.team, turn.user, result.usage, result.cost)
+    return commands
+
+
+def delivered_effects(
+    stores: TurnStores, turn: Turn, entry_id: str, messages: list[dict[str, Any]]
+) -> Commands:
+    """The turn in its thread's history, as the person saw it."""
+    commands = Commands()
+    stores.history.append_to(commands, turn.thread_key, messages, turn=entry_id, delivered=True)
+    return commands
+
+
+def done_effects(stores: TurnStores, turn: Turn, entry_id: str) -> Commands:
+    """The queue forgets the turn; its record keeps only its state."""
+    commands = Commands()
+    _forget(commands, stores, turn, entry_id)
+    return commands
+
+
+def dead_letter_effects(
+    stores: TurnStores,
+    turn: Turn,
+    entry_id: str,
+    record: TurnRecord,
+    delivery: dict[str, Any],
+    reason: str,
+    notice: str,
+) -> Commands:
+    """Give the turn up: the dead letter, history marked not delivered, the notice (``""``:
+    nothing to say, only what the turn left open in Slack to tidy), an audit entry."""
+    commands = Commands()
+    stores.queue.dead_letter(commands, turn, entry_id, reason)
+    messages = record.messages or resume_from(record.journal).messages
+    stores.history.append_to(
+        commands,
+        turn.thread_key,
+        messages or [user_message(turn.text)],
+        turn=entry_id,
+        delivered=False,
+    )
+    if notice or delivery:
+        stores.notices.add_to(
+            commands,
+            Notice(
+                id=entry_id,
+                team=turn.team,
+                channel=turn.channel,
+                thread_ts=turn.thread_ts,
+                message_ts=turn.message_ts,
+                text=notice,
+                delivery=delivery,
+            ),
+        )
+    stores.audit.add_to(
+        commands,
+        AuditEntry(
+            kind="turn",
+            actor=turn.user,
+            action="dead_letter",
+            outcome=reason,
+            detail={"channel": turn.channel, "thread": turn.thread_ts, "turn": entry_id},
+        ),
+    )
+    _forget(commands, stores, turn, entry_id)
+    return commands
+
+
+def _forget(commands: Commands, stores: TurnStores, turn: Turn, entry_id: str) -> None:
+    stores.queue.finish(commands, turn.thread_key, entry_id)
+    stores.records.finish_commands(commands, entry_id)
