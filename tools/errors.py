@@ -55,5 +55,26 @@ class ToolUnavailable(ToolError):
         )
 
 
+class NotApproved(ToolError):
+    """The call needed a person's approval and did not get it."""
+
+    def __init__(self, tool_name: str, kind: str, message: str) -> None:
+        self.tool_name = tool_name
+        self.kind = kind
+        super().__init__(message)
+
+    @classmethod
+    def nobody_to_ask(cls, tool_name: str) -> NotApproved:
+        return cls(
+            tool_name,
+            "NeedsConfirmation",
+            f"{tool_name} needs a person's confirmation, and nobody can be asked here.",
+        )
+
+    @classmethod
+    def declined(cls, tool_name: str) -> NotApproved:
+        return cls(tool_name, "NotConfirmed", f"The person declined to run {tool_name}.")
+
+
 class ToolDefinitionError(Exception):
     """A tool is defined wrongly (bad signature, duplicate name). Raised at start-up."""

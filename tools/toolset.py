@@ -1,14 +1,15 @@
-"""What the agent loop needs from a collection of tools, and thin policy wrappers over one.
+"""What the agent loop needs from a collection of tools.
 
 A toolset is asked twice: ``list_tools`` for what the model is offered, and ``get_tool``
 again when the model calls one. Wrappers answer both the same way, so a tool that was never
-offered (hallucinated, injected, switched off mid-turn) cannot run.
+offered (hallucinated, injected, switched off mid-turn) cannot run. The wrappers: the role
+policy (``permissions/policy.py``), a person's approval (``tools/approval.py``) and who the
+call runs for (``tools/call_context.py``).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from tools.definition import Tool
@@ -23,33 +24,6 @@ class Toolset(Protocol):
     async def get_tool(self, name: str) -> Tool:
         """The tool to run for a call, or raise :class:`ToolUnavailable`."""
         ...
-
-
-Predicate = Callable[[Tool], bool | Awaitable[bool]]
-
-
-class FilteredToolset:
-    """Only the tools ``allow`` accepts, both when listing and when running."""
-
-    def __init__(self, inner: Toolset, allow: Predicate, reason: str = "") -> None:
-        self.inner = inner
-        self.allow = allow
-        self.reason = reason
-
-    async def _allowed(self, tool: Tool) -> bool:
-        verdict = self.allow(tool)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
-        return bool(verdict)
-
-    async def list_tools(self) -> Sequence[Tool]:
-        return [t for t in await self.inner.list_tools() if await self._allowed(t)]
-
-    async def get_tool(self, name: str) -> Tool:
-        tool = await self.inner.get_tool(name)
-        if not await self._allowed(tool):
-            raise ToolUnavailable.forbidden(name, self.reason)
-        return tool
 
 
 class StaticToolset:

@@ -11,14 +11,12 @@ from bot.agent.events import (
     TurnFinished,
     fan_out,
 )
-from bot.agent.execution import Approver
 from bot.agent.loop import LoopSettings, run_turn
 from bot.agent.messages import repair
 from bot.agent.result import CallOutcome, StopReason, ToolExecution, TurnResult
 
 __all__ = [
     "AgentEvent",
-    "Approver",
     "CallOutcome",
     "LoopSettings",
     "Observer",

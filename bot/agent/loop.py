@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, RoundStarted, TextDelta, TurnFinished, notify
-from bot.agent.execution import Approver, ExecutionSettings, execute_round, not_run
+from bot.agent.execution import ExecutionSettings, execute_round, not_run
 from bot.agent.journal import Journal, resume_from
 from bot.agent.messages import Message, assistant_message, repair, system_message, tool_message
 from bot.agent.messages import user_message as make_user_message
@@ -81,7 +81,6 @@ class _Turn:
         toolset: Toolset,
         observer: Observer | None,
         cancel: asyncio.Event | None,
-        approver: Approver | None,
         journal: Journal | None = None,
         context: str = "",
     ) -> None:
@@ -92,7 +91,6 @@ class _Turn:
         self.toolset = toolset
         self.observer = observer
         self.cancel = cancel
-        self.approver = approver
         self.journal = journal
         self.new: list[Message] = []
         self.executions: list[ToolExecution] = []
@@ -166,7 +164,6 @@ class _Turn:
             self.execution_settings,
             round_number=self.rounds,
             observer=self.observer,
-            approver=self.approver,
             cancel=self.cancel,
             on_executed=self._record_execution,
         )
@@ -264,7 +261,6 @@ async def run_turn(
     *,
     observer: Observer | None = None,
     cancel: asyncio.Event | None = None,
-    approver: Approver | None = None,
     journal: Journal | None = None,
     resume: Sequence[Message] = (),
     context: str = "",
@@ -280,7 +276,7 @@ async def run_turn(
     the calls whose results were not saved.
     """
     first = make_user_message(user_message) if isinstance(user_message, str) else user_message
-    turn = _Turn(model, settings, history, toolset, observer, cancel, approver, journal, context)
+    turn = _Turn(model, settings, history, toolset, observer, cancel, journal, context)
     with rounds_context():
         result = await turn.run(first, resume)
     await notify(observer, TurnFinished(result))

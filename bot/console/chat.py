@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
-from bot.agent.execution import Approver
 from bot.agent.loop import run_turn
 from bot.config import ConfigError
+from bot.console.approval import console_approver
 from bot.console.asker import ConsoleAsker
 from bot.console.display import ConsoleDisplay
 from bot.console.lines import LineReader
@@ -21,8 +20,8 @@ from bot.process.services import Services
 from bot.turn.model import ThreadKey
 from permissions.policy import Person
 from permissions.sources import role_names
+from tools.approval import ApprovalToolset
 from tools.call_context import Requester, for_requester
-from tools.definition import Tool
 from tools.toolset import Toolset
 
 CONSOLE_TEAM = "console"
@@ -68,11 +67,12 @@ async def run_chat(
     display = ConsoleDisplay(stdout, stderr)
     interactive = stdin.isatty()
     lines = LineReader(stdin)
-    approver = _approver(interactive, options.yes, lines, stderr)
-    # Tools run for the console's person; MCP questions are asked here on a terminal only.
+    # Calls that need approval are asked for here; tools run for the console's person, and
+    # MCP questions are asked here on a terminal only.
+    approved = ApprovalToolset(allowed, console_approver(interactive, options.yes, lines, stderr))
     asker = ConsoleAsker(lines, stderr) if interactive else None
     toolset = for_requester(
-        allowed,
+        approved,
         Requester(CONSOLE_TEAM, options.user or "console", CONSOLE_CHANNEL, options.thread, asker),
     )
     if interactive:
@@ -101,7 +101,6 @@ async def run_chat(
                 toolset,
                 observer=display,
                 cancel=cancel,
-                approver=approver,
             )
         if result.new_messages:
             await store.append(key, result.new_messages)
@@ -122,25 +121,6 @@ async def _prompts(lines: LineReader, stderr: TextIO, interactive: bool) -> Asyn
         text = line.strip()
         if text:
             yield text
-
-
-def _approver(interactive: bool, yes: bool, lines: LineReader, stderr: TextIO) -> Approver | None:
-    if yes:
-
-        async def approve_all(tool: Tool, arguments: dict[str, Any]) -> bool:
-            return True
-
-        return approve_all
-    if not interactive:
-        return None  # nobody to ask: tools that need confirmation are refused
-
-    async def ask(tool: Tool, arguments: dict[str, Any]) -> bool:
-        stderr.write(f"  ? run {tool.name} {json.dumps(arguments)} [y/N] ")
-        stderr.flush()
-        answer = await lines.readline()
-        return answer.strip().lower() in ("y", "yes")
-
-    return ask
 
 
 @contextlib.contextmanager

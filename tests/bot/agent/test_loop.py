@@ -25,7 +25,7 @@ from bot.agent import (
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import Price
 from tests.fakes.llm_server import FakeLLM, Reply, calls, error, text, tool_results
-from tools import StaticToolset, Tool, ToolError, tool
+from tools import ApprovalToolset, StaticToolset, Tool, ToolError, tool
 
 MakeModel = Callable[..., OpenAIChatModel]
 
@@ -525,6 +525,8 @@ async def test_an_observer_that_raises_cannot_break_the_turn(
 
 
 async def test_tools_needing_confirmation(fake_llm: FakeLLM, make_model: MakeModel) -> None:
+    """Approval is a wrapper toolset; a call whose tool still needs it when it reaches the
+    loop (no wrapper stood in front of it) is refused: the loop fails closed."""
     ran: list[str] = []
 
     @tool(confirm=True)
@@ -533,11 +535,10 @@ async def test_tools_needing_confirmation(fake_llm: FakeLLM, make_model: MakeMod
         ran.append(item)
         return "ordered"
 
-    toolset = StaticToolset([place_order])
-
-    async def decline(t: Tool, arguments: dict[str, Any]) -> bool:
+    async def only_ok(t: Tool, arguments: dict[str, Any]) -> bool:
         return bool(arguments["item"] == "ok")
 
+    asked = ApprovalToolset(StaticToolset([place_order]), only_ok)
     fake_llm.add(
         calls(("place_order", {"item": "no"}, "a")),
         text("declined"),
@@ -546,9 +547,9 @@ async def test_tools_needing_confirmation(fake_llm: FakeLLM, make_model: MakeMod
         calls(("place_order", {"item": "x"}, "c")),
         text("nobody asked"),
     )
-    first = await run_turn(make_model(), SETTINGS, [], "order", toolset, approver=decline)
-    second = await run_turn(make_model(), SETTINGS, [], "order", toolset, approver=decline)
-    third = await run_turn(make_model(), SETTINGS, [], "order", toolset)
+    first = await run_turn(make_model(), SETTINGS, [], "order", asked)
+    second = await run_turn(make_model(), SETTINGS, [], "order", asked)
+    third = await run_turn(make_model(), SETTINGS, [], "order", StaticToolset([place_order]))
     assert first.executions[0].error == "NotConfirmed"
     assert second.executions[0].ok
     assert third.executions[0].error == "NeedsConfirmation"
