@@ -1,23 +1,23 @@
-"""One MCP server: a long-lived task owns its session, keeps its tool list, and reconnects.
+"""Supervision of one MCP server: a long-lived owner task keeps its session up, its tool
+list current, and reconnects.
 
 The owner task starts the transport (stdio program, streamable HTTP, or SSE; a URL without a
-``transport`` tries streamable HTTP and falls back to SSE), initializes and lists the tools.
-Start-up is never cut short: a slow server keeps starting, and its tools appear when it is
-ready (``connect_timeout_s`` only bounds how long the bot's start waits for it). Then it
-waits: ``tools/list_changed`` re-lists; a quiet connection is pinged every
-``ping_interval_s``.
+``transport`` tries streamable HTTP and falls back to SSE), initializes and lists the tools
+(``tools/mcp/listing.py``). Start-up is never cut short: a slow server keeps starting, and
+its tools appear when it is ready (``connect_timeout_s`` only bounds how long the bot's
+start waits for it). Then it waits: ``tools/list_changed`` re-lists; a quiet connection is
+pinged every ``ping_interval_s``.
 
 A dead server is noticed at once when its stream ends (a stdio program exited) or a call
-finds the connection closed: its tools leave the offer at once, a call that still arrives
-for one of them is answered "unavailable", and reconnection starts at once, with backoff
-(0.5 s doubling to ``reconnect_max_s``) after repeated failures. An HTTP server that cannot
-be reached is probed every half second, so its tools return as soon as it is back. One log
-line per outage; the program's stderr is logged line by line under its name, once per
-outage while it keeps failing.
+finds the connection closed (:meth:`Supervisor.mark_broken`): its tools leave the offer at
+once, and reconnection starts at once, with backoff (0.5 s doubling to ``reconnect_max_s``)
+after repeated failures. An HTTP server that cannot be reached is probed every half second,
+so its tools return as soon as it is back. One log line per outage; the program's stderr is
+logged line by line under its name, once per outage while it keeps failing.
 
-The client introduces itself with the bot's name and version and offers elicitation (asking
-the person a tool runs for), sampling (for servers with ``sampling: true``) and progress.
-Calls run in the callers' tasks on the owner's session.
+The client introduces itself with the bot's name and version and offers what
+``tools/mcp/server_requests.py`` serves: elicitation, sampling (for servers with
+``sampling: true``) and progress.
 """
 
 from __future__ import annotations
@@ -31,28 +31,16 @@ from typing import Any
 
 import anyio
 import mcp_types
-from mcp.client.session import ClientRequestContext, ClientSession
-from mcp.shared.exceptions import MCPError
+from mcp.client.session import ClientSession
 
 from tools.definition import Tool
-from tools.errors import ToolError
 from tools.mcp.config import McpServerConfig, Transport
-from tools.mcp.elicitation import elicit_result, question_for
+from tools.mcp.failures import could_not_connect, describe, refused_over_http
 from tools.mcp.identity import client_info
-from tools.mcp.remote_tools import needs_tasks, wrap_tool
-from tools.mcp.results import render_contents, render_result
-from tools.mcp.running import RunningCalls
-from tools.mcp.sampling import (
-    Sampler,
-    SamplingRequest,
-    capped_tokens,
-    chat_messages,
-    create_message_result,
-)
+from tools.mcp.listing import ToolListing
+from tools.mcp.server_requests import ServerRequests
 from tools.mcp.stderr import ServerStderr, server_log
 from tools.mcp.transports import WatchedReadStream, open_transport, reachable
-from tools.patterns import matches
-from tools.questions import Answer
 
 log = logging.getLogger(__name__)
 
@@ -69,27 +57,23 @@ _LOG_LEVELS = {
 }
 
 
-class McpUnavailable(ToolError):
-    kind = "McpServerUnavailable"
-
-
-class McpConnection:
+class Supervisor:
     def __init__(
         self,
         name: str,
         config: McpServerConfig,
+        listing: ToolListing,
+        requests: ServerRequests,
         *,
-        reconnect_max_s: float = 30.0,
-        on_change: Callable[[], None] | None = None,
-        sampler: Sampler | None = None,
-        elicitation_timeout_s: float = 300.0,
+        reconnect_max_s: float,
+        on_change: Callable[[], None] | None,
     ) -> None:
         self.name = name
         self.config = config
+        self.listing = listing
+        self.requests = requests
         self.reconnect_max_s = reconnect_max_s
         self.on_change = on_change
-        self.sampler = sampler
-        self.elicitation_timeout_s = elicitation_timeout_s
         self.tools: dict[str, Tool] = {}  # offered now, by the name the model sees
         self.known: dict[str, Tool] = {}  # as last listed: a call while away is "unavailable"
         self.connected = asyncio.Event()
@@ -99,22 +83,13 @@ class McpConnection:
         self.starting_since: float | None = None  # monotonic time the running attempt began
         self.kind: Transport = config.kind
         self.stderr = ServerStderr(name)
-        self._session: ClientSession | None = None
+        self.session: ClientSession | None = None  # the live session calls are made on
         self._broken: str | None = None  # why the live session is known to be dead
         self._wake = asyncio.Event()
         self._relist = False
         self._unreachable = False  # the last attempt could not even connect (HTTP)
-        self._warned_tasks: set[str] = set()
-        self._calls = RunningCalls()
         self._task: asyncio.Task[None] | None = None
         self._scope: anyio.CancelScope | None = None
-
-    @property
-    def source(self) -> str:
-        return f"mcp {self.name}"
-
-    def unavailable(self) -> McpUnavailable:
-        return McpUnavailable(f"The MCP server {self.name} is unavailable right now.")
 
     def start(self) -> None:
         if self._task is None:
@@ -134,8 +109,6 @@ class McpConnection:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
         self._task = None
-
-    # --- the owner task ------------------------------------------------------------------
 
     async def _own(self) -> None:
         with anyio.CancelScope() as scope:
@@ -170,12 +143,12 @@ class McpConnection:
                 if first_failure is not None:
                     reason = f"neither streamable HTTP ({first_failure}) nor SSE ({reason})"
                     self.kind, first_failure = "streamable_http", None
-                elif not was_up and self.kind == "streamable_http" and _refused_over_http(exc):
+                elif not was_up and self.kind == "streamable_http" and refused_over_http(exc):
                     reason += "; if the URL is an SSE server, set `transport: sse`"
-                self._unreachable = _could_not_connect(exc)
+                self._unreachable = could_not_connect(exc)
                 self._went_down(reason)
             finally:
-                self._session = None
+                self.session = None
                 self.starting_since = None
                 self.connected.clear()
             self.tried.set()
@@ -195,15 +168,15 @@ class McpConnection:
                 message_handler=self._on_message,
                 logging_callback=self._on_log,
                 client_info=client_info(),
-                sampling_callback=self._sample if self.config.sampling and self.sampler else None,
-                elicitation_callback=self._elicit,
+                sampling_callback=self.requests.sampling_callback(),
+                elicitation_callback=self.requests.elicit,
             ) as session:
                 yield session
 
     async def _start_session(self, session: ClientSession) -> None:
         """Initialize and list, however long the server takes to start."""
         await session.initialize()
-        self._session = session  # a call that arrives with the listing finds it
+        self.session = session  # a call that arrives with the listing finds it
         await self._list(session)
         self.starting_since = None
         was_down = self.last_error is not None
@@ -227,7 +200,7 @@ class McpConnection:
         return (
             self.config.transport is None
             and self.kind == "streamable_http"
-            and _refused_over_http(exc)
+            and refused_over_http(exc)
         )
 
     async def _pause(self, delay: float) -> None:
@@ -269,13 +242,13 @@ class McpConnection:
 
     def _stream_ended(self) -> None:
         """The server's side of the connection ended: it is dead, now."""
-        self._mark_broken("the connection closed")
+        self.mark_broken("the connection closed")
 
-    def _mark_broken(self, reason: str) -> None:
-        if self._session is None or self._broken is not None:
+    def mark_broken(self, reason: str) -> None:
+        if self.session is None or self._broken is not None:
             return
         self._broken = reason
-        self._session = None
+        self.session = None
         self.connected.clear()
         self._offline()
         self._wake.set()
@@ -313,38 +286,7 @@ class McpConnection:
         server_log.log(level, "%s%s: %s", self.name, where, params.data)
 
     async def _list(self, session: ClientSession) -> None:
-        listed: list[Any] = []
-        cursor: str | None = None
-        while True:
-            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            listed.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        tools: dict[str, Tool] = {}
-        for remote in listed:
-            if not matches(self.config.allow, remote.name) or matches(
-                self.config.deny, remote.name
-            ):
-                continue
-            if needs_tasks(remote):
-                if remote.name not in self._warned_tasks:
-                    self._warned_tasks.add(remote.name)
-                    log.warning(
-                        "MCP server %s: the tool %s runs only as a task, which this bot does "
-                        "not support; leaving it out",
-                        self.name,
-                        remote.name,
-                    )
-                continue
-            tool = wrap_tool(
-                remote, self.config.prefix, self.config.call_timeout_s, self.source, self.call
-            )
-            if tool.name in tools:
-                log.warning("MCP server %s lists %s twice; keeping the first", self.name, tool.name)
-                continue
-            tools[tool.name] = tool
+        tools = await self.listing.tools(session)
         self.tools = tools
         self.known = dict(tools)
         self._changed()
@@ -352,154 +294,3 @@ class McpConnection:
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
-
-    # --- calls ---------------------------------------------------------------------------
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> str:
-        session = self._session
-        if session is None:
-            raise self.unavailable()
-        with self._calls.running(tool) as running:
-            scope = running.scope
-            try:
-                result = await session.call_tool(
-                    tool, arguments, progress_callback=scope.progress if scope else None
-                )
-            except Exception as exc:
-                raise self._call_failed(exc) from None
-        return render_result(result, self.name)
-
-    async def read_resource(self, uri: str) -> str:
-        session = self._session
-        if session is None:
-            raise self.unavailable()
-        try:
-            result = await session.read_resource(uri)
-        except Exception as exc:
-            raise self._call_failed(exc) from None
-        return render_contents(result.contents)
-
-    def _call_failed(self, exc: Exception) -> ToolError:
-        """What a request that raised ``exc`` tells the model; a dead connection is marked
-        broken at once."""
-        if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
-            self._mark_broken(f"a call found the connection closed ({exc.message})")
-            return self.unavailable()
-        if isinstance(exc, MCPError):
-            return ToolError(f"The MCP server {self.name} refused the call: {exc.message}")
-        if _is_transport_failure(exc):
-            self._mark_broken(f"a call failed: {describe(exc)}")
-            return self.unavailable()
-        if isinstance(exc, RuntimeError):  # e.g. a result that breaks its output schema
-            return ToolError(f"The MCP server {self.name} returned a bad result: {exc}")
-        raise exc
-
-    # --- requests from the server --------------------------------------------------------
-
-    async def _sample(
-        self, context: ClientRequestContext, params: mcp_types.CreateMessageRequestParams
-    ) -> mcp_types.CreateMessageResult | mcp_types.ErrorData:
-        running = self._calls.asking()
-        if running is None or running.requester is None or self.sampler is None:
-            log.info("MCP server %s asked for sampling outside a person's tool call", self.name)
-            return mcp_types.ErrorData(
-                code=mcp_types.INVALID_REQUEST,
-                message="Sampling is only served during a tool call a person started.",
-            )
-        if params.tools:
-            return mcp_types.ErrorData(
-                code=mcp_types.INVALID_REQUEST, message="Sampling with tools is not supported."
-            )
-        request = SamplingRequest(
-            server=self.name,
-            tool=running.tool,
-            requester=running.requester,
-            messages=chat_messages(params),
-            max_tokens=capped_tokens(params.max_tokens, self.config.sampling_max_tokens),
-            temperature=params.temperature,
-        )
-        try:
-            reply = await self.sampler.sample(request)
-        except Exception as exc:
-            log.warning("sampling for MCP server %s failed: %s", self.name, describe(exc))
-            return mcp_types.ErrorData(
-                code=mcp_types.INTERNAL_ERROR, message=f"The model could not answer: {exc}"
-            )
-        return create_message_result(reply)
-
-    async def _elicit(
-        self, context: ClientRequestContext, params: Any
-    ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
-        url_mode = isinstance(params, mcp_types.ElicitRequestURLParams)
-        running = self._calls.asking()
-        asker = running.requester.asker if running and running.requester else None
-        if running is None or asker is None:
-            log.info("MCP server %s asked a question, but nobody can be asked; declined", self.name)
-            return elicit_result(Answer.declined(), url_mode)
-        question = question_for(self.name, params, self.elicitation_timeout_s)
-        scope = running.scope
-        task = asyncio.ensure_future(asker.ask(question))
-        running.asks.add(task)
-        try:
-            with scope.clock_stopped() if scope else contextlib.nullcontext():
-                answer = await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise
-            answer = Answer("cancel")  # the tool call ended while the person was asked
-        except Exception as exc:
-            log.warning("asking for MCP server %s failed: %s", self.name, describe(exc))
-            answer = Answer.declined()
-        finally:
-            running.asks.discard(task)
-            if not task.done():
-                task.cancel()
-        return elicit_result(answer, url_mode)
-
-
-def describe(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
-
-
-def _refused_over_http(exc: BaseException) -> bool:
-    """The server answered, but not as a streamable HTTP MCP server (404, 405, ...)."""
-    if _could_not_connect(exc):
-        return False
-    return any(
-        isinstance(item, MCPError) and item.code != mcp_types.CONNECTION_CLOSED
-        for item in _nested(exc)
-    )
-
-
-def _could_not_connect(exc: BaseException) -> bool:
-    """Whether nothing answered at the server's address (refused, no route, bad name)."""
-    return any(
-        isinstance(item, ConnectionRefusedError) or "ConnectError" in type(item).__name__
-        for item in _nested(exc)
-    )
-
-
-def _nested(exc: BaseException) -> list[BaseException]:
-    """``exc`` and every exception inside its groups, causes and contexts."""
-    found: list[BaseException] = []
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        item = todo.pop()
-        if item is None or any(item is seen for seen in found):
-            continue
-        found.append(item)
-        if isinstance(item, BaseExceptionGroup):
-            todo.extend(item.exceptions)
-        todo.extend((item.__cause__, item.__context__))
-    return found
-
-
-def _is_transport_failure(exc: BaseException) -> bool:
-    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | OSError):
-        return True
-    name = type(exc).__name__
-    return "Connect" in name or "Transport" in name or "Network" in name or "Closed" in name
