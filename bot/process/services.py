@@ -14,13 +14,13 @@ from bot.llm.pricing import price_for
 from bot.observability.logs import REDACTOR
 from bot.observability.secrets import configured_secrets
 from bot.process.state import State, open_state
-from bot.sampling import ModelSampler
 from permissions.policy import Policy
 from permissions.resolver import RoleResolver
 from permissions.validation import role_errors, unmatched_patterns
 from tools.errors import ToolDefinitionError
 from tools.mcp.config import McpConfig
 from tools.mcp.manager import McpManager, McpNameClash
+from tools.mcp.model_sampler import ModelSampler
 from tools.mcp.resource_tool import resource_tool
 from tools.mcp.servers_file import (
     ServersFileError,
