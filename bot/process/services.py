@@ -5,22 +5,26 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.agent.loop import LoopSettings
 from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.config.requirements import Command, missing_message, missing_settings
 from bot.llm.client import OpenAIChatModel
-from bot.llm.pricing import price_for
+from bot.llm.pricing import Price, cost_of, price_for
+from bot.llm.usage import Usage
 from bot.observability.logs import REDACTOR
 from bot.observability.secrets import configured_secrets
 from bot.process.state import State, open_state
-from bot.sampling import ModelSampler
+from bot.state.audit import AuditEntry
 from permissions.policy import Policy
 from permissions.resolver import RoleResolver
 from permissions.validation import role_errors, unmatched_patterns
+from tools.call_context import Requester
 from tools.errors import ToolDefinitionError
 from tools.mcp.config import McpConfig
 from tools.mcp.manager import McpManager, McpNameClash
+from tools.mcp.model_sampler import ModelSampler
 from tools.mcp.resource_tool import resource_tool
 from tools.mcp.servers_file import (
     ServersFileError,
@@ -153,5 +157,18 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     policy = Policy(config.roles, resolver, state.switches)
     settings = loop_settings(config)
     # MCP servers with `sampling: true` are answered by the bot's own model.
-    tools.mcp.use_sampler(ModelSampler(model, settings.price, state.usage, state.audit))
+    tools.mcp.use_sampler(model_sampler(model, settings.price, state))
     return Services(config, environment, tools, model, settings, state, policy)
+
+
+def model_sampler(model: OpenAIChatModel, price: Price | None, state: State) -> ModelSampler[Usage]:
+    """MCP sampling answered by ``model``: the tokens priced and counted in the person's
+    usage (``turns=0``: spent outside a turn's own model calls), each request audited."""
+
+    async def count_tokens(who: Requester, usage: Usage) -> None:
+        await state.usage.record(who.team, who.user, usage, cost_of(usage, price), turns=0)
+
+    async def audit(**entry: Any) -> None:
+        await state.audit.add(AuditEntry(**entry))
+
+    return ModelSampler(model, count_tokens, audit)

@@ -3,7 +3,8 @@
 Served only for servers with ``sampling: true``, only while a tool call a person started
 is running (so the tokens are counted for someone), with the request's ``maxTokens``
 lowered to the server's ``sampling_max_tokens``. The bot answers with its own model
-(``bot/sampling.py``), counts the tokens in the person's usage and audits the request.
+(``tools/mcp/model_sampler.py``), counts the tokens in the person's usage and audits the
+request.
 Images and audio in the request are described in words, not sent.
 """
 

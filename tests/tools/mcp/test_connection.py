@@ -78,7 +78,7 @@ async def test_discovery_over_stdio(connect: Connect, caplog: pytest.LogCaptureF
 async def test_a_tool_that_runs_only_as_a_task_is_left_out_with_one_warning(
     connect: Connect, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="tools.mcp.connection")
+    caplog.set_level(logging.WARNING, logger="tools.mcp")
     connection = await connect(stdio())
     assert "batch_export" not in connection.tools
     await connection.tools["add_tool"].invoke({"name": "task_free"})  # the server re-lists
@@ -123,7 +123,7 @@ async def test_an_sse_server(connect: Connect, sse_mcp_server: HttpMcpServer) ->
 async def test_a_url_without_a_transport_falls_back_to_sse(
     connect: Connect, sse_mcp_server: HttpMcpServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="tools.mcp.connection")
+    caplog.set_level(logging.INFO, logger="tools.mcp")
     connection = await connect(McpServerConfig(url=sse_mcp_server.url, **FAST))
     assert connection.kind == "sse"
     assert await connection.tools["lookup_stock"].invoke({"item": "rice"}) == "rice: 12 bags"
@@ -227,7 +227,7 @@ async def test_a_server_killed_mid_call_is_unavailable_at_once_and_comes_back(
     connect: Connect, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     """The default ping interval (15 s): the closed stream is what gives it away."""
-    caplog.set_level(logging.INFO, logger="tools.mcp.connection")
+    caplog.set_level(logging.INFO, logger="tools.mcp")
     starts = tmp_path / "starts"
     config = stdio(ping_interval_s=15, call_timeout_s=30, env={"WAREHOUSE_STARTS": str(starts)})
     connection = await connect(config)
@@ -272,7 +272,7 @@ async def test_a_killed_quiet_stdio_server_leaves_the_offer_at_once(connect: Con
 async def test_a_killed_http_server_returns_within_two_seconds_of_being_back(
     connect: Connect, http_mcp_server: HttpMcpServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="tools.mcp.connection")
+    caplog.set_level(logging.INFO, logger="tools.mcp")
     connection = await connect(
         McpServerConfig(url=http_mcp_server.url, connect_timeout_s=10), reconnect_max_s=30
     )

@@ -1,0 +1,68 @@
+"""A server's tool list as the tools offered to the model: every page of ``tools/list``,
+kept to the server's ``allow`` and ``deny`` lists, each wrapped as a :class:`Tool` whose
+invocation calls the server; a tool that runs only as a task is left out (one warning per
+tool), and a name listed twice keeps its first tool.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types
+from mcp.client.session import ClientSession
+
+from tools.definition import Tool
+from tools.mcp.config import McpServerConfig
+from tools.mcp.remote_tools import Call, needs_tasks, wrap_tool
+from tools.patterns import matches
+
+log = logging.getLogger(__name__)
+
+
+class ToolListing:
+    def __init__(self, name: str, config: McpServerConfig, call: Call) -> None:
+        self.name = name
+        self.config = config
+        self.call = call  # what an offered tool's invocation runs
+        self._warned_tasks: set[str] = set()
+
+    @property
+    def source(self) -> str:
+        return f"mcp {self.name}"
+
+    async def tools(self, session: ClientSession) -> dict[str, Tool]:
+        """The tools to offer, by the name the model sees."""
+        listed: list[Any] = []
+        cursor: str | None = None
+        while True:
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        tools: dict[str, Tool] = {}
+        for remote in listed:
+            if not matches(self.config.allow, remote.name) or matches(
+                self.config.deny, remote.name
+            ):
+                continue
+            if needs_tasks(remote):
+                if remote.name not in self._warned_tasks:
+                    self._warned_tasks.add(remote.name)
+                    log.warning(
+                        "MCP server %s: the tool %s runs only as a task, which this bot does "
+                        "not support; leaving it out",
+                        self.name,
+                        remote.name,
+                    )
+                continue
+            tool = wrap_tool(
+                remote, self.config.prefix, self.config.call_timeout_s, self.source, self.call
+            )
+            if tool.name in tools:
+                log.warning("MCP server %s lists %s twice; keeping the first", self.name, tool.name)
+                continue
+            tools[tool.name] = tool
+        return tools

@@ -1,0 +1,296 @@
+"""Supervision of one MCP server: a long-lived owner task keeps its session up, its tool
+list current, and reconnects.
+
+The owner task starts the transport (stdio program, streamable HTTP, or SSE; a URL without a
+``transport`` tries streamable HTTP and falls back to SSE), initializes and lists the tools
+(``tools/mcp/listing.py``). Start-up is never cut short: a slow server keeps starting, and
+its tools appear when it is ready (``connect_timeout_s`` only bounds how long the bot's
+start waits for it). Then it waits: ``tools/list_changed`` re-lists; a quiet connection is
+pinged every ``ping_interval_s``.
+
+A dead server is noticed at once when its stream ends (a stdio program exited) or a call
+finds the connection closed (:meth:`Supervisor.mark_broken`): its tools leave the offer at
+once, and reconnection starts at once, with backoff (0.5 s doubling to ``reconnect_max_s``)
+after repeated failures. An HTTP server that cannot be reached is probed every half second,
+so its tools return as soon as it is back. One log line per outage; the program's stderr is
+logged line by line under its name, once per outage while it keeps failing.
+
+The client introduces itself with the bot's name and version and offers what
+``tools/mcp/server_requests.py`` serves: elicitation, sampling (for servers with
+``sampling: true``) and progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import mcp_types
+from mcp.client.session import ClientSession
+
+from tools.definition import Tool
+from tools.mcp.config import McpServerConfig, Transport
+from tools.mcp.failures import could_not_connect, describe, refused_over_http
+from tools.mcp.identity import client_info
+from tools.mcp.listing import ToolListing
+from tools.mcp.server_requests import ServerRequests
+from tools.mcp.stderr import ServerStderr, server_log
+from tools.mcp.transports import WatchedReadStream, open_transport, reachable
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START_S = 0.5
+PROBE_S = 0.5  # an unreachable HTTP server is looked for this often
+PING_TIMEOUT_S = 10.0
+LIST_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+}
+
+
+class Supervisor:
+    def __init__(
+        self,
+        name: str,
+        config: McpServerConfig,
+        listing: ToolListing,
+        requests: ServerRequests,
+        *,
+        reconnect_max_s: float,
+        on_change: Callable[[], None] | None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.listing = listing
+        self.requests = requests
+        self.reconnect_max_s = reconnect_max_s
+        self.on_change = on_change
+        self.tools: dict[str, Tool] = {}  # offered now, by the name the model sees
+        self.known: dict[str, Tool] = {}  # as last listed: a call while away is "unavailable"
+        self.connected = asyncio.Event()
+        self.tried = asyncio.Event()  # set once the first attempt has succeeded or failed
+        self.last_error: str | None = None
+        self.failures = 0  # attempts that failed since it was last up
+        self.starting_since: float | None = None  # monotonic time the running attempt began
+        self.kind: Transport = config.kind
+        self.stderr = ServerStderr(name)
+        self.session: ClientSession | None = None  # the live session calls are made on
+        self._broken: str | None = None  # why the live session is known to be dead
+        self._wake = asyncio.Event()
+        self._relist = False
+        self._unreachable = False  # the last attempt could not even connect (HTTP)
+        self._task: asyncio.Task[None] | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._own(), name=f"mcp-{self.name}")
+
+    async def stop(self) -> None:
+        """End the session cleanly: the SDK's shielded shutdown stops a stdio server's
+        process (a native task.cancel() could leave it running), then the task ends."""
+        if self._task is None:
+            return
+        if self._scope is not None:
+            self._scope.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_TIMEOUT_S)
+        except (TimeoutError, asyncio.CancelledError, Exception):
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self._task = None
+
+    async def _own(self) -> None:
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            await self._connect_forever()
+
+    async def _connect_forever(self) -> None:
+        delay = 0.0
+        first_failure: str | None = None  # the streamable HTTP attempt before an SSE one
+        while True:
+            was_up = False
+            try:
+                async with self._session_over(self.kind) as session:
+                    await self._start_session(session)
+                    was_up = True
+                    first_failure = None
+                    await self._serve(session)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # anyio wraps failures in exception groups
+                if not isinstance(exc, Exception):
+                    raise
+                reason = describe(exc)
+                if not was_up and self._may_fall_back(exc):
+                    log.info(
+                        "MCP server %s: no streamable HTTP at its URL (%s); trying SSE",
+                        self.name,
+                        reason,
+                    )
+                    self.kind, first_failure = "sse", reason
+                    continue
+                if first_failure is not None:
+                    reason = f"neither streamable HTTP ({first_failure}) nor SSE ({reason})"
+                    self.kind, first_failure = "streamable_http", None
+                elif not was_up and self.kind == "streamable_http" and refused_over_http(exc):
+                    reason += "; if the URL is an SSE server, set `transport: sse`"
+                self._unreachable = could_not_connect(exc)
+                self._went_down(reason)
+            finally:
+                self.session = None
+                self.starting_since = None
+                self.connected.clear()
+            self.tried.set()
+            delay = 0.0 if was_up else min(max(delay * 2, BACKOFF_START_S), self.reconnect_max_s)
+            await self._pause(delay)
+
+    @contextlib.asynccontextmanager
+    async def _session_over(self, kind: Transport) -> AsyncIterator[ClientSession]:
+        self._broken = None
+        self.stderr.last_lines.clear()
+        self.starting_since = time.monotonic()
+        async with open_transport(self.config, kind, self.stderr) as (read, write):
+            watched = WatchedReadStream(read, self._stream_ended)
+            async with ClientSession(
+                watched,
+                write,
+                message_handler=self._on_message,
+                logging_callback=self._on_log,
+                client_info=client_info(),
+                sampling_callback=self.requests.sampling_callback(),
+                elicitation_callback=self.requests.elicit,
+            ) as session:
+                yield session
+
+    async def _start_session(self, session: ClientSession) -> None:
+        """Initialize and list, however long the server takes to start."""
+        await session.initialize()
+        self.session = session  # a call that arrives with the listing finds it
+        await self._list(session)
+        self.starting_since = None
+        was_down = self.last_error is not None
+        self.last_error = None
+        self.failures = 0
+        self._unreachable = False
+        self.stderr.quiet = False
+        self.connected.set()
+        self.tried.set()
+        log.info(
+            "MCP server %s %s (%s): %d tools",
+            self.name,
+            "is back" if was_down else "connected",
+            self.kind,
+            len(self.tools),
+        )
+
+    def _may_fall_back(self, exc: BaseException) -> bool:
+        """A URL without an explicit transport whose streamable HTTP start was refused at the
+        HTTP level (404, 405, ...) is tried over SSE, as the MCP spec suggests."""
+        return (
+            self.config.transport is None
+            and self.kind == "streamable_http"
+            and refused_over_http(exc)
+        )
+
+    async def _pause(self, delay: float) -> None:
+        """Wait before the next attempt; an unreachable HTTP server is probed meanwhile, so
+        the attempt starts as soon as it accepts connections again."""
+        if delay <= 0:
+            return
+        if not (self._unreachable and self.config.url is not None):
+            await asyncio.sleep(delay)
+            return
+        deadline = time.monotonic() + delay
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(PROBE_S, left))
+            if await reachable(self.config.url):
+                return
+
+    def _went_down(self, reason: str) -> None:
+        if self.kind == "stdio" and self.stderr.last_words():
+            reason = f"{reason}; its last stderr line: {self.stderr.last_words()[:300]}"
+        first = self.last_error is None
+        self.last_error = reason
+        self.failures += 1
+        self.stderr.quiet = True  # its stderr while it keeps failing is not logged again
+        count = len(self.known)
+        self._offline()
+        if first:  # one line per outage, not one per retry
+            log.warning(
+                "MCP server %s is unavailable (%s); %d tools are offline until it is "
+                "back; reconnecting with backoff",
+                self.name,
+                reason,
+                count,
+            )
+
+    def _offline(self) -> None:
+        if self.tools:
+            self.tools = {}
+            self._changed()
+
+    def _stream_ended(self) -> None:
+        """The server's side of the connection ended: it is dead, now."""
+        self.mark_broken("the connection closed")
+
+    def mark_broken(self, reason: str) -> None:
+        if self.session is None or self._broken is not None:
+            return
+        self._broken = reason
+        self.session = None
+        self.connected.clear()
+        self._offline()
+        self._wake.set()
+
+    async def _serve(self, session: ClientSession) -> None:
+        while True:
+            woke = False
+            with anyio.move_on_after(self.config.ping_interval_s):
+                await self._wake.wait()
+                woke = True
+            self._wake.clear()
+            if self._broken is not None:
+                raise ConnectionError(self._broken)
+            if self._relist:
+                self._relist = False
+                with anyio.fail_after(LIST_TIMEOUT_S):
+                    await self._list(session)
+                log.info("MCP server %s changed its tools: %d now", self.name, len(self.tools))
+                continue
+            if not woke:
+                with anyio.fail_after(PING_TIMEOUT_S):
+                    await session.send_ping()
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._relist = True
+            self._wake.set()
+        elif isinstance(message, Exception):
+            log.debug("MCP server %s: transport error %s", self.name, describe(message))
+        await anyio.lowlevel.checkpoint()
+
+    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        level = _LOG_LEVELS.get(str(params.level), logging.ERROR)
+        where = f" [{params.logger}]" if params.logger else ""
+        server_log.log(level, "%s%s: %s", self.name, where, params.data)
+
+    async def _list(self, session: ClientSession) -> None:
+        tools = await self.listing.tools(session)
+        self.tools = tools
+        self.known = dict(tools)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
