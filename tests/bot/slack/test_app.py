@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import aiohttp
+import pytest
 from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
@@ -26,7 +27,65 @@ from tests.fakes.slack_harness import (
     mention,
     signed_headers,
 )
-from tests.waiting import until
+from tests.waiting import until, until_true
+
+INGRESS_LOG = "bot.slack.inbound.ingress"  # "not answering message <ts> ...: <reason>"
+REFUSED_LOG = "bot.slack.inbound.http"  # "refused a request without a valid Slack signature"
+SELF_EVENTS_LOG = "slack_bolt.IgnoringSelfEvents"  # Bolt's "Skipped self event: {...}"
+
+
+def hear_decisions(caplog: pytest.LogCaptureFixture) -> None:
+    """Capture the lines where the app decides a request gets no answer (some are DEBUG).
+
+    Called once the app is started: Bolt sets its loggers' levels when the app is built."""
+    for name in (INGRESS_LOG, REFUSED_LOG, SELF_EVENTS_LOG):
+        caplog.set_level(logging.DEBUG, logger=name)
+
+
+def not_answered(caplog: pytest.LogCaptureFixture, ts: str) -> list[str]:
+    """The reasons the ingress logged for not answering the message ``ts``: its decision,
+    taken before Slack got its ack."""
+    start = f"not answering message {ts} "
+    return [
+        line.split("): ", 1)[1]
+        for record in caplog.records
+        if record.name == INGRESS_LOG and (line := record.getMessage()).startswith(start)
+    ]
+
+
+def refusals(caplog: pytest.LogCaptureFixture) -> int:
+    """How many requests the HTTP layer refused for their signature (401)."""
+    return sum(
+        record.name == REFUSED_LOG and "without a valid Slack signature" in record.getMessage()
+        for record in caplog.records
+    )
+
+
+def skipped_as_own(caplog: pytest.LogCaptureFixture, ts: str) -> bool:
+    """Whether Bolt dropped the event of message ``ts`` as the bot's own, before any
+    listener."""
+    return any(
+        record.name == SELF_EVENTS_LOG
+        and record.getMessage().startswith("Skipped self event")
+        and f"'ts': '{ts}'" in record.getMessage()
+        for record in caplog.records
+    )
+
+
+async def queued(slack_app: SlackHarness) -> int:
+    """Turns in the queue's stream: accepted and not finished (a finished turn's entry is
+    deleted)."""
+    assert slack_app.services is not None
+    state = slack_app.services.state
+    return int(await state.client.xlen(state.keys.turns))
+
+
+async def drained(slack_app: SlackHarness) -> bool:
+    """Nothing queued and nothing read and unacknowledged: no turn left for any worker."""
+    assert slack_app.services is not None
+    return (
+        await queued(slack_app) == 0 and await slack_app.services.state.queue.pending_count() == 0
+    )
 
 
 async def test_a_mention_shows_status_then_answers_in_the_thread(slack_app: SlackHarness) -> None:
@@ -93,8 +152,11 @@ async def test_a_direct_message(slack_app: SlackHarness) -> None:
     assert answer.shown == "Hi Alice!"
 
 
-async def test_follow_ups_in_a_thread_the_bot_is_in(slack_app: SlackHarness) -> None:
+async def test_follow_ups_in_a_thread_the_bot_is_in(
+    slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     await slack_app.start()
+    hear_decisions(caplog)
     slack_app.llm.add(text("First answer."), text("Second answer."))
     await slack_app.post(slack_app.envelope(mention("first", "104.000001")))
     await slack_app.answered("C0CHAN", "104.000001")
@@ -109,24 +171,37 @@ async def test_follow_ups_in_a_thread_the_bot_is_in(slack_app: SlackHarness) -> 
     # A reply in a thread the bot never joined is not for the bot.
     stranger = channel_message("unrelated", "105.000002", thread_ts="105.000001")
     assert (await slack_app.post(slack_app.envelope(stranger)))[0] == 200
-    await asyncio.sleep(0.5)
+    # The ingress decided: not queued, because the bot has not joined that thread.
+    await until(lambda: len(not_answered(caplog, "105.000002")) == 1)
+    assert "the bot has not joined that thread" in not_answered(caplog, "105.000002")[0]
+    assert await queued(slack_app) == 0
     assert len(slack_app.llm.requests) == 2
 
 
-async def test_follow_ups_can_be_switched_off(slack_app: SlackHarness) -> None:
+async def test_follow_ups_can_be_switched_off(
+    slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     await slack_app.start(slack={"follow_up_in_threads": False})
+    hear_decisions(caplog)
     slack_app.llm.add(text("Only once."))
     await slack_app.post(slack_app.envelope(mention("first", "106.000001")))
     await slack_app.answered("C0CHAN", "106.000001")
     await slack_app.post(
         slack_app.envelope(channel_message("more?", "106.000002", thread_ts="106.000001"))
     )
-    await asyncio.sleep(0.5)
+    # The ingress decided: kept as context for the thread, not queued as a turn.
+    await until(lambda: len(not_answered(caplog, "106.000002")) == 1)
+    [reason] = not_answered(caplog, "106.000002")
+    assert "follow-ups are off" in reason and "kept as context" in reason
+    assert await queued(slack_app) == 0
     assert len(slack_app.llm.requests) == 1
 
 
-async def test_retries_and_duplicates_give_one_answer(slack_app: SlackHarness) -> None:
+async def test_retries_and_duplicates_give_one_answer(
+    slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     await slack_app.start()
+    hear_decisions(caplog)
     slack_app.llm.add(text("Exactly once.", delay_s=0.3))
     event = mention("once please", "107.000001")
     first = slack_app.envelope(event, "EvONCE")
@@ -141,25 +216,40 @@ async def test_retries_and_duplicates_give_one_answer(slack_app: SlackHarness) -
     )
     assert all(status == 200 for status, _ in results)
     await slack_app.answered("C0CHAN", "107.000001")
-    await asyncio.sleep(0.5)
+    # Every delivery but one was decided at the ingress: 8 duplicates, and the message event
+    # left to the app_mention; the one queued turn is finished, so nothing is left to run.
+    await until(lambda: len(not_answered(caplog, "107.000001")) == 9)
+    reasons = not_answered(caplog, "107.000001")
+    assert sum("a duplicate delivery" in reason for reason in reasons) == 8
+    assert sum("the app_mention event carries it" in reason for reason in reasons) == 1
+    await until_true(lambda: drained(slack_app))
+    assert slack_app.idle()
     assert len(slack_app.llm.requests) == 1
     assert [m.shown for m in slack_app.slack.thread("C0CHAN", "107.000001")] == ["Exactly once."]
 
 
-async def test_forged_or_stale_requests_are_refused(slack_app: SlackHarness) -> None:
+async def test_forged_or_stale_requests_are_refused(
+    slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     await slack_app.start()
+    hear_decisions(caplog)
     payload = slack_app.envelope(mention("hack", "108.000001"))
     assert (await slack_app.post(payload, secret="wrong-secret"))[0] == 401
     assert (await slack_app.post(payload, signature="v0=deadbeef"))[0] == 401
     stale = int(asyncio.get_running_loop().time())  # nowhere near now
     assert (await slack_app.post(payload, timestamp=stale))[0] == 401
-    await asyncio.sleep(0.3)
+    # Each was refused for its signature before Bolt (and so the ingress) saw it.
+    await until(lambda: refusals(caplog) == 3)
+    assert not_answered(caplog, "108.000001") == []  # not even classified
     assert slack_app.llm.requests == []
-    assert await slack_app.services.state.client.xlen(slack_app.services.state.keys.turns) == 0  # type: ignore[union-attr]
+    assert await queued(slack_app) == 0
 
 
-async def test_own_bot_and_edit_events_are_ignored(slack_app: SlackHarness) -> None:
+async def test_own_bot_and_edit_events_are_ignored(
+    slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     await slack_app.start()
+    hear_decisions(caplog)
     own = direct_message("my own words", "109.000001", user="U0BOT")
     own["bot_id"] = "B0BOT"
     other_bot = direct_message("beep", "109.000002", user="U0OTHERBOT")
@@ -184,7 +274,20 @@ async def test_own_bot_and_edit_events_are_ignored(slack_app: SlackHarness) -> N
     joined = channel_message("<@U0BOB> has joined", "109.000005", subtype="channel_join")
     for event in (own, other_bot, edited, deleted, joined):
         assert (await slack_app.post(slack_app.envelope(event)))[0] == 200
-    await asyncio.sleep(0.5)
+    # Each one was decided: Bolt drops the bot's own event before any listener, and the
+    # ingress logs why it does not answer each of the others.
+    others = ("109.000002", "109.000003", "109.000004", "109.000005")
+    await until(
+        lambda: (
+            skipped_as_own(caplog, "109.000001")
+            and all(len(not_answered(caplog, ts)) == 1 for ts in others)
+        )
+    )
+    assert "another bot's message" in not_answered(caplog, "109.000002")[0]
+    assert "message_changed" in not_answered(caplog, "109.000003")[0]
+    assert "message_deleted" in not_answered(caplog, "109.000004")[0]
+    assert "channel_join" in not_answered(caplog, "109.000005")[0]
+    assert await queued(slack_app) == 0
     assert slack_app.llm.requests == []
 
 

@@ -25,7 +25,7 @@ from tests.fakes.slack_harness import (
     signed_headers,
 )
 from tests.fakes.slack_server import FakeSlack
-from tests.waiting import until
+from tests.waiting import until, until_true
 
 
 @pytest.fixture
@@ -92,12 +92,28 @@ async def send_mention(port: int, message: str, ts: str) -> int:
         return response.status
 
 
+async def readiness_checks(port: int) -> dict[str, str]:
+    """The checks the process reports on /readyz, by name (a process with a worker loop
+    lists "worker")."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/readyz") as response,
+    ):
+        checks: dict[str, str] = (await response.json())["checks"]
+        return checks
+
+
 def answers(fake_slack: FakeSlack, ts: str) -> list[str]:
     return [
         m.shown
         for m in fake_slack.thread("C0CHAN", ts)
         if not m.streaming and m.blocks and m.blocks[0].get("type") == "markdown"
     ]
+
+
+async def queued(state: State) -> bool:
+    """One turn accepted and not finished: waiting in the queue's stream."""
+    return int(await state.client.xlen(state.keys.turns)) == 1
 
 
 async def test_run_serves_http_answers_and_stops_cleanly(
@@ -140,10 +156,16 @@ async def test_ingress_and_workers_scale_apart(
     await spawn(processes, env, "run", "--port", str(port), "--no-worker")
     await healthy(port)
     assert await send_mention(port, "who answers?", "301.000001") == 200
-    await asyncio.sleep(1.0)
+    # The turn is in the queue, and the ingress process says it runs no worker loop.
+    await until_true(lambda: queued(state), 10)
+    assert await readiness_checks(port) == {"redis": "ok"}
     assert fake_llm.requests == []  # the ingress process only queued it
     worker = await spawn(processes, env, "worker")
     await until(lambda: answers(fake_slack, "301.000001") == ["Answered by a worker process."], 30)
+    # Only the worker process ever read the queue (a consumer stays in the group once it has
+    # read): the ingress process never took the turn.
+    consumers = await state.client.xinfo_consumers(state.keys.turns, state.keys.workers)
+    assert [c["name"].split("-")[-2] for c in consumers] == [str(worker.pid)]
     worker.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(worker.wait(), 30) == 0
 

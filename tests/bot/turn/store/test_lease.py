@@ -8,6 +8,7 @@ from collections.abc import Callable
 from bot.process.state import State
 from bot.turn.model import Turn
 from tests.fakes.redis_server import PrivateRedis
+from tests.waiting import until_true
 
 
 def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Turn:
@@ -59,12 +60,24 @@ async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
     entry_id = await state.queue.enqueue(message("long", "800.1", thread="800.1"))
     assert entry_id
     [(_, turn)] = await state.queue.read("owner", 10, 0)
+    loop = asyncio.get_running_loop()
+    read_at = loop.time()  # the entry has been pending at least this long
     assert turn is not None
     lease = await state.locks.try_acquire(turn.thread_key, "owner")
     assert lease is not None
     lease.entry = entry_id
     async with lease.kept_alive() as lost:
-        await asyncio.sleep(1.5)  # longer than the idle time another worker waits for
+
+        async def refreshed_past_the_idle_time() -> bool:
+            """Pending longer than the idle time another worker waits for (1 s), yet idle
+            for less: the heartbeat has refreshed the entry since."""
+            [pending] = await state.client.xpending_range(
+                state.keys.turns, state.keys.workers, min="-", max="+", count=1
+            )
+            idle_ms = int(pending["time_since_delivered"])
+            return loop.time() - read_at > 1.1 and idle_ms < 800
+
+        await until_true(refreshed_past_the_idle_time, 5)
         assert await state.queue.claim_stale("thief", 1000) == []
         assert not lost.is_set() and lease.valid()
     # Handed back: claimable at once, and the lock is free.

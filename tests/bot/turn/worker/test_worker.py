@@ -20,7 +20,7 @@ from bot.turn.responder import GAVE_UP, NOT_DELIVERED
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.worker_kit import MemoryResponder, make_worker, running
-from tests.waiting import until
+from tests.waiting import until, until_true
 from tools import tool
 
 Timeline = list[tuple[str, float, float]]
@@ -28,6 +28,25 @@ Timeline = list[tuple[str, float, float]]
 
 def turn_in(thread: str, text: str, ts: str) -> Turn:
     return Turn("T1", "C1", thread, "U1", text, message_ts=ts, event_id=f"Ev{ts}")
+
+
+async def drained(state: State) -> bool:
+    """Nothing queued and nothing read and unacknowledged: no turn left for any worker."""
+    depth, _ = await state.queue.depth()
+    return depth == 0 and await state.queue.pending_count() == 0
+
+
+CONSUMER_LOG = "bot.turn.worker.consumer"
+
+
+def backed_off(caplog: pytest.LogCaptureFixture) -> int:
+    """How many times a worker met a Redis problem and waited before trying again."""
+    return sum(
+        record.name == CONSUMER_LOG
+        and record.getMessage().startswith("Redis problem in worker")
+        and "retrying in" in record.getMessage()
+        for record in caplog.records
+    )
 
 
 def slow_echo(timeline: Timeline, seconds: float = 0.3) -> FunctionModel:
@@ -87,11 +106,16 @@ async def test_concurrent_duplicate_deliveries_give_one_answer(
     ]
     async with running(*workers):
         duplicate = turn_in("D", "hello", "3.0")
-        await asyncio.gather(
+        entry_ids = await asyncio.gather(
             *[(replica_a if n % 2 else replica_b).queue.enqueue(duplicate) for n in range(20)]
         )
+        # The queue took one and recognised the other 19 as duplicates.
+        assert sum(entry_id is not None for entry_id in entry_ids) == 1
         await until(lambda: len(responder.delivered) == 1)
-        await asyncio.sleep(0.5)
+        # That one is finished (acknowledged and deleted) and no worker runs a turn: nothing
+        # is left that could be answered again.
+        await until_true(lambda: drained(replica_a))
+        await until(lambda: not any(worker.active for worker in workers))
     assert responder.texts() == ["answer to hello (after nothing)"]
     assert len(timeline) == 1
 
@@ -224,8 +248,11 @@ async def test_the_embedded_redis_runs_a_whole_turn(
 
 
 async def test_redis_restarted_under_a_running_worker(
-    make_state: Callable[..., State], private_redis: PrivateRedis
+    make_state: Callable[..., State],
+    private_redis: PrivateRedis,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger=CONSUMER_LOG)
     state = make_state(private_redis.url)
     responder = MemoryResponder()
     timeline: Timeline = []
@@ -239,7 +266,8 @@ async def test_redis_restarted_under_a_running_worker(
         private_redis.stop()
         with pytest.raises(StateUnavailable):
             await state.queue.enqueue(turn_in("R", "during", "9.1"))
-        await asyncio.sleep(1.5)  # the worker meets the outage and backs off
+        # The worker meets the outage and backs off (its warning says so) instead of ending.
+        await until(lambda: backed_off(caplog) > 0 or task.done())
         assert not task.done()
 
         private_redis.start()  # same port, empty (no persistence)
