@@ -1,28 +1,22 @@
-"""The ``slack-agent`` command."""
+"""The ``slack-agent`` command: its arguments, and which command's process to run
+(assembled in ``bot/process/commands.py``)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bot.config import ConfigError
-from bot.config.schema import AppConfig
-from bot.console.chat import ChatOptions, console_toolset, run_chat
-from bot.observability import logs, tracing
-from bot.process.services import Services, Tools, build_services, load
-from bot.state.persistence import check_persistence
-from permissions.rules import roles_allowing
+from bot.console.chat import ChatOptions
+from bot.observability import logs
+from bot.process import commands
+from bot.process.listen import Listen
 from tools.definition import busy_sync_tools
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import TracerProvider
 
 
 def parser() -> argparse.ArgumentParser:
@@ -104,18 +98,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "chat":
             options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
-            return asyncio.run(_chat(build_services(args.config), options))
+            return asyncio.run(commands.chat(args.config, options))
         if args.command == "run":
-            return _exit_now_if_stuck(asyncio.run(_run(build_services(args.config, "run"), args)))
-        if args.command == "worker":
+            listen = Listen(args.host, args.port, args.metrics_port)
             return _exit_now_if_stuck(
-                asyncio.run(_worker(build_services(args.config, "worker"), args))
+                asyncio.run(commands.run_app(args.config, listen, with_worker=not args.no_worker))
             )
+        if args.command == "worker":
+            listen = Listen(metrics_port=args.metrics_port)
+            return _exit_now_if_stuck(asyncio.run(commands.run_workers(args.config, listen)))
         if args.command == "check":
-            return asyncio.run(_check(args.config, args.json))
+            return asyncio.run(commands.check(args.config, args.json))
         if args.command == "tools":
-            config, _, tools = load(args.config)  # listing tools needs no model credentials
-            return asyncio.run(_list_tools(config, tools, args.json))
+            return asyncio.run(commands.list_tools(args.config, args.json))
     except ConfigError as exc:
         print(f"slack-agent: configuration error\n{exc}", file=sys.stderr)
         return 2
@@ -138,123 +133,6 @@ def _exit_now_if_stuck(code: int) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
-
-
-async def _chat(services: Services, options: ChatOptions) -> int:
-    try:
-        await console_toolset(services, options)  # a bad --role fails before the first prompt
-        await services.start()
-        return await run_chat(services, options)
-    finally:
-        await services.aclose()
-
-
-async def _run(services: Services, args: argparse.Namespace) -> int:
-    from bot.process.slack import Listen, build_slack_service, run
-
-    socket_mode = services.environment.slack_app_token is not None
-    traces = _start_tracing(services)
-    try:
-        service = build_slack_service(services, http=not socket_mode)
-        await check_persistence(services.state.handle, services.config.redis.require_persistence)
-        await services.start()
-        await run(
-            service,
-            socket_mode=socket_mode,
-            listen=Listen(args.host, args.port, args.metrics_port),
-            with_worker=not args.no_worker,
-        )
-        return 0
-    finally:
-        await services.aclose()
-        if traces is not None:
-            traces.shutdown()  # sends the spans still buffered
-
-
-async def _worker(services: Services, args: argparse.Namespace) -> int:
-    from bot.process.slack import Listen, build_slack_service, run_worker_only
-
-    traces = _start_tracing(services)
-    try:
-        service = build_slack_service(services, http=False)
-        await check_persistence(services.state.handle, services.config.redis.require_persistence)
-        await services.start()
-        await run_worker_only(service, Listen(metrics_port=args.metrics_port))
-        return 0
-    finally:
-        await services.aclose()
-        if traces is not None:
-            traces.shutdown()
-
-
-def _start_tracing(services: Services) -> TracerProvider | None:
-    """Traces go out only when an OTLP endpoint is set (environment or config)."""
-    telemetry = services.config.telemetry
-    return tracing.configure(telemetry.otlp_endpoint, telemetry.service_name)
-
-
-async def _check(cli_config: Path | None, as_json: bool) -> int:
-    from bot.check.findings import as_json as json_report
-    from bot.check.findings import as_text, exit_code
-    from bot.check.runner import run_checks
-
-    findings = await run_checks(cli_config)
-    print(json_report(findings) if as_json else as_text(findings))
-    return exit_code(findings)
-
-
-async def _list_tools(config: AppConfig, tools: Tools, as_json: bool) -> int:
-    """Every tool (built-in, module, MCP) with its source, title, hints, schema and the roles
-    that may use it. Exits 1, after printing everything else, when a configured MCP server
-    could not be listed."""
-    await tools.start()
-    try:
-        listed = await tools.registry.list_tools()
-        down = {
-            c.name: tools.mcp.not_listed(c)
-            for c in tools.mcp.connections.values()
-            if not c.connected.is_set()
-        }
-    finally:
-        await tools.aclose()
-
-    def who(name: str) -> list[str]:
-        return roles_allowing(name, config.roles) if config.roles else ["everyone"]
-
-    if as_json:
-        rows = [
-            {
-                "name": t.name,
-                "title": t.title,
-                "source": t.source,
-                "description": t.description,
-                "annotations": t.hints.as_json(),
-                "parameters": t.parameters,
-                "output_schema": t.output_schema,
-                "timeout_s": t.timeout_s,
-                "confirm": t.confirm,
-                "roles": who(t.name),
-            }
-            for t in listed
-        ]
-        print(json.dumps(rows, indent=2))
-    else:
-        for t in listed:
-            flags = " (needs confirmation)" if t.confirm else ""
-            title = f" — {t.title}" if t.title and t.title != t.name else ""
-            print(f"{t.name}{title}  [{t.source}]{flags}")
-            print(f"    {t.description.splitlines()[0] if t.description else ''}")
-            hints = t.hints.labels()
-            if hints:
-                print(f"    annotations: {', '.join(hints)}")
-            print(f"    roles: {', '.join(who(t.name)) or 'none'}")
-            print(f"    parameters: {json.dumps(t.parameters)}")
-            if t.output_schema:
-                print(f"    returns: {json.dumps(t.output_schema)}")
-    sys.stdout.flush()
-    for name, why in down.items():
-        print(f"slack-agent: MCP server {name} {why}: its tools are not listed", file=sys.stderr)
-    return 1 if down else 0
 
 
 if __name__ == "__main__":

@@ -1,17 +1,59 @@
-"""Putting a worker together from the process's Redis state: the one place that knows which
-stores each part gets."""
+"""The worker of a process: Slack turns from the queue, each run for its person with the
+tools the policy gives them, and the one place that knows which stores each part gets."""
 
 from __future__ import annotations
 
 from bot.config.schema import QueueConfig
+from bot.process.services import Services
+from bot.process.slack import SlackSide
 from bot.process.state import State
-from bot.turn.agent import Agent
+from bot.slack.outbound.asker import SlackAsker
+from bot.turn.agent import Agent, ToolsetFor
 from bot.turn.effects import TurnStores
+from bot.turn.model import Turn
 from bot.turn.owner import Timing
 from bot.turn.responder import Responder
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
+from permissions.policy import Person
+from tools.approval import ApprovalToolset
+from tools.call_context import Requester, for_requester
+from tools.toolset import Toolset
+
+
+def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
+    """A Slack turn's tools: what its person's roles allow (asked again at every call);
+    calls that need approval refused until the Slack approval card exists; each tool run
+    for the person, who is asked in the thread when an MCP server has a question."""
+    policy, registry, state = services.policy, services.registry, services.state
+
+    async def toolset_for(turn: Turn) -> Toolset:
+        person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
+        allowed = ApprovalToolset(policy.toolset(registry, person), approver=None)
+        asker = SlackAsker(slack.client, state.elicitations, turn)
+        requester = Requester(turn.team, turn.user, turn.channel, turn.thread_ts, asker)
+        return for_requester(allowed, requester)
+
+    return toolset_for
+
+
+def slack_agent(services: Services, slack: SlackSide) -> Agent:
+    return Agent(
+        model=services.model,
+        settings=services.loop_settings,
+        toolset_for=slack_toolsets(services, slack),
+        history_budget=services.config.history.token_budget,
+        estimator=services.model.estimator,
+        context_for=slack.context,
+        message_for=slack.inbox,
+    )
+
+
+def slack_worker(services: Services, slack: SlackSide) -> Worker:
+    return build_worker(
+        services.state, slack_agent(services, slack), slack.responder, services.config.queue
+    )
 
 
 def turn_stores(state: State) -> TurnStores:

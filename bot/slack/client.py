@@ -1,4 +1,7 @@
-"""Which Slack calls slack_sdk may send again by itself.
+"""The Slack Web API client, and which calls slack_sdk may send again by itself.
+
+The client talks to ``SLACK_API_URL`` (Slack's, GovSlack's, or a test server), counted
+and traced by method (bot/observability/slack_client.py).
 
 429s are always retried after their Retry-After (Slack did nothing). A 5xx or a connection
 that dropped after the request was sent may have left the call applied: for a call that
@@ -19,8 +22,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
+from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.observability.slack_client import method_of, rate_limited
+from bot.observability.slack_client import InstrumentedWebClient, method_of, rate_limited
 
 CREATES = ("chat.postMessage", "chat.startStream")
 
@@ -91,3 +95,13 @@ def retry_handlers() -> list[AsyncRetryHandler]:
         ConnectionErrorRetry(max_retry_count=2),
         ServerErrorRetry(max_retry_count=2),
     ]
+
+
+def web_client(token: str, api_url: str) -> AsyncWebClient:
+    """slack_sdk's client at ``api_url``, retrying 429s after their Retry-After, and dropped
+    connections and 5xx answers where sending the call again cannot show a message twice."""
+    return InstrumentedWebClient(
+        token=token,
+        base_url=api_url if api_url.endswith("/") else api_url + "/",
+        retry_handlers=retry_handlers(),
+    )

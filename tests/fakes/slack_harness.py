@@ -19,8 +19,8 @@ import pytest
 import yaml
 from aiohttp import web
 
+from bot.process.run import SlackProcess, assemble
 from bot.process.services import Services, build_services
-from bot.process.slack import SlackService, build_slack_service
 from bot.slack.inbound.http import http_app
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
@@ -152,7 +152,7 @@ class SlackHarness:
         self.tmp_path = tmp_path
         self.monkeypatch = monkeypatch
         self.services: Services | None = None
-        self.service: SlackService | None = None
+        self.process: SlackProcess | None = None
         self._runner: web.AppRunner | None = None
         self._stop = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
@@ -192,19 +192,19 @@ class SlackHarness:
         for name, value in (environment or {}).items():
             self.monkeypatch.setenv(name, value)
         self.services = build_services(path)
-        self.service = build_slack_service(self.services, http=True)
+        self.process = process = assemble(self.services, http=True)
         await self.services.start()  # MCP servers, as `slack-agent run` does
-        await self.service.identity.share_with(self.service.app)
-        self.service.worker.block_ms = 200
+        await process.slack.identity.share_with(process.slack.app)
+        process.worker.block_ms = 200
         self._runner = web.AppRunner(
-            http_app(self.service.app, self.services.state.client.ping, SECRET), access_log=None
+            http_app(process.slack.app, self.services.state.client.ping, SECRET), access_log=None
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         if with_worker:
-            self._worker = asyncio.create_task(self.service.worker.run(self._stop))
+            self._worker = asyncio.create_task(process.worker.run(self._stop))
         return self
 
     async def stop(self) -> None:
@@ -213,8 +213,8 @@ class SlackHarness:
             await asyncio.wait_for(self._worker, 40)
         if self._runner is not None:
             await self._runner.cleanup()
-        if self.service is not None:
-            await self.service.later.close()
+        if self.process is not None:
+            await self.process.slack.later.close()
         if self.services is not None:
             await self.services.aclose()
 
@@ -299,13 +299,13 @@ class SlackHarness:
         return answers()
 
     def idle(self) -> bool:
-        assert self.service is not None
-        return not self.service.worker.active
+        assert self.process is not None
+        return not self.process.worker.active
 
     async def after_acks(self) -> None:
         """Wait for the listeners' work after their acks (Home tab, greeting, clicks)."""
-        assert self.service is not None
-        await self.service.later.settle()
+        assert self.process is not None
+        await self.process.slack.later.settle()
 
 
 def is_question(message: Message) -> bool:

@@ -1,4 +1,4 @@
-"""The Bolt app: a Web API client that honours rate limits, and the listeners."""
+"""The Bolt app: its listeners, grouped by kind, and what a failing listener answers."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands
 from bot.config.schema import SlackConfig
-from bot.observability.slack_client import InstrumentedWebClient
-from bot.slack.client import retry_handlers
 from bot.slack.inbound.after_ack import AfterAck
 from bot.slack.inbound.ingress import Ingress
 from bot.slack.inbound.listeners import (
@@ -46,17 +44,6 @@ class _TokenFromEnvironmentNote(logging.Filter):
 
 
 logging.getLogger("slack_bolt.AsyncApp").addFilter(_TokenFromEnvironmentNote())
-
-
-def web_client(token: str, api_url: str) -> AsyncWebClient:
-    """slack_sdk's client at ``api_url`` (Slack's, GovSlack's, or a test server), retrying
-    429s after their Retry-After, and dropped connections and 5xx answers where sending
-    the call again cannot show a message twice (bot/slack/retries.py)."""
-    return InstrumentedWebClient(  # counted and traced by method
-        token=token,
-        base_url=api_url if api_url.endswith("/") else api_url + "/",
-        retry_handlers=retry_handlers(),
-    )
 
 
 def build_app(

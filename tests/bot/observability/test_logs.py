@@ -164,9 +164,11 @@ async def test_no_configured_secret_reaches_the_log_at_any_level(
     # A failure that quotes a request (the token is in the Authorization header) is logged
     # too: Slack refusing a call.
     slack_app.slack.fail("chat.postMessage", "invalid_auth")
-    assert slack_app.service is not None
+    assert slack_app.process is not None
     with pytest.raises(SlackApiError):
-        await slack_app.service.client.api_call("chat.postMessage", json={"channel": "C0CHAN"})
+        await slack_app.process.slack.client.api_call(
+            "chat.postMessage", json={"channel": "C0CHAN"}
+        )
 
     log = captured.getvalue()
     assert len(log.splitlines()) > 50  # the whole run, at DEBUG, went through the handler

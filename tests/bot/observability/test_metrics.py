@@ -121,10 +121,10 @@ async def test_a_turn_with_a_tool_error_is_counted(slack_app: SlackHarness) -> N
     )
 
     # A call Slack refuses is an error of its method, by Slack's error code.
-    assert slack_app.service is not None
+    assert slack_app.process is not None
     slack_app.slack.fail("chat.postMessage", "channel_not_found")
     with pytest.raises(SlackApiError):
-        await slack_app.service.client.chat_postMessage(channel="C0GONE", text="hello")
+        await slack_app.process.slack.client.chat_postMessage(channel="C0GONE", text="hello")
     errors = deltas(
         "slack_agent_slack_api_errors_total", method="chat.postMessage", error="channel_not_found"
     )

@@ -14,8 +14,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from bot.llm import LLMError, OpenAIChatModel
 from bot.observability import tracing
+from bot.process.run import assemble
 from bot.process.services import build_services
-from bot.process.slack import build_slack_service
 from bot.turn.model import Turn
 from tests.fakes.llm_server import FakeLLM, calls, error, text
 from tests.fakes.slack_harness import SlackHarness, mention
@@ -51,17 +51,17 @@ async def test_one_turn_is_one_trace_from_the_ingress_process_to_the_worker_proc
     # The worker side: a service built apart from the ingress, sharing only Redis (as
     # `slack-agent worker` would be).
     worker_services = build_services(tmp_path / f"agent-{id(slack_app)}.yaml")
-    worker_service = build_slack_service(worker_services, http=False)
-    worker_service.worker.block_ms = 200
+    worker_process = assemble(worker_services, http=False)
+    worker_process.worker.block_ms = 200
     stop = asyncio.Event()
-    task = asyncio.create_task(worker_service.worker.run(stop))
+    task = asyncio.create_task(worker_process.worker.run(stop))
     try:
         await until(lambda: bool(named(spans.get_finished_spans(), "slack_agent.turn")))
-        await until(lambda: not worker_service.worker.active)
+        await until(lambda: not worker_process.worker.active)
     finally:
         stop.set()
         await asyncio.wait_for(task, 20)
-        await worker_service.later.close()
+        await worker_process.slack.later.close()
         await worker_services.aclose()
     [answer] = slack_app.slack.thread("C0CHAN", "140.000001")
     assert answer.text == "It is 42."

@@ -16,7 +16,7 @@ from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, s
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.process.slack import build_slack_service
+from bot.process.slack import build_slack_side
 from tests.fakes.llm_server import calls, error, text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import (
@@ -483,7 +483,7 @@ async def test_socket_mode_acks_through_bolts_dispatch(
     slack_app.redis_url = private_redis.url
     await slack_app.start()
     assert slack_app.services is not None
-    socket_service = build_slack_service(slack_app.services, http=False)
+    socket_side = build_slack_side(slack_app.services, http=False)
     sent: list[SocketModeResponse] = []
 
     class Socket:
@@ -494,7 +494,7 @@ async def test_socket_mode_acks_through_bolts_dispatch(
 
     async def deliver(envelope_id: str, payload: dict[str, Any]) -> None:
         request = SocketModeRequest(type="events_api", envelope_id=envelope_id, payload=payload)
-        response = await run_async_bolt_app(socket_service.app, request)
+        response = await run_async_bolt_app(socket_side.app, request)
         await send_async_response(Socket(), request, response, time.time())  # type: ignore[arg-type]
 
     slack_app.llm.add(text("Over the socket."))

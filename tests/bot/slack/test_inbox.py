@@ -13,7 +13,7 @@ import pytest
 from bot.config.schema import SlackConfig
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
-from bot.slack.inbound.app import web_client
+from bot.slack.client import web_client
 from bot.slack.inbound.classify import Identity, classify
 from bot.slack.inbound.inbox.compose import SlackInbox
 from bot.slack.inbound.inbox.files import FileReader, is_image, is_text, size_words

@@ -16,7 +16,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.process.slack import build_slack_service
+from bot.process.slack import build_slack_side
 from bot.slack.inbound.storage_down import STORAGE_DOWN_TEXT
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import SlackHarness, button_click, command_fields, mention
@@ -95,7 +95,7 @@ async def test_http_an_admin_command_that_writes_gets_the_sentence(
 async def socket_app(app: SlackHarness, redis: PrivateRedis) -> AsyncApp:
     await started_without_redis(app, redis)
     assert app.services is not None
-    return build_slack_service(app.services, http=False).app
+    return build_slack_side(app.services, http=False).app
 
 
 async def dispatch(app: AsyncApp, body: dict[str, Any]) -> tuple[int, str]:

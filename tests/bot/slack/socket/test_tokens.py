@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from bot.config import ConfigError
+from bot.slack.client import web_client
 from bot.slack.identity import BotIdentity
-from bot.slack.inbound.app import web_client
 from bot.slack.tokens import verify_tokens
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.socket_mode import FakeSocketMode

@@ -1,0 +1,139 @@
+"""Each ``slack-agent`` command's process, assembled and run: the one place that decides
+what a command builds (config, stores, tools and MCP, model, policy, the Slack side, the
+worker), starts and closes. ``bot/cli.py`` only parses and dispatches."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.console.chat import ChatOptions, console_toolset, run_chat
+from bot.observability import tracing
+from bot.process.listen import Listen
+from bot.process.services import Services, build_services, load
+from bot.state.persistence import check_persistence
+from permissions.rules import roles_allowing
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+
+
+async def chat(config: Path | None, options: ChatOptions) -> int:
+    services = build_services(config)
+    try:
+        await console_toolset(services, options)  # a bad --role fails before the first prompt
+        await services.start()
+        return await run_chat(services, options)
+    finally:
+        await services.aclose()
+
+
+async def run_app(config: Path | None, listen: Listen, *, with_worker: bool) -> int:
+    """``slack-agent run``: Slack's events (Socket Mode with SLACK_APP_TOKEN, else HTTP),
+    and the worker unless ``with_worker`` is off."""
+    from bot.process.run import assemble, run  # the Slack side: only for the Slack commands
+
+    services = build_services(config, "run")
+    socket_mode = services.environment.slack_app_token is not None
+    traces = _start_tracing(services)
+    try:
+        process = assemble(services, http=not socket_mode)
+        await check_persistence(services.state.handle, services.config.redis.require_persistence)
+        await services.start()
+        await run(process, socket_mode=socket_mode, listen=listen, with_worker=with_worker)
+        return 0
+    finally:
+        await services.aclose()
+        if traces is not None:
+            traces.shutdown()  # sends the spans still buffered
+
+
+async def run_workers(config: Path | None, listen: Listen) -> int:
+    """``slack-agent worker``: only the queue's turns."""
+    from bot.process.run import assemble, run_worker_only
+
+    services = build_services(config, "worker")
+    traces = _start_tracing(services)
+    try:
+        process = assemble(services, http=False)
+        await check_persistence(services.state.handle, services.config.redis.require_persistence)
+        await services.start()
+        await run_worker_only(process, listen)
+        return 0
+    finally:
+        await services.aclose()
+        if traces is not None:
+            traces.shutdown()
+
+
+def _start_tracing(services: Services) -> TracerProvider | None:
+    """Traces go out only when an OTLP endpoint is set (environment or config)."""
+    telemetry = services.config.telemetry
+    return tracing.configure(telemetry.otlp_endpoint, telemetry.service_name)
+
+
+async def check(config: Path | None, as_json: bool) -> int:
+    from bot.check.findings import as_json as json_report
+    from bot.check.findings import as_text, exit_code
+    from bot.check.runner import run_checks
+
+    findings = await run_checks(config)
+    print(json_report(findings) if as_json else as_text(findings))
+    return exit_code(findings)
+
+
+async def list_tools(config_file: Path | None, as_json: bool) -> int:
+    """Every tool (built-in, module, MCP) with its source, title, hints, schema and the roles
+    that may use it. Exits 1, after printing everything else, when a configured MCP server
+    could not be listed. Needs no model credentials."""
+    config, _, tools = load(config_file)
+    await tools.start()
+    try:
+        listed = await tools.registry.list_tools()
+        down = {
+            c.name: tools.mcp.not_listed(c)
+            for c in tools.mcp.connections.values()
+            if not c.connected.is_set()
+        }
+    finally:
+        await tools.aclose()
+
+    def who(name: str) -> list[str]:
+        return roles_allowing(name, config.roles) if config.roles else ["everyone"]
+
+    if as_json:
+        rows = [
+            {
+                "name": t.name,
+                "title": t.title,
+                "source": t.source,
+                "description": t.description,
+                "annotations": t.hints.as_json(),
+                "parameters": t.parameters,
+                "output_schema": t.output_schema,
+                "timeout_s": t.timeout_s,
+                "confirm": t.confirm,
+                "roles": who(t.name),
+            }
+            for t in listed
+        ]
+        print(json.dumps(rows, indent=2))
+    else:
+        for t in listed:
+            flags = " (needs confirmation)" if t.confirm else ""
+            title = f" — {t.title}" if t.title and t.title != t.name else ""
+            print(f"{t.name}{title}  [{t.source}]{flags}")
+            print(f"    {t.description.splitlines()[0] if t.description else ''}")
+            hints = t.hints.labels()
+            if hints:
+                print(f"    annotations: {', '.join(hints)}")
+            print(f"    roles: {', '.join(who(t.name)) or 'none'}")
+            print(f"    parameters: {json.dumps(t.parameters)}")
+            if t.output_schema:
+                print(f"    returns: {json.dumps(t.output_schema)}")
+    sys.stdout.flush()
+    for name, why in down.items():
+        print(f"slack-agent: MCP server {name} {why}: its tools are not listed", file=sys.stderr)
+    return 1 if down else 0

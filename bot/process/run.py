@@ -1,0 +1,159 @@
+"""How a Slack process runs: the ingress (HTTP or Socket Mode) and its worker, or the
+worker alone, until SIGINT or SIGTERM; then intake stops and running turns finish."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from bot.agent.cancellation import Interrupted, unless
+from bot.health.endpoints import HealthServer
+from bot.health.readiness import Readiness, redis_check, worker_check
+from bot.process.listen import Listen
+from bot.process.services import Services
+from bot.process.slack import SlackSide, build_slack_side
+from bot.process.worker import slack_worker
+from bot.slack.inbound.http import http_app
+from bot.slack.inbound.socket.pool import SocketPool
+from bot.slack.tokens import verify_tokens
+from bot.turn.worker.consumer import Worker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SlackProcess:
+    """One process of the Slack app: the shared services, the Slack side, the worker."""
+
+    services: Services
+    slack: SlackSide
+    worker: Worker
+
+
+def assemble(services: Services, *, http: bool) -> SlackProcess:
+    slack = build_slack_side(services, http=http)
+    return SlackProcess(services, slack, slack_worker(services, slack))
+
+
+def stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+class Started:
+    """The worker loop's task once it runs (readiness asks before and after)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.task: asyncio.Task[None] | None = None
+
+    def alive(self) -> bool:
+        task = self.task
+        return task is not None and not task.done() and self.worker.alive
+
+
+def readiness_for(
+    process: SlackProcess, worker: Started | None, pool: SocketPool | None
+) -> Readiness:
+    readiness = Readiness({"redis": redis_check(process.services.state.client.ping)})
+    if worker is not None:
+        readiness.add("worker", worker_check(worker.alive))
+    if pool is not None:
+        readiness.add("socket", pool.problem)
+    return readiness
+
+
+async def run(
+    process: SlackProcess, *, socket_mode: bool, listen: Listen, with_worker: bool
+) -> None:
+    """Serve until SIGINT or SIGTERM, then stop taking events and let running turns finish.
+
+    The signal handlers come first, and the endpoints' own listener (Socket Mode, or
+    --metrics-port) opens before Slack is asked anything: a process still connecting to
+    Slack answers /healthz (and /readyz says what it waits for) and stops at once."""
+    stop = stop_on_signals()
+    services, slack = process.services, process.slack
+    env = services.environment
+    app_token = env.slack_app_token.get_secret_value() if env.slack_app_token else None
+    socket_mode = socket_mode and app_token is not None
+    pool = (
+        SocketPool(
+            slack.app, app_token, slack.client, connections=services.config.slack.socket_connections
+        )
+        if socket_mode and app_token is not None
+        else None
+    )
+    worker = Started(process.worker) if with_worker else None
+    readiness = readiness_for(process, worker, pool)
+    ping = services.state.client.ping
+    health_port = (listen.metrics_port or listen.port) if socket_mode else listen.metrics_port
+    health = (
+        HealthServer(readiness, ping, listen.host, health_port)
+        if health_port is not None and (socket_mode or health_port != listen.port)
+        else None
+    )
+    runner: web.AppRunner | None = None
+    try:
+        if health is not None:
+            await health.start()
+        if isinstance(await unless(verify_tokens(slack.identity, app_token), stop), Interrupted):
+            return
+        if isinstance(await unless(slack.identity.share_with(slack.app), stop), Interrupted):
+            return
+        if worker is not None:
+            worker.task = asyncio.create_task(process.worker.run(stop))
+        if pool is not None:
+            pool.start()
+            log.warning("slack-agent connecting in Socket Mode (%d connections)", len(pool.slots))
+        else:
+            secret = env.slack_signing_secret
+            assert secret is not None  # build_slack_side(http=True) required it
+            runner = web.AppRunner(
+                http_app(slack.app, ping, secret.get_secret_value(), readiness), access_log=None
+            )
+            await runner.setup()
+            await web.TCPSite(runner, listen.host, listen.port).start()
+            log.warning(
+                "slack-agent listening on http://%s:%d/slack/events", listen.host, listen.port
+            )
+        await stop.wait()
+    finally:
+        if pool is not None:
+            await pool.close()
+        if runner is not None:
+            await runner.cleanup()
+        await slack.later.close()
+        if worker is not None and worker.task is not None:
+            stop.set()
+            await worker.task
+        if health is not None:
+            await health.stop()
+
+
+async def run_worker_only(process: SlackProcess, listen: Listen) -> None:
+    stop = stop_on_signals()
+    log.warning("slack-agent worker started")
+    worker = Started(process.worker)
+    worker.task = worker_task = asyncio.create_task(process.worker.run(stop))
+    health: HealthServer | None = None
+    try:
+        if listen.metrics_port is not None:
+            readiness = readiness_for(process, worker, None)
+            ping = process.services.state.client.ping
+            health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
+            await health.start()
+        await worker_task
+    finally:
+        stop.set()
+        await worker_task
+        if health is not None:
+            await health.stop()
