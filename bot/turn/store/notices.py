@@ -82,6 +82,11 @@ class Notices:
             pipe.hdel(self.keys.notice_data, notice.id)
             await pipe.execute()
 
+    async def due_again(self, notice: Notice, delay_s: float) -> None:
+        """Not posted this time, through nobody's fault (its thread is busy): due again
+        after ``delay_s``, not after the whole lease."""
+        await self.client.zadd(self.keys.notices, {notice.id: time.time() + delay_s})
+
     async def retry_later(self, notice: Notice, delay_s: float) -> None:
         again = replace(notice, attempts=notice.attempts + 1)
         async with self.client.pipeline(transaction=True) as pipe:

@@ -214,10 +214,12 @@ class Worker:
     async def _post_notice(self, notice: Notice) -> None:
         """Post one notice while holding its thread's lease: never beside another worker
         posting it, and in order with the thread's turns. A thread busy now is tried again
-        when the notice comes due again."""
+        at the next look."""
         thread = ThreadKey(notice.team, notice.channel, notice.thread_ts)
         lease = await self.processor.locks.try_acquire(thread, self.name)
         if lease is None:
+            # A turn of the thread holds it (often the one that just gave up): soon again.
+            await self.notices.due_again(notice, self.claim_every_s)
             return
         try:
             async with lease.kept_alive() as lost:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -14,9 +15,11 @@ from bot.agent.result import StopReason
 from bot.llm import ModelResponse, ToolCall
 from bot.process.state import State
 from bot.state import StateUnavailable
+from bot.state.commands import Commands
 from bot.state.history import UNDELIVERED
 from bot.turn.model import Turn
 from bot.turn.responder import GAVE_UP, NOT_DELIVERED
+from bot.turn.store.notices import Notice
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.worker_kit import MemoryResponder, make_worker, running
@@ -280,3 +283,35 @@ async def test_redis_restarted_under_a_running_worker(
         "answer to before (after nothing)",
         "answer to after (after nothing)",
     ]
+
+
+async def test_a_notice_whose_thread_is_busy_is_posted_once_the_thread_is_free(
+    state: State,
+) -> None:
+    """The turn that gave up may still hold its thread when the notice is first taken: the
+    notice comes due again at the worker's next look, not after its whole take (30 s)."""
+    thread = turn_in("N", "", "").thread_key
+    held = await state.locks.try_acquire(thread, "another-worker")
+    assert held is not None
+    commands = Commands()
+    state.notices.add_to(
+        commands, Notice("9-0", thread.team, thread.channel, thread.thread, "9.0", "Sorry.")
+    )
+    async with state.client.pipeline(transaction=True) as pipe:
+        for command in commands.items:
+            pipe.execute_command(*command)
+        await pipe.execute()
+    responder = MemoryResponder()
+    worker = make_worker(state, slow_echo([], 0.0), responder)
+    async with running(worker):
+
+        async def taken() -> bool:
+            raw = await state.client.hget(state.keys.notice_data, "9-0")
+            return raw is not None and json.loads(raw)["taken"] >= 1
+
+        await until_true(taken)  # the worker met the busy thread
+        assert responder.gave_up == []
+        await held.release()
+        await until(lambda: len(responder.gave_up) == 1, timeout=5)
+    assert responder.gave_up[0].text == "Sorry."
+    assert await state.notices.pending() == 0
