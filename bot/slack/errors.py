@@ -1,6 +1,6 @@
 """Sorting Slack's failures: worth trying again later, or never going to work.
 
-slack_sdk has already retried what it safely could (bot/slack/retries.py) by the time an
+slack_sdk has already retried what it safely could (bot/slack/client.py) by the time an
 error reaches the bot. What is left is sorted here, so delivery keeps a turn pending through
 an outage and gives up at once only when Slack answered that it never will (an error such
 as ``channel_not_found``, ``not_in_channel`` or ``is_archived``). Anything that is not a
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
 
 import aiohttp
 import redis.exceptions
@@ -34,8 +35,6 @@ TEMPORARY = frozenset(
 MESSAGE_GONE = frozenset(
     {"message_not_found", "cant_update_message", "edit_window_closed", "cant_delete_message"}
 )
-# The stream is over (it expired): write into it as a message.
-STREAM_OVER = frozenset({"message_not_in_streaming_state", "streaming_state_conflict"})
 # The person stopped the stream in Slack: never write into it again.
 STOPPED_BY_USER = frozenset({"stopped_by_user"})
 
@@ -72,3 +71,15 @@ def for_delivery(exc: BaseException) -> BaseException:
     if isinstance(exc, SlackApiError):
         return Undeliverable(error_code(exc))
     return exc
+
+
+@contextlib.contextmanager
+def sorted_for_delivery() -> Iterator[None]:
+    """Whatever fails inside is raised as :func:`for_delivery` sorts it."""
+    try:
+        yield
+    except Exception as exc:
+        sorted_ = for_delivery(exc)
+        if sorted_ is exc:
+            raise
+        raise sorted_ from exc

@@ -1,12 +1,21 @@
-"""Keeping what the bot shows inside Slack's limits: a list too long for its place is cut
-whole rows at a time and says how many more there are; a text too long is shortened."""
+"""Slack's limits on what the bot shows, in one place, and keeping within them: a list too
+long for its place is cut whole rows at a time and says how many more there are; a text too
+long is shortened."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 TEXT_OBJECT_CHARS = 3_000  # a Block Kit text object (section, context element)
-REPLY_CHARS = 3_900  # a message's text shown in full (Slack truncates beyond 4,000)
+SECTION_TEXT_CHARS = 2_900  # a section's text, with room for what is added around it
+MESSAGE_TEXT_CHARS = 3_900  # a message's `text` shown in full (Slack truncates beyond 4,000)
+MARKDOWN_PART_CHARS = 11_000  # one part of an answer (a markdown block takes 12,000)
+STREAMED_TEXT_CHARS = 10_000  # streamed while the loop runs; past this the final split shows it
+INPUT_LABEL_CHARS = 2_000  # an input block's label and hint
+ACTION_VALUE_CHARS = 2_000  # a button's value
+OPTION_TEXT_CHARS = 75  # an option's text
+OPTION_VALUE_CHARS = 150  # an option's value
+MAX_OPTIONS = 100  # options in one select
 
 
 def shorten(text: str, limit: int) -> str:
@@ -14,7 +23,7 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def limited(rows: Sequence[str], limit: int = REPLY_CHARS, joiner: str = "\n") -> list[str]:
+def limited(rows: Sequence[str], limit: int = MESSAGE_TEXT_CHARS, joiner: str = "\n") -> list[str]:
     """As many whole rows as fit in ``limit`` characters (joined), then "…and N more"."""
     kept: list[str] = []
     used = 0

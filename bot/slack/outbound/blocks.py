@@ -22,12 +22,17 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from bot.slack.limits import TEXT_OBJECT_CHARS, limited, shorten
+from bot.slack.limits import (
+    ACTION_VALUE_CHARS,
+    MESSAGE_TEXT_CHARS,
+    TEXT_OBJECT_CHARS,
+    limited,
+    shorten,
+)
 from bot.slack.outbound.tasks import ToolTask, tasks_text
 
 Blocks = list[dict[str, Any]]
 
-TEXT_FIELD_CHARS = 3_900  # a message's `text` (its notification fallback): Slack allows 4,000
 STOP_ACTION = "stop_turn"
 FEEDBACK_ACTION = "answer_feedback"
 WORKING = "Working on it…"
@@ -39,7 +44,7 @@ def _dicts(blocks: list[Block]) -> Blocks:
 
 def message_text(markdown: str) -> str:
     """The ``text`` of a message whose content is in blocks: within Slack's limit."""
-    return shorten(markdown, TEXT_FIELD_CHARS)
+    return shorten(markdown, MESSAGE_TEXT_CHARS)
 
 
 def answer_blocks(markdown: str) -> Blocks:
@@ -64,7 +69,7 @@ def feedback_buttons(turn: dict[str, Any]) -> ContextActionsBlock:
     """Slack's thumbs up / down under an answer; each value names the turn."""
 
     def value(verdict: str) -> str:
-        return json.dumps({**turn, "v": verdict}, separators=(",", ":"))[:2000]
+        return json.dumps({**turn, "v": verdict}, separators=(",", ":"))[:ACTION_VALUE_CHARS]
 
     return ContextActionsBlock(
         elements=[

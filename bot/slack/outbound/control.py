@@ -8,6 +8,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.outbound.blocks import WORKING, control_blocks
 from bot.slack.outbound.coalesced import CoalescedMessage
+from bot.slack.outbound.delivery import ControlState
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.tagging import WhoAmI, find_own, tag
 from bot.turn.model import Turn
@@ -47,33 +48,33 @@ class StopControl:
     async def close(self) -> None:
         """The turn is over: the message goes (strict; a message already gone is fine)."""
         record = self.ledger.record
-        if record.control_closed or not (record.control_ts or record.control_posting):
+        if record.control in (ControlState.NONE, ControlState.CLOSED):
             await self.message.close()
             return
         await self.message.settle()
         await self._find_posted()
         await self.message.delete_now()
-        record.control_closed = True
+        record.control_closed()
         await self.ledger.save()
 
     async def _before_post(self) -> str | None:
         record = self.ledger.record
-        if record.control_posting and not record.control_ts:
+        if record.control is ControlState.POSTING:
             await self._find_posted()
-            if record.control_ts:
+            if record.control_ts:  # found: it was posted after all
                 return record.control_ts
-        record.control_posting = True
+        record.control_posting()
         await self.ledger.save()
         return None
 
     async def _posted(self, ts: str) -> None:
-        record = self.ledger.record
-        record.control_ts, record.control_posting = ts, False
+        self.ledger.record.control_shown(ts)
         await self.ledger.save()
 
     async def _find_posted(self) -> None:
+        """A post of this message had an unknown outcome: find it by its tag."""
         record = self.ledger.record
-        if not record.control_posting or record.control_ts:
+        if record.control is not ControlState.POSTING:
             return
         found = await find_own(self.client, self.turn, self.who_am_i)
         ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "control")), "")
@@ -81,5 +82,5 @@ class StopControl:
             self.message.adopt(ts)
             await self._posted(ts)
             return
-        record.control_posting = False
+        record.control_not_found()
         await self.ledger.save()

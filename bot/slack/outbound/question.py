@@ -12,6 +12,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.slack.limits import (
+    INPUT_LABEL_CHARS,
+    MAX_OPTIONS,
+    OPTION_TEXT_CHARS,
+    OPTION_VALUE_CHARS,
+    SECTION_TEXT_CHARS,
+)
 from bot.slack.outbound.blocks import Blocks
 from bot.slack.outbound.escape import escaped
 from tools.form_fields import FormField, form_fields
@@ -22,16 +29,12 @@ DECLINE_ACTION = "elicit_decline"
 ACTIONS = (SUBMIT_ACTION, ACCEPT_ACTION, DECLINE_ACTION)
 BLOCK_PREFIX = "elicit:"
 VALUE_ACTION = "value"
-MESSAGE_CHARS = 2900
-LABEL_CHARS = 2000
-HINT_CHARS = 2000
-MAX_OPTIONS = 100
 
 
 def question_text(asker: str, message: str) -> str:
     """The question as Slack text: the server's words escaped, so they can neither mention
     anyone (``<!channel>``) nor link anywhere."""
-    return escaped(f"{asker[:1].upper()}{asker[1:]} asks: {message}"[:MESSAGE_CHARS])
+    return escaped(f"{asker[:1].upper()}{asker[1:]} asks: {message}"[:SECTION_TEXT_CHARS])
 
 
 def question_blocks(
@@ -101,11 +104,11 @@ def _input(field: FormField) -> dict[str, Any]:
         "type": "input",
         "block_id": BLOCK_PREFIX + field.name,
         "optional": not field.required,
-        "label": {"type": "plain_text", "text": field.label[:LABEL_CHARS] or field.name},
+        "label": {"type": "plain_text", "text": field.label[:INPUT_LABEL_CHARS] or field.name},
         "element": {**_element(field), "action_id": VALUE_ACTION},
     }
     if field.description:
-        block["hint"] = {"type": "plain_text", "text": field.description[:HINT_CHARS]}
+        block["hint"] = {"type": "plain_text", "text": field.description[:INPUT_LABEL_CHARS]}
     return block
 
 
@@ -198,7 +201,10 @@ def _button(text: str, action: str, value: str, style: str | None = None) -> dic
 
 
 def _option(value: str, label: str) -> dict[str, Any]:
-    return {"text": {"type": "plain_text", "text": label[:75]}, "value": value[:150]}
+    return {
+        "text": {"type": "plain_text", "text": label[:OPTION_TEXT_CHARS]},
+        "value": value[:OPTION_VALUE_CHARS],
+    }
 
 
 def _number(value: float) -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Slack's markdown block takes 12,000 characters; stay clear of it.
-MESSAGE_LIMIT = 11_000
+from bot.slack.limits import MARKDOWN_PART_CHARS
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_ROW = re.compile(r"^\s*\|")
@@ -24,7 +23,7 @@ class _Segment:
     text: str  # including its trailing newline(s)
 
 
-def split_markdown(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+def split_markdown(text: str, limit: int = MARKDOWN_PART_CHARS) -> list[str]:
     """Parts of at most ``limit`` characters that together hold all of ``text``."""
     if limit < 200:
         raise ValueError("limit is too small to split markdown sensibly")

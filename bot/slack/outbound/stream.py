@@ -125,7 +125,7 @@ class StreamWriter:
                 raise Aborted("the turn's lease is gone")
             if not self.ts:
                 record = self.ledger.record
-                record.first_posting = True
+                record.posting()
                 await self.ledger.save()
                 response = await self.client.chat_startStream(
                     channel=self.turn.channel,
@@ -136,7 +136,7 @@ class StreamWriter:
                     chunks=chunks,
                 )
                 self.ts = str(response["ts"])
-                record.first_ts, record.first_streaming, record.first_posting = self.ts, True, False
+                record.created(self.ts, streaming=True)
                 await self.ledger.save()
             else:
                 if await self.was_stopped(self.ts):  # Slack's stop: not one more write
@@ -164,7 +164,7 @@ class StreamWriter:
     async def _user_stopped(self) -> None:
         log.info("the person stopped the stream in %s", self.turn.channel)
         self.user_stopped = True
-        self.ledger.record.stopped_by_user = True
+        self.ledger.record.user_stopped()
         with contextlib.suppress(Exception):
             await self.ledger.save()
             await self.on_user_stop()

@@ -52,6 +52,26 @@ class OwnMessage:
 
 
 @dataclass(frozen=True)
+class FirstMessage:
+    """The turn's message as found in its thread: ``ts`` ("" when none), and whether it is
+    a stream (untagged: a stream cannot be tagged when it starts)."""
+
+    ts: str = ""
+    streaming: bool = False
+
+
+def first_message(found: list[OwnMessage], message_ts: str) -> FirstMessage:
+    """Among the bot's messages after the person's message (oldest first): the one tagged as
+    the first part of the answer to ``message_ts``, else the bot's first untagged message,
+    which can only be the turn's stream whose start was never recorded."""
+    tagged = next((m.ts for m in found if m.is_for(message_ts, "answer", 0)), "")
+    if tagged:
+        return FirstMessage(tagged)
+    untagged = next((m.ts for m in found if m.payload is None), "")
+    return FirstMessage(untagged, streaming=bool(untagged))
+
+
+@dataclass(frozen=True)
 class Me:
     """Who the bot is (auth.test)."""
 

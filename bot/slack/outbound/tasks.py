@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import Any
 
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
@@ -15,35 +17,58 @@ TITLE_CHARS = 80
 OUTPUT_CHARS = 300
 REASON_CHARS = 120
 
+
+class TaskState(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    STOPPED = "stopped"  # cut off: the turn was stopped, or its attempt ended
+
+
 # How a task's state reads to Slack's task cards.
-CARD_STATUS = {"running": "in_progress", "done": "complete", "failed": "error", "stopped": "error"}
+CARD_STATUS = {
+    TaskState.RUNNING: "in_progress",
+    TaskState.DONE: "complete",
+    TaskState.FAILED: "error",
+    TaskState.STOPPED: "error",
+}
 
 
 @dataclass
 class ToolTask:
     call_id: str
     name: str
-    state: str = "running"  # running, done, failed, stopped
+    state: TaskState = TaskState.RUNNING
     duration_ms: float | None = None  # None: unknown (a call an earlier attempt ran)
     detail: str = ""  # the output's start when done; the reason when failed
     progress: str = ""  # while running: how far it is, in the tool's words (e.g. "40 %")
 
     @property
     def open(self) -> bool:
-        return self.state == "running"
+        return self.state is TaskState.RUNNING
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> ToolTask:
+        """As the delivery record keeps it (fields it does not know are left out)."""
+        known = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in data.items() if k in known}
+        return cls(**{**kept, "state": TaskState(kept.get("state", TaskState.RUNNING))})
+
+    def to_record(self) -> dict[str, Any]:
+        return {**vars(self), "state": self.state.value}
 
 
 def task_chunk(task: ToolTask) -> TaskUpdateChunk:
     """The task card of a tool call, as a stream chunk. A tool's words are escaped: they
     can neither mention anyone nor link anywhere."""
     output = details = None
-    if task.state == "running":
+    if task.state is TaskState.RUNNING:
         details = escaped(shorten(task.progress, OUTPUT_CHARS)) or None
-    elif task.state == "done":
+    elif task.state is TaskState.DONE:
         output = escaped(shorten(task.detail, OUTPUT_CHARS)) or None
-    elif task.state == "failed":
+    elif task.state is TaskState.FAILED:
         output = escaped(shorten(task.detail, OUTPUT_CHARS)) or "failed"
-    elif task.state == "stopped":
+    elif task.state is TaskState.STOPPED:
         output = "stopped"
     return TaskUpdateChunk(
         id=task.call_id,
@@ -55,7 +80,7 @@ def task_chunk(task: ToolTask) -> TaskUpdateChunk:
 
 
 def _title(task: ToolTask) -> str:
-    if task.state == "done" and task.duration_ms is not None:
+    if task.state is TaskState.DONE and task.duration_ms is not None:
         return f"{task.name} ({duration(task.duration_ms)})"
     return task.name
 
@@ -63,14 +88,14 @@ def _title(task: ToolTask) -> str:
 def task_row(task: ToolTask) -> str:
     """One line of the tasks context block."""
     name = f"`{task.name}`"
-    if task.state == "running":
+    if task.state is TaskState.RUNNING:
         progress = escaped(shorten(" ".join(task.progress.split()), REASON_CHARS))
         return f":hourglass_flowing_sand: {name} {progress or 'running…'}"
-    if task.state == "done":
+    if task.state is TaskState.DONE:
         if task.duration_ms is None:
             return f":white_check_mark: {name} done"
         return f":white_check_mark: {name} done in {duration(task.duration_ms)}"
-    if task.state == "stopped":
+    if task.state is TaskState.STOPPED:
         return f":black_square_for_stop: {name} stopped"
     reason = (
         f": {escaped(shorten(' '.join(task.detail.split()), REASON_CHARS))}" if task.detail else ""
@@ -94,16 +119,16 @@ def settle_task(task: ToolTask, result: str | None) -> None:
     """A task whose end this attempt did not see: done, failed (with the reason), or
     stopped when the turn has no result for it."""
     if result is None:
-        task.state = "stopped"
+        task.state = TaskState.STOPPED
         return
     try:
         error = json.loads(result)
     except ValueError:
         error = None
     if isinstance(error, dict) and "error" in error:
-        task.state, task.detail = "failed", str(error.get("message") or error["error"])
+        task.state, task.detail = TaskState.FAILED, str(error.get("message") or error["error"])
     else:
-        task.state, task.detail = "done", result
+        task.state, task.detail = TaskState.DONE, result
 
 
 def duration(ms: float) -> str:

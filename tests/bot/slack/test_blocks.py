@@ -12,13 +12,13 @@ from bot.slack.outbound.blocks import (
     home_view,
     turn_blocks,
 )
-from bot.slack.outbound.tasks import ToolTask, settle_task, task_chunk, tasks_text
+from bot.slack.outbound.tasks import TaskState, ToolTask, settle_task, task_chunk, tasks_text
 
 TASKS = [
-    ToolTask("1", "search", "running"),
-    ToolTask("2", "calculate", "done", 12.4, "42"),
-    ToolTask("3", "fetch_url", "failed", 30001, "fetch_url took longer than 30 s"),
-    ToolTask("4", "slow", "stopped"),
+    ToolTask("1", "search", TaskState.RUNNING),
+    ToolTask("2", "calculate", TaskState.DONE, 12.4, "42"),
+    ToolTask("3", "fetch_url", TaskState.FAILED, 30001, "fetch_url took longer than 30 s"),
+    ToolTask("4", "slow", TaskState.STOPPED),
 ]
 
 
@@ -60,7 +60,7 @@ def test_a_turns_message_while_it_runs_and_when_it_is_done() -> None:
 
 
 def test_a_thousand_tools_stay_within_a_text_object() -> None:
-    many = [ToolTask(str(n), f"tool_{n}", "done", 1.0) for n in range(1000)]
+    many = [ToolTask(str(n), f"tool_{n}", TaskState.DONE, 1.0) for n in range(1000)]
     text = tasks_text(many, finished=True)
     assert len(text) <= 3000
     assert "…and " in text and text.endswith("Used 1000 tools (1000 ms in all)")
@@ -87,9 +87,9 @@ def test_a_task_an_earlier_attempt_left_running_takes_its_outcome_from_the_resul
     settle_task(failed, '{"error": "Interrupted", "message": "outcome unknown"}')
     settle_task(lost, None)
     assert [(t.state, t.detail) for t in (done, failed, lost)] == [
-        ("done", "12 in stock"),
-        ("failed", "outcome unknown"),
-        ("stopped", ""),
+        (TaskState.DONE, "12 in stock"),
+        (TaskState.FAILED, "outcome unknown"),
+        (TaskState.STOPPED, ""),
     ]
     text = tasks_text([done, failed, lost], finished=True)
     assert ":white_check_mark: `lookup` done\n" in text and "running" not in text

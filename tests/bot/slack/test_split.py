@@ -7,7 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.slack.outbound.split import MESSAGE_LIMIT, split_markdown
+from bot.slack.limits import MARKDOWN_PART_CHARS
+from bot.slack.outbound.split import split_markdown
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -36,7 +37,7 @@ def test_a_30000_character_answer_with_a_table_and_code() -> None:
     assert len(text) > 25_000
     parts = split_markdown(text)
     assert len(parts) >= 3
-    assert all(len(p) <= MESSAGE_LIMIT for p in parts)
+    assert all(len(p) <= MARKDOWN_PART_CHARS for p in parts)
     assert all(fences_balanced(p) for p in parts)
     # The table and the code block each sit whole inside one part.
     assert sum(table.strip() in p for p in parts) == 1

@@ -1,0 +1,200 @@
+"""The strict end of a turn's message: the thread shows the settled answer exactly.
+
+A long answer is split into parts (``split.py``); the first is the turn's message, the
+others follow, the last with the feedback buttons. The end raises what failed so delivery
+can retry, and continues from the delivery record when called again, or by another worker
+after a crash: it ends a stream left open, writes into the message already there, posts
+only missing parts, and looks for a post whose outcome was never learnt (by its tag) before
+posting again. A stream the person stopped in Slack is left as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from bot.agent.result import StopReason
+from bot.slack.errors import MESSAGE_GONE, STOPPED_BY_USER, error_code, is_temporary
+from bot.slack.outbound.answer import AnswerWriter
+from bot.slack.outbound.blocks import (
+    answer_blocks,
+    feedback_buttons,
+    message_text,
+    turn_blocks,
+    turn_text,
+)
+from bot.slack.outbound.split import split_markdown
+from bot.slack.outbound.stream import StreamWriter
+from bot.slack.outbound.tagging import find_own, tag
+from bot.slack.outbound.tasks import settle_task
+from bot.turn.responder import Aborted, Settled
+
+log = logging.getLogger(__name__)
+
+SETTLE_S = 10.0  # at the end, how long a stream call in flight may take before giving up on it
+FEEDBACK_TOOLS = 20  # tool names carried by the feedback buttons, at most
+
+
+async def finish(writer: AnswerWriter, settled: Settled) -> None:
+    """Make the thread show the settled text exactly, in as many messages as it needs.
+    Raises what failed (the caller sorts it); calling it again continues."""
+    await writer.background.settle()
+    results = settled.tool_results()
+    for task in writer.tasks.values():
+        if task.open:
+            settle_task(task, results.get(task.call_id))
+    await writer.save_tasks()
+    record = writer.ledger.record
+    parts = split_markdown(settled.text)
+    feedback = _feedback(writer, settled)
+    if not record.part_ts(0):
+        last = len(parts) == 1
+        ts = await _finish_first(writer, parts[0], settled, feedback if last else None)
+        record.finished(ts)
+        await writer.ledger.save()
+    for number in range(1, len(parts)):
+        if not record.part_ts(number):
+            last = number == len(parts) - 1
+            await _post_part(writer, number, parts[number], feedback if last else None)
+    await writer.control.close()
+    if not writer.session_ended:
+        await writer.status.end()
+
+
+def _feedback(writer: AnswerWriter, settled: Settled) -> dict[str, Any] | None:
+    """What the feedback buttons carry: the turn, the model, the tools used."""
+    if writer.feedback is None or not settled.reason.answered:
+        return None
+    tools = list(dict.fromkeys(task.name for task in writer.tasks.values()))[:FEEDBACK_TOOLS]
+    return {**writer.feedback, "t": writer.entry_id, "k": tools}
+
+
+async def _finish_first(
+    writer: AnswerWriter, text: str, settled: Settled, feedback: dict[str, Any] | None
+) -> str:
+    """The turn's message shows the answer's first part; returns its ts."""
+    record = writer.ledger.record
+    stream = writer.stream
+    if stream is not None:
+        # A call in flight decides whether the stream exists: wait for it first.
+        await stream.settle(SETTLE_S)
+        if stream.ts and not stream.user_stopped and await writer.was_stopped(stream.ts):
+            record.user_stopped()
+    if record.stopped or (stream is not None and stream.user_stopped):
+        stopped = await _leave_as_stopped(writer)
+        if stopped:
+            return stopped
+    if stream is not None and writer.streaming and stream.ts:
+        ended = await _end_own_stream(writer, stream, text, settled, feedback)
+        if ended:
+            return ended
+    await writer.earlier.tidy()
+    if record.stopped:
+        stopped = await _leave_as_stopped(writer)
+        if stopped:
+            return stopped
+    tasks = list(writer.tasks.values())
+    message = writer.turn_message()
+    if record.ts and message.ts is None:
+        message.adopt(record.ts)
+    content = (
+        turn_text(tasks, text, True),
+        turn_blocks(tasks, text, finished=True, feedback=feedback),
+    )
+    try:
+        await message.write_now(*content)
+    except (asyncio.CancelledError, Aborted):
+        raise
+    except Exception as exc:
+        if message.ts is None or error_code(exc) not in MESSAGE_GONE:
+            raise
+        log.info("the turn's message in %s is gone; posting it again", writer.turn.channel)
+        record.gone()
+        writer.forget_message()
+        message = writer.turn_message()
+        await message.write_now(*content)
+    assert message.ts is not None
+    return message.ts
+
+
+async def _end_own_stream(
+    writer: AnswerWriter,
+    stream: StreamWriter,
+    text: str,
+    settled: Settled,
+    feedback: dict[str, Any] | None,
+) -> str:
+    """End this attempt's stream with the rest of the answer; "" when it cannot be (the
+    stream then becomes an ordinary message the answer is written into)."""
+    record = writer.ledger.record
+    writer.streaming = False
+    writable = await stream.settle(SETTLE_S) and stream.working
+    if settled.reason is StopReason.CANCELLED:
+        tail: str | None = f"\n\n_{settled.text}_"  # the note that it was stopped
+    elif text.startswith(writer.round_text):
+        tail = text[len(writer.round_text) :]
+    else:
+        tail = None  # the answer is not what streamed (a failure): write it whole
+    if writable and tail is not None:
+        try:
+            await stream.stop(
+                tail,
+                blocks=[feedback_buttons(feedback).to_dict()] if feedback else None,
+                metadata=tag(writer.turn.message_ts, writer.entry_id, "answer", 0),
+                session_status="active" if writer.status.sessions else None,
+            )
+            writer.session_ended = writer.status.sessions
+            return stream.ts
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if error_code(exc) in STOPPED_BY_USER or await writer.was_stopped(stream.ts):
+                record.user_stopped()
+            elif is_temporary(exc):
+                await writer.ledger.save()
+                raise
+    await stream.close()
+    await writer.ledger.save()
+    return ""
+
+
+async def _leave_as_stopped(writer: AnswerWriter) -> str:
+    """The person stopped the stream in Slack: it stays as it is ("" when there is no
+    message to leave: the answer is posted after all)."""
+    record = writer.ledger.record
+    if not record.user_stopped():
+        return ""
+    await writer.ledger.save()
+    return record.ts
+
+
+async def _post_part(
+    writer: AnswerWriter, number: int, text: str, feedback: dict[str, Any] | None
+) -> None:
+    """Post a later part of the answer, recorded before and after; a post of it whose
+    outcome was never learnt is looked for by its tag first."""
+    record, turn = writer.ledger.record, writer.turn
+    if record.posting_part == number:
+        found = await find_own(writer.client, turn, writer.who_am_i)
+        ts = next((m.ts for m in found if m.is_for(turn.message_ts, "answer", number)), "")
+        if ts:
+            record.part_posted(number, ts)
+            await writer.ledger.save()
+            return
+    record.part_posting(number)
+    await writer.ledger.save()
+    if not writer.ledger.valid():
+        raise Aborted("the turn's lease is gone")
+    blocks = answer_blocks(text)
+    if feedback is not None:
+        blocks.append(feedback_buttons(feedback).to_dict())
+    response = await writer.client.chat_postMessage(
+        channel=turn.channel,
+        thread_ts=turn.thread_ts,
+        text=message_text(text),
+        blocks=blocks,
+        metadata=tag(turn.message_ts, writer.entry_id, "answer", number),
+    )
+    record.part_posted(number, str(response["ts"]))
+    await writer.ledger.save()

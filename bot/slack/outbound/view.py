@@ -1,0 +1,130 @@
+"""Everything shown for one turn: the status first, then the turn's one message.
+
+A :class:`SlackTurnView` lives exactly as long as its turn's owner holds it (an async
+context, ``responder.py``). It starts from the turn's delivery record, so a resumed turn
+takes over what an earlier attempt left in the thread, and everything it creates is
+recorded through the owner's fence. :meth:`observe` is the loop's observer and never waits
+on Slack; leaving the context stops its background work and makes no Slack call.
+"""
+
+from __future__ import annotations
+
+import json
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.agent.events import (
+    AgentEvent,
+    RoundStarted,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+)
+from bot.config.schema import SlackConfig
+from bot.slack.errors import sorted_for_delivery
+from bot.slack.outbound.answer import AnswerWriter
+from bot.slack.outbound.background import Background
+from bot.slack.outbound.finish import finish
+from bot.slack.outbound.ledger import DeliveryLedger
+from bot.slack.outbound.status import SessionSupport, TurnStatus
+from bot.slack.outbound.tagging import WhoAmI
+from bot.turn.model import Turn, TurnKind
+from bot.turn.responder import DeliveryRecord, Settled
+from bot.turn.store.stops import StopRequests
+
+
+def stop_value(turn: Turn) -> str:
+    """What the Stop button carries: the thread, and who asked."""
+    return json.dumps(
+        {"team": turn.team, "channel": turn.channel, "thread": turn.thread_ts, "user": turn.user},
+        separators=(",", ":"),
+    )
+
+
+class SlackTurnView:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        turn: Turn,
+        entry_id: str,
+        ledger: DeliveryLedger,
+        settings: SlackConfig,
+        *,
+        sessions: SessionSupport,
+        stops: StopRequests | None,
+        who_am_i: WhoAmI,
+        model: str,
+    ) -> None:
+        self.turn = turn
+        self.ledger = ledger
+        self.background = Background()
+        self.status = TurnStatus(
+            client,
+            turn,
+            settings,
+            sessions,
+            title_thread=turn.kind is TurnKind.ASSISTANT and turn.new_thread,
+        )
+
+        async def was_stopped(ts: str) -> bool:
+            return stops is not None and await stops.stream_stopped(turn.channel, ts)
+
+        async def stop_turn() -> None:
+            if stops is not None:
+                await stops.request(turn.thread_key, turn.user)
+
+        self.answer = AnswerWriter(
+            client,
+            turn,
+            entry_id,
+            ledger,
+            who_am_i,
+            self.status,
+            settings,
+            was_stopped=was_stopped,
+            on_user_stop=stop_turn,
+            stop_value=stop_value(turn),
+            feedback={"m": model} if settings.feedback else None,
+        )
+        self._started = False
+
+    async def resume(self) -> None:
+        """Take over what an earlier attempt left (best effort; delivery does it for sure)."""
+        await self.answer.resume()
+
+    async def observe(self, event: AgentEvent) -> None:
+        if isinstance(event, RoundStarted):
+            if not self._started:
+                self._started = True
+                self.background.spawn(self._start())
+        elif isinstance(event, TextDelta):
+            self.answer.text(event.round, event.text)
+        elif isinstance(event, ToolStarted):
+            self.answer.tool_started(event)
+        elif isinstance(event, ToolProgress):
+            self.answer.tool_progress(event)
+        elif isinstance(event, ToolFinished):
+            self.answer.tool_finished(event)
+
+    async def _start(self) -> None:
+        await self.status.start()
+        if not self.status.sessions and not self.status.shown:
+            self.answer.show_working()
+
+    async def deliver(self, settled: Settled) -> None:
+        """The turn's message shows the answer (nothing waits for an edit window); later
+        parts follow. Recorded, so a retry continues where this one stopped."""
+        with sorted_for_delivery():
+            await self.background.settle()  # the status: agent session or not
+            if not self._started:  # resumed after the loop: find out about the session again
+                self._started = True
+                await self.status.start()
+            await finish(self.answer, settled)
+
+    def delivery(self) -> DeliveryRecord:
+        return self.ledger.record.to_record()
+
+    async def close(self) -> None:
+        await self.background.close()
+        await self.answer.close()
