@@ -100,7 +100,6 @@ class AnswerWriter:
         self.held = ""  # this round's text not yet shown
         self.round_text = ""  # this round's text shown (or queued in the stream)
         self.background = Background()
-        self._saved_tasks = list(record.tasks)
         self.session_ended = False  # the stream's end set the session back to "active"
 
     async def resume(self) -> None:
@@ -178,6 +177,8 @@ class AnswerWriter:
             self._render()
 
     def _task_changed(self, task: ToolTask) -> None:
+        # In the record before any call shows it: the save before that call carries it.
+        self.ledger.record.tasks = [t.to_record() for t in self.tasks.values()]
         stream = self._stream()
         if stream is not None:
             stream.task(task_chunk(task))
@@ -234,12 +235,9 @@ class AnswerWriter:
             self.control.show(self.stop_value)
 
     async def save_tasks(self) -> None:
-        tasks = [task.to_record() for task in self.tasks.values()]
-        if tasks != self._saved_tasks:
-            self.ledger.record.tasks = tasks
-            self._saved_tasks = tasks
-            with contextlib.suppress(Aborted):
-                await self.ledger.save()
+        self.ledger.record.tasks = [task.to_record() for task in self.tasks.values()]
+        with contextlib.suppress(Aborted):
+            await self.ledger.save_if_changed()
 
     def turn_message(self) -> CoalescedMessage:
         """The turn's message as a posted (and edited) one."""

@@ -142,6 +142,7 @@ class StreamWriter:
                 if await self.was_stopped(self.ts):  # Slack's stop: not one more write
                     await self._user_stopped()
                     return
+                await self.ledger.save_if_changed()  # the cards this call shows
                 await self.client.chat_appendStream(
                     channel=self.turn.channel, ts=self.ts, chunks=chunks
                 )

@@ -6,6 +6,7 @@ AsyncWebClient is answered in memory by the fake Slack."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -274,3 +275,38 @@ async def test_the_view_never_makes_the_loop_wait_on_slack(slack: Slack) -> None
         await view.observe(RoundStarted(1))  # returns at once
         await until(lambda: "agents.sessions.setStatus" in slack.called)
         assert slack.finished == []  # still waiting on Slack; the loop went on
+
+
+async def test_every_card_a_stream_shows_is_stored_before_the_call_that_shows_it(
+    slack: Slack,
+) -> None:
+    """Whoever resumes the turn must know every card the stream shows, or a card left
+    "running" could never be closed: each is in the stored record before the call."""
+    fence = Fence()
+    unsaved: list[str] = []
+    calls = slack.client.api_call
+
+    async def checked(api_method: str, **kwargs: Any) -> Any:
+        if api_method in ("chat.startStream", "chat.appendStream"):
+            args = {**(kwargs.get("json") or {}), **(kwargs.get("data") or {})}
+            chunks = args.get("chunks") or []
+            chunks = json.loads(chunks) if isinstance(chunks, str) else chunks
+            stored = {task["call_id"] for task in fence.saved.get("tasks", [])}
+            unsaved.extend(
+                c["id"] for c in chunks if c["type"] == "task_update" and c["id"] not in stored
+            )
+        return await calls(api_method, **kwargs)
+
+    slack.client.api_call = checked  # type: ignore[method-assign]
+    config = SlackConfig(streaming=True, stream_buffer_chars=1)
+    async with SlackResponder(slack.client, config).view(
+        turn_at("100.000001"), "9-0", {}, fence
+    ) as view:
+        await view.observe(RoundStarted(1))
+        for n in range(4):
+            await view.observe(ToolStarted(1, f"c{n}", "calc", "{}"))
+            await asyncio.sleep(0.01)
+            await view.observe(ToolFinished(1, f"c{n}", "calc", CallOutcome.OK, 5.0, "4", None))
+        await view.deliver(Settled("4", StopReason.ANSWERED))
+    assert "chat.appendStream" in slack.called
+    assert unsaved == []
