@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.admin.commands import AdminCommands, AdminStores
+from bot.admin.commands import AdminCommands
+from bot.admin.context import AdminStores
 from bot.config import ConfigError
 from bot.config.requirements import missing_message, missing_settings
 from bot.process.services import Services

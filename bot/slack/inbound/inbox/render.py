@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.slack.inbound.inbox.files import kind_words, size_words
-from bot.slack.inbound.text import NO_NAMES, mentioned_channels, mentioned_users, readable
+from bot.slack.inbound.text import mentioned_channels, mentioned_users, readable
 from bot.slack.outbound.tagging import Me
 from bot.turn.message import FileRef, Forward, SlackMessage
 
@@ -135,6 +135,3 @@ def asides_block(lines: Sequence[str]) -> str:
 def file_contents(file: FileRef, text: str, truncated: bool, limit: int) -> str:
     note = f" (the first {limit:,} characters)" if truncated else ""
     return f'<file name="{file.label}"{note}>\n{text}\n</file>'
-
-
-NO_NAMES_AT_ALL = Names(NO_NAMES, NO_NAMES)

@@ -10,7 +10,8 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from bot.admin.commands import AdminCommands, Caller
+from bot.admin.commands import AdminCommands
+from bot.admin.context import Caller
 from bot.slack.inbound.after_ack import AfterAck
 
 

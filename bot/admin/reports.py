@@ -1,0 +1,179 @@
+"""What the slash command shows: a person's tools and roles, and for admins every tool,
+the roles and grants, the audit log, usage and feedback (read only; replies within Slack's
+limits)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from bot.admin.context import AdminStores, Caller, Permalink
+from bot.admin.parsing import user_id
+from bot.slack.limits import limited, shorten
+from bot.state.usage import UsageTotals
+from permissions.config import RoleConfig
+from permissions.policy import Policy
+from permissions.rules import roles_allowing
+from tools.registry import ToolRegistry
+
+FEEDBACK_DAYS = 7
+FEEDBACK_NEGATIVE = 10
+AUDIT_DEFAULT, AUDIT_MAX = 20, 100
+
+
+class AdminReports:
+    def __init__(
+        self,
+        command: str,
+        policy: Policy,
+        registry: ToolRegistry,
+        roles: dict[str, RoleConfig],
+        state: AdminStores,
+        permalink: Permalink,
+    ) -> None:
+        self.command = command
+        self.policy = policy
+        self.registry = registry
+        self.roles = roles
+        self.state = state
+        self.permalink = permalink
+
+    # --- everyone ------------------------------------------------------------------------
+
+    async def tools(self, caller: Caller, args: list[str]) -> str:
+        if args:
+            hint = " Admins: try `tools all`." if args[0].lower().startswith("al") else ""
+            return f"`{self.command} tools` takes no arguments.{hint}"
+        visible = await self.policy.visible(caller.person, await self.registry.list_tools())
+        if not visible:
+            return "No tools are available to you here."
+        rows = [f"• `{t.name}` — {shorten(_first_line(t.description), 150)}" for t in visible]
+        return "*Your tools here:*\n" + "\n".join(limited(rows))
+
+    async def whoami(self, caller: Caller, args: list[str]) -> str:
+        held = await self.policy.held(caller.person)
+        if not self.roles:
+            roles_text = "No roles are configured: everyone may use every tool."
+        elif held:
+            roles_text = "\n".join(f"• *{h.role}* — {h.source}" for h in held)
+        else:
+            roles_text = "You hold no role."
+        visible = await self.policy.visible(caller.person, await self.registry.list_tools())
+        names = ", ".join(limited([f"`{t.name}`" for t in visible], 2_000, ", ")) or "none"
+        return f"*Your roles:*\n{roles_text}\n*Your tools here:* {names}"
+
+    # --- admins --------------------------------------------------------------------------
+
+    async def tools_all(self, caller: Caller, args: list[str]) -> str:
+        switches = await self.state.switches.all()
+        lines = ["*Every tool:*"]
+        for tool in await self.registry.list_tools():
+            switch = switches.get(tool.name)
+            state = "on"
+            if switch is not None and not switch.enabled:
+                state = f"*off* (by <@{switch.by}>, {_when(switch.at)})"
+            who = ", ".join(roles_allowing(tool.name, self.roles)) if self.roles else "everyone"
+            hints = tool.hints.labels()
+            said = f" ({', '.join(hints)})" if hints else ""
+            lines.append(
+                f"• `{tool.name}` [{tool.source}]{said} — {state} — roles: {who or 'none'}"
+            )
+        return "\n".join([lines[0], *limited(lines[1:])])
+
+    async def list_roles(self, caller: Caller, args: list[str]) -> str:
+        if not self.roles:
+            return "No roles are configured: everyone may use every tool, and nobody is an admin."
+        lines = ["*Roles:*"]
+        for name, role in self.roles.items():
+            flags = [f for f, on in (("admin", role.admin), ("default", role.default)) if on]
+            members = ", ".join(_mention(m) for m in role.members) or "—"
+            if role.workspace_admins:
+                members += " + workspace admins and owners"
+            where = f"; channels {', '.join(role.channels)}" if role.channels else ""
+            label = f" ({', '.join(flags)})" if flags else ""
+            lines.append(
+                f"• *{name}*{label}: tools {', '.join(f'`{p}`' for p in role.tools) or '—'}; "
+                f"members {members}{where}"
+            )
+        grants = await self.state.grants.all(caller.team)
+        lines.append("*Grants:*")
+        lines += [f"• <@{g.user}> — *{g.role}* (by <@{g.by}>, {_when(g.at)})" for g in grants] or [
+            "• none"
+        ]
+        return "\n".join(limited(lines))
+
+    async def audit(self, caller: Caller, args: list[str]) -> str:
+        count = AUDIT_DEFAULT
+        if args:
+            if not args[0].isdigit() or int(args[0]) < 1:
+                return f"Usage: `{self.command} audit [n]` with n from 1 to {AUDIT_MAX}"
+            count = min(int(args[0]), AUDIT_MAX)
+        entries = await self.state.audit.latest(count)
+        if not entries:
+            return "The audit log is empty."
+        lines = [f"*Latest {len(entries)}:*"]
+        for e in entries:
+            target = f" `{e.target}`" if e.target else ""
+            lines.append(
+                f"• {_when(e.at)} <@{e.actor}> {e.kind} `{e.action}`{target} → "
+                f"{shorten(e.outcome, 200)}"
+            )
+        return "\n".join([lines[0], *limited(lines[1:])])
+
+    async def usage(self, caller: Caller, args: list[str]) -> str:
+        if len(args) > 1:
+            return f"Usage: `{self.command} usage [@user]`"
+        if args:
+            user = user_id(args[0])
+            if user is None:
+                return f"`{args[0]}` is not a person. Usage: `{self.command} usage [@user]`"
+            person = await self.state.usage.person(caller.team, user, days=7)
+            return (
+                f"<@{user}>\n• today: {_totals(person.last_day)}\n"
+                f"• last 7 days: {_totals(person.all_days)}"
+            )
+        people = await self.state.usage.report(caller.team, days=7)
+        if not people:
+            return "Nobody has used the bot in the last 7 days."
+        people.sort(key=lambda p: p.all_days.prompt_tokens + p.all_days.completion_tokens)
+        rows = [
+            f"• <@{p.user}> — {_totals(p.last_day)} | {_totals(p.all_days)}"
+            for p in reversed(people)
+        ]
+        return "\n".join(["*Usage, today | last 7 days:*", *limited(rows)])
+
+    async def feedback(self, caller: Caller, args: list[str]) -> str:
+        if args:
+            return f"`{self.command} feedback` takes no arguments."
+        days = await self.state.feedback.per_day(caller.team, FEEDBACK_DAYS)
+        if not any(day.up or day.down for day in days):
+            return f"No feedback in the last {FEEDBACK_DAYS} days."
+        lines = [f"*Feedback, last {FEEDBACK_DAYS} days (good / bad):*"]
+        lines += [f"• {day.day}: {day.up} / {day.down}" for day in days if day.up or day.down]
+        negative = await self.state.feedback.latest_negative(caller.team, FEEDBACK_NEGATIVE)
+        if negative:
+            lines.append("*Latest bad ones:*")
+            for item in negative:
+                tools = f", tools {', '.join(f'`{t}`' for t in item.tools)}" if item.tools else ""
+                link = self.permalink(item.channel, item.message_ts, item.thread_ts)
+                lines.append(
+                    f"• {_when(item.at)} <@{item.user}> — {item.model or 'model ?'}{tools} — {link}"
+                )
+        return "\n".join(limited(lines))
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _mention(member: str) -> str:
+    return f"<!subteam^{member}>" if member.startswith("S") else f"<@{member}>"
+
+
+def _when(at: float) -> str:
+    return datetime.fromtimestamp(at or time.time(), UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _totals(t: UsageTotals) -> str:
+    cost = f", ${t.cost:.4f}" if t.cost else ""
+    return f"{t.turns} turns, {t.prompt_tokens:,} + {t.completion_tokens:,} tokens{cost}"
