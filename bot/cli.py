@@ -108,7 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             listen = Listen(metrics_port=args.metrics_port)
             return _exit_now_if_stuck(asyncio.run(commands.run_workers(args.config, listen)))
         if args.command == "check":
-            return asyncio.run(commands.check(args.config, args.json))
+            from bot.check.runner import check_command
+
+            return asyncio.run(check_command(args.config, args.json))
         if args.command == "tools":
             return asyncio.run(commands.list_tools(args.config, args.json))
     except ConfigError as exc:

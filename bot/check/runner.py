@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.check.findings import Finding, fail, ok, skip, warn
+from bot.check.findings import Finding, as_text, exit_code, fail, ok, skip, warn
+from bot.check.findings import as_json as json_report
 from bot.check.mcp_servers import check_mcp
 from bot.check.model import check_model
 from bot.check.slack import check_slack, check_socket_mode
@@ -92,3 +93,10 @@ def _require_persistence(config: AppConfig | None) -> bool:
 
 def _secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
+
+
+async def check_command(cli_config: Path | None, as_json: bool) -> int:
+    """``slack-agent check``: print the findings; exit 1 on any problem."""
+    findings = await run_checks(cli_config)
+    print(json_report(findings) if as_json else as_text(findings))
+    return exit_code(findings)

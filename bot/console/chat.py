@@ -10,16 +10,15 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
-from bot.agent.loop import run_turn
-from bot.config import ConfigError
+from bot.agent.loop import LoopSettings, run_turn
 from bot.console.approval import console_approver
 from bot.console.asker import ConsoleAsker
 from bot.console.display import ConsoleDisplay
 from bot.console.lines import LineReader
-from bot.process.services import Services
+from bot.llm.client import ChatModel
+from bot.llm.tokens import TokenEstimator
+from bot.state.history import RedisHistory
 from bot.turn.model import ThreadKey
-from permissions.policy import Person
-from permissions.sources import role_names
 from tools.approval import ApprovalToolset
 from tools.call_context import Requester, for_requester
 from tools.toolset import Toolset
@@ -37,32 +36,37 @@ class ChatOptions:
     yes: bool = False  # approve every tool that needs confirmation (for scripts)
 
 
-async def console_toolset(services: Services, options: ChatOptions) -> tuple[Toolset, list[str]]:
-    """The tools this console person may use (the same policy as in Slack: roles from the
-    config and grants, switches), and the roles that decided it. ``--role`` fixes the role."""
-    roles = services.config.roles
-    person = Person(CONSOLE_TEAM, options.user or "console", None)
-    if options.role is not None:
-        if options.role not in roles:
-            known = ", ".join(roles) or "none are configured"
-            raise ConfigError(f"--role: unknown role {options.role!r} (roles: {known})")
-        held = [options.role]
-    else:
-        held = role_names(await services.policy.held(person))
-    return services.policy.toolset(services.registry, person, held), held
+@dataclass(frozen=True)
+class Conversation:
+    """What the console talks through: the model, the loop's settings, and the history of
+    its threads (kept in Redis like Slack's), trimmed to ``budget`` tokens."""
+
+    model: ChatModel
+    settings: LoopSettings
+    history: RedisHistory
+    budget: int
+    estimator: TokenEstimator
+
+
+@dataclass(frozen=True)
+class ConsoleTools:
+    """The tools the console's person may use (the policy's wrapper), and the roles that
+    decided it."""
+
+    allowed: Toolset
+    roles: list[str]
 
 
 async def run_chat(
-    services: Services,
+    conversation: Conversation,
+    tools: ConsoleTools,
     options: ChatOptions,
     *,
     stdin: TextIO = sys.stdin,
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
-    allowed, roles = await console_toolset(services, options)
-    store = services.state.history
-    budget = services.config.history.token_budget
+    allowed, roles, store = tools.allowed, tools.roles, conversation.history
     key = ThreadKey(CONSOLE_TEAM, CONSOLE_CHANNEL, options.thread)
     display = ConsoleDisplay(stdout, stderr)
     interactive = stdin.isatty()
@@ -94,9 +98,9 @@ async def run_chat(
         cancel = asyncio.Event()
         with _ctrl_c_sets(cancel, interactive):
             result = await run_turn(
-                services.model,
-                services.loop_settings,
-                await store.for_model(key, budget, services.model.estimator),
+                conversation.model,
+                conversation.settings,
+                await store.for_model(key, conversation.budget, conversation.estimator),
                 prompt,
                 toolset,
                 observer=display,

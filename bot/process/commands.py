@@ -1,6 +1,7 @@
 """Each ``slack-agent`` command's process, assembled and run: the one place that decides
 what a command builds (config, stores, tools and MCP, model, policy, the Slack side, the
-worker), starts and closes. ``bot/cli.py`` only parses and dispatches."""
+worker), starts and closes. ``bot/cli.py`` only parses and dispatches; ``check`` builds
+what it checks with ``services.load`` (``bot/check/runner.py``)."""
 
 from __future__ import annotations
 
@@ -9,25 +10,51 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.console.chat import ChatOptions, console_toolset, run_chat
+from bot.config import ConfigError
+from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
 from bot.observability import tracing
 from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
 from bot.state.persistence import check_persistence
+from permissions.policy import Person
 from permissions.rules import roles_allowing
+from permissions.sources import role_names
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
 
 async def chat(config: Path | None, options: ChatOptions) -> int:
+    """``slack-agent chat``: the same loop, tools and policy as in Slack, in a terminal."""
     services = build_services(config)
     try:
-        await console_toolset(services, options)  # a bad --role fails before the first prompt
+        tools = await console_tools(services, options)  # a bad --role fails before any prompt
         await services.start()
-        return await run_chat(services, options)
+        conversation = Conversation(
+            services.model,
+            services.loop_settings,
+            services.state.history,
+            services.config.history.token_budget,
+            services.model.estimator,
+        )
+        return await run_chat(conversation, tools, options)
     finally:
         await services.aclose()
+
+
+async def console_tools(services: Services, options: ChatOptions) -> ConsoleTools:
+    """The tools the console's person may use: the same policy as in Slack (roles from the
+    config and grants, switches); ``--role`` fixes the role."""
+    roles = services.config.roles
+    person = Person(CONSOLE_TEAM, options.user or "console", None)
+    if options.role is not None:
+        if options.role not in roles:
+            known = ", ".join(roles) or "none are configured"
+            raise ConfigError(f"--role: unknown role {options.role!r} (roles: {known})")
+        held = [options.role]
+    else:
+        held = role_names(await services.policy.held(person))
+    return ConsoleTools(services.policy.toolset(services.registry, person, held), held)
 
 
 async def run_app(config: Path | None, listen: Listen, *, with_worker: bool) -> int:
@@ -72,16 +99,6 @@ def _start_tracing(services: Services) -> TracerProvider | None:
     """Traces go out only when an OTLP endpoint is set (environment or config)."""
     telemetry = services.config.telemetry
     return tracing.configure(telemetry.otlp_endpoint, telemetry.service_name)
-
-
-async def check(config: Path | None, as_json: bool) -> int:
-    from bot.check.findings import as_json as json_report
-    from bot.check.findings import as_text, exit_code
-    from bot.check.runner import run_checks
-
-    findings = await run_checks(config)
-    print(json_report(findings) if as_json else as_text(findings))
-    return exit_code(findings)
 
 
 async def list_tools(config_file: Path | None, as_json: bool) -> int:
