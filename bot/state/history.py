@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 # Append one turn, then drop the oldest turns while over the turn or byte cap (never the
 # newest), and refresh the idle expiry. Atomic: a reader sees the turn whole or not at all.
-# A function, so the fenced turn transitions (bot/state/turns.py) can run it in their step.
+# A function, so the fenced turn transitions (bot/turn/store/records.py) can run it in their step.
 APPEND_FUNCTION = """
 local function append_history(list_key, bytes_key, payload, max_turns, max_bytes, ttl)
   redis.call('RPUSH', list_key, payload)

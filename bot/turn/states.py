@@ -14,7 +14,7 @@ before the queue forgets the turn (``done``). ``dead_lettered`` is the way out w
 cannot be finished (too many attempts) or delivered (Slack refused for too long). The
 approvals work adds a parked ``awaiting_approval`` state beside ``running``.
 
-Every move is one atomic, fenced Redis step (:mod:`bot.state.turns`); this module only
+Every move is one atomic, fenced Redis step (:mod:`bot.turn.store.records`); this module only
 says which moves exist.
 """
 

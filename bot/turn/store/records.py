@@ -1,6 +1,6 @@
 """Each turn's durable record in Redis, written only by the owner of its thread's lock.
 
-The record is a hash: the state (:mod:`bot.lifecycle.states`), the round, the attempts, what
+The record is a hash: the state (:mod:`bot.turn.states`), the round, the attempts, what
 to show the person once the loop has ended, the messages to store in history, and the Slack
 delivery record. Beside it: the journal (the running turn's messages, saved one by one) and
 the set of tool calls already run again after a crash.

@@ -6,7 +6,7 @@ pending turns by Slack message ts, whichever worker read them. A worker that can
 lock leaves its entry alone: the lock's owner reaches it. After letting the lock go, the
 owner looks once more, so a turn that arrived just then is never stranded.
 
-Each turn is run by a :class:`~bot.lifecycle.owner.TurnOwner`. At shutdown,
+Each turn is run by a :class:`~bot.turn.owner.TurnOwner`. At shutdown,
 :meth:`ThreadProcessor.hand_back` makes every owner stop and hand its thread back at once.
 """
 

@@ -1,4 +1,4 @@
-"""What the model is given for a Slack message (bot/slack/inbox): authors, names, files
+"""What the model is given for a Slack message (bot/slack/inbound/inbox): authors, names, files
 read with the bot token, pictures, forwards; every Slack failure leaves a turn that still
 answers. Against the fake Slack Web API over HTTP and the real Redis."""
 

@@ -1,7 +1,7 @@
-"""Answers to the questions MCP servers ask in a thread (bot/slack/asker.py): Submit, Accept
-and Decline. Only the person the question is for may answer; a form that does not fit is
-refused with what to fix. The answer is stored in Redis for the worker that asked, on
-whichever replica that is, and the message then says it was answered."""
+"""Answers to the questions MCP servers ask in a thread (bot/slack/outbound/asker.py):
+Submit, Accept and Decline. Only the person the question is for may answer; a form that
+does not fit is refused with what to fix. The answer is stored in Redis for the worker that
+asked, on whichever replica that is, and the message then says it was answered."""
 
 from __future__ import annotations
 
