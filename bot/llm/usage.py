@@ -15,10 +15,6 @@ class Usage:
     # True when at least one request's usage was estimated because the server sent none.
     estimated: bool = False
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,

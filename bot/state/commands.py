@@ -39,9 +39,6 @@ class Commands:
     def sadd(self, key: str, *members: str) -> Commands:
         return self._add("SADD", key, *members)
 
-    def rpush(self, key: str, *values: str) -> Commands:
-        return self._add("RPUSH", key, *values)
-
     def zadd(self, key: str, mapping: Mapping[str, float]) -> Commands:
         flat = [part for member, score in mapping.items() for part in (repr(score), member)]
         return self._add("ZADD", key, *flat)

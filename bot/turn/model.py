@@ -38,7 +38,6 @@ class TurnKind(StrEnum):
     DM = "dm"  # a direct message
     FOLLOWUP = "followup"  # a reply without a mention in a channel thread the bot is in
     ASSISTANT = "assistant"  # Slack's agent pane
-    CONSOLE = "console"  # `slack-agent chat`
 
     @property
     def in_channel(self) -> bool:

@@ -79,9 +79,6 @@ class SocketPool:
                 return None
         return "no Socket Mode connection to Slack is open"
 
-    async def open_connections(self) -> int:
-        return sum([c is not None and await c.is_connected() for c in self.slots])
-
     async def close(self) -> None:
         self.closing = True
         for task in list(self._tasks):
