@@ -152,7 +152,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     model = OpenAIChatModel(config.llm, api_key=api_key, base_url=base_url)
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config)
-    # The Slack directory (user groups, workspace admins) is added by the Slack service.
+    # The Slack directory (user groups, workspace admins) is added with the Slack side.
     resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
     policy = Policy(config.roles, resolver, state.switches)
     settings = loop_settings(config)
