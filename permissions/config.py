@@ -22,3 +22,7 @@ class RoleConfig(BaseModel):
     channels: list[str] | None = Field(
         default=None, description="Channel ID globs where this role's tools may run."
     )
+    approval_exempt: list[str] = Field(
+        default_factory=list,
+        description="Tool name globs this role may run without a person's approval.",
+    )

@@ -1,19 +1,23 @@
 """A person's approval before a call runs, as a wrapper toolset.
 
 ``ApprovalToolset(inner, approver)`` hands out each tool that needs approval with an
-``invoke`` that asks ``approver`` first and runs only on a yes; while the person is asked,
-the call's timeout does not run. The copy it hands out no longer says ``confirm``: the
-requirement is met here. The agent loop refuses any call whose tool still says ``confirm``
-when it runs (it was never wrapped), so a surface that cannot ask fails closed.
+``invoke`` that asks ``approver`` first and runs only when it approves; while the person is
+asked, the call's timeout does not run. The copy it hands out no longer says ``confirm``:
+the requirement is met here. The agent loop refuses any call whose tool still says
+``confirm`` when it runs (it was never wrapped), so a surface that cannot ask fails closed.
 
-Without an approver (nobody can be asked here) a call that needs approval is refused.
-Which tools need approval is ``needs_approval`` (by default the tool's ``confirm`` flag).
+An approver answers :class:`Approved` or :class:`Refused` (with what the model is told), or
+raises :class:`~tools.errors.CallDeferred` when the person decides later (Slack: the turn
+parks until they click). Without an approver (nobody can be asked here) a call that needs
+approval is refused. Which tools need approval is ``needs_approval`` (by default the tool's
+``confirm`` flag; the surfaces add the config's globs and the roles' exemptions).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tools.call_context import current_call
@@ -21,12 +25,25 @@ from tools.definition import Tool
 from tools.errors import NotApproved
 from tools.toolset import Toolset
 
-# True when the person approves running the tool with these arguments.
-Approver = Callable[[Tool, dict[str, Any]], Awaitable[bool]]
-NeedsApproval = Callable[[Tool], bool]
+
+@dataclass(frozen=True)
+class Approved:
+    pass
 
 
-def marked_confirm(tool: Tool) -> bool:
+@dataclass(frozen=True)
+class Refused:
+    """Not approved; ``why`` is what the model reads ("" for a plain "declined")."""
+
+    why: str = ""
+
+
+Verdict = Approved | Refused
+Approver = Callable[[Tool, dict[str, Any]], Awaitable[Verdict]]
+NeedsApproval = Callable[[Tool], Awaitable[bool]]
+
+
+async def marked_confirm(tool: Tool) -> bool:
     return tool.confirm
 
 
@@ -46,8 +63,8 @@ class ApprovalToolset:
 
     async def get_tool(self, name: str) -> Tool:
         tool = await self.inner.get_tool(name)
-        if not self.needs_approval(tool):
-            return tool
+        if not await self.needs_approval(tool):
+            return tool.replace(confirm=False) if tool.confirm else tool
         approver, invoke = self.approver, tool.invoke
 
         async def invoke_when_approved(arguments: dict[str, Any]) -> Any:
@@ -55,9 +72,9 @@ class ApprovalToolset:
                 raise NotApproved.nobody_to_ask(tool.name)
             call = current_call()
             with call.clock_stopped() if call is not None else contextlib.nullcontext():
-                approved = await approver(tool, arguments)
-            if not approved:
-                raise NotApproved.declined(tool.name)
+                verdict = await approver(tool, arguments)
+            if isinstance(verdict, Refused):
+                raise NotApproved.declined(tool.name, verdict.why)
             return await invoke(arguments)
 
         return tool.replace(invoke=invoke_when_approved, confirm=False)

@@ -72,8 +72,18 @@ class NotApproved(ToolError):
         )
 
     @classmethod
-    def declined(cls, tool_name: str) -> NotApproved:
-        return cls(tool_name, "NotConfirmed", f"The person declined to run {tool_name}.")
+    def declined(cls, tool_name: str, why: str = "") -> NotApproved:
+        return cls(tool_name, "NotConfirmed", why or f"The person declined to run {tool_name}.")
+
+
+class CallDeferred(Exception):
+    """The call cannot run yet: it waits for something outside the turn (a person's
+    decision). The turn parks, holding nothing, and runs the call when it resumes. Not a
+    result: the model never reads it."""
+
+    def __init__(self, tool_name: str, why: str) -> None:
+        self.tool_name = tool_name
+        super().__init__(why)
 
 
 class ToolDefinitionError(Exception):

@@ -1,8 +1,9 @@
 """What a tool says about itself (MCP tool annotations), for people to read.
 
 These are hints from the tool's author, never a guarantee: the bot shows them (``slack-agent
-tools``, ``/agent tools all``) and uses only ``read_only``/``idempotent`` to decide whether a
-call cut off by a crash may run again.
+tools``, ``/agent tools all``), uses ``read_only``/``idempotent`` to decide whether a call cut
+off by a crash may run again, and ``read_only``/``destructive`` only to ask a person first
+(tools/mcp/remote_tools.py): a hint can add an approval, never take one away.
 """
 
 from __future__ import annotations

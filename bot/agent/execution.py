@@ -17,7 +17,7 @@ from bot.agent.truncation import truncate_middle
 from bot.llm.response import ToolCall
 from bot.observability.context import TOOL
 from tools.call_context import CallScope, ProgressReport, calling
-from tools.errors import NotApproved, ToolError
+from tools.errors import CallDeferred, NotApproved, ToolError
 from tools.output import error_output, render_output
 from tools.toolset import Toolset
 
@@ -155,6 +155,8 @@ async def _execute_call(
     try:
         output = await _run(call, toolset, settings, report)
         outcome, kind = CallOutcome.OK, None
+    except CallDeferred as deferred:
+        output, outcome, kind = str(deferred), CallOutcome.DEFERRED, None
     except _Failure as failure:
         output, outcome, kind = (
             error_output(failure.kind, str(failure)),
@@ -225,6 +227,8 @@ async def _run(
         raise _Failure("TimeoutError", f"{tool.name} timed out inside the tool") from None
     except ToolError as exc:
         raise _Failure(getattr(exc, "kind", "ToolError"), str(exc)) from None
+    except CallDeferred:
+        raise
     except Exception as exc:
         # The traceback may quote the arguments: only at DEBUG.
         log.warning("tool %s raised %s", tool.name, type(exc).__name__)

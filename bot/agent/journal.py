@@ -3,7 +3,8 @@
 The loop records each message the moment it is final: the user message, an assistant message
 with its tool calls (before the tools run), and each tool result as its tool finishes. A
 resumed turn starts from those messages: the user message is not added twice, and tools whose
-results were saved do not run again.
+results were saved do not run again. A call deferred (it waits for a person: the turn parks)
+leaves a marker instead of a result: it never started, so on resume it simply runs.
 """
 
 from __future__ import annotations
@@ -28,19 +29,29 @@ class Journal(Protocol):
         ...
 
 
+DEFERRED = "deferred"  # the role of a journal marker: this call was deferred, not run
+
+
+def deferred_marker(call_id: str) -> Message:
+    """What the journal keeps for a call that was deferred (never a message to the model)."""
+    return {"role": DEFERRED, "tool_call_id": call_id}
+
+
 @dataclass
 class Resumed:
     """What a journal held, tidied, ready to continue from.
 
     ``messages`` ends with the unfinished round's assistant message (without its results)
     when there is one; ``saved_results`` are that round's results already saved, and
-    ``open_calls`` its calls that still need to run.
+    ``open_calls`` its calls that still need to run; ``deferred`` the ids of those that
+    were deferred (they never started).
     """
 
     messages: list[Message]
     open_calls: list[ToolCall] = field(default_factory=list)
     saved_results: dict[str, Message] = field(default_factory=dict)
     rounds: int = 0
+    deferred: frozenset[str] = frozenset()
 
 
 def resume_from(saved: Sequence[Message]) -> Resumed:
@@ -51,6 +62,8 @@ def resume_from(saved: Sequence[Message]) -> Resumed:
     again. A result with no call is dropped; an earlier round with a missing result is left
     for :func:`bot.agent.messages.repair` to mark as interrupted.
     """
+    deferred = frozenset(str(m.get("tool_call_id")) for m in saved if m.get("role") == DEFERRED)
+    saved = [m for m in saved if m.get("role") != DEFERRED]
     messages: list[Message] = []
     rounds = 0
     index = 0
@@ -77,7 +90,7 @@ def resume_from(saved: Sequence[Message]) -> Resumed:
     if last_open is None:
         return Resumed(messages, rounds=rounds)
     cut, missing, results = last_open
-    return Resumed(messages[:cut], missing, results, rounds)
+    return Resumed(messages[:cut], missing, results, rounds, deferred)
 
 
 def _call(data: dict[str, Any]) -> ToolCall:

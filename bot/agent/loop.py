@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, RoundStarted, TextDelta, TurnFinished, notify
 from bot.agent.execution import ExecutionSettings, execute_round, not_run
-from bot.agent.journal import Journal, resume_from
+from bot.agent.journal import Journal, deferred_marker, resume_from
 from bot.agent.messages import Message, assistant_message, repair, system_message, tool_message
 from bot.agent.messages import user_message as make_user_message
 from bot.agent.result import CallOutcome, StopReason, ToolExecution, TurnResult
@@ -66,8 +66,16 @@ class Stopped:
     """The turn was cancelled (a Stop) while a round ran."""
 
 
-# What one step of the loop leads to. The approvals work adds a parked outcome here.
-RoundOutcome = FinalAnswer | NextRound | Stopped
+@dataclass(frozen=True)
+class Parked:
+    """Calls of the round wait for something outside the turn (a person's decision); the
+    others ran and their results are saved. The turn resumes later from its journal."""
+
+    deferred: list[ToolExecution]
+
+
+# What one step of the loop leads to.
+RoundOutcome = FinalAnswer | NextRound | Stopped | Parked
 
 
 class _Turn:
@@ -141,7 +149,11 @@ class _Turn:
         self.new.append(message)
 
     async def _record_execution(self, execution: ToolExecution) -> None:
-        if self.journal is not None:
+        if self.journal is None:
+            return
+        if execution.outcome is CallOutcome.DEFERRED:
+            await self.journal.record(deferred_marker(execution.call_id))
+        else:
             await self.journal.record(tool_message(execution.call_id, execution.output))
 
     async def round(self) -> RoundOutcome:
@@ -154,9 +166,9 @@ class _Turn:
 
     async def run_calls(
         self, calls: Sequence[ToolCall], saved: dict[str, Message]
-    ) -> NextRound | Stopped:
+    ) -> NextRound | Stopped | Parked:
         """Run ``calls`` (the last round's, minus those with ``saved`` results) and append
-        every result of the round in call order."""
+        every result of the round in call order; a round with deferred calls parks."""
         assistant = self.new[-1]
         ran = await execute_round(
             calls,
@@ -167,14 +179,25 @@ class _Turn:
             cancel=self.cancel,
             on_executed=self._record_execution,
         )
-        self.executions.extend(ran.executions)
-        fresh = {e.call_id: tool_message(e.call_id, e.output) for e in ran.executions}
+        deferred = [e for e in ran.executions if e.outcome is CallOutcome.DEFERRED]
+        done = [e for e in ran.executions if e.outcome is not CallOutcome.DEFERRED]
+        if ran.cancelled and deferred:
+            # Stopped while calls waited: they never ran, and each call keeps a result.
+            done += [
+                not_run(ToolCall(e.call_id, e.name, e.arguments), e.round, CallOutcome.CANCELLED)
+                for e in deferred
+            ]
+            deferred = []
+        self.executions.extend(done)
+        fresh = {e.call_id: tool_message(e.call_id, e.output) for e in done}
         for call in assistant.get("tool_calls") or ():
             call_id = str(call.get("id"))
             result = fresh.get(call_id) or saved.get(call_id)
             if result is not None:
                 self.new.append(result)
-        return Stopped() if ran.cancelled else NextRound()
+        if ran.cancelled:
+            return Stopped()
+        return Parked(deferred) if deferred else NextRound()
 
     async def start(self, user_message: Message, resume: Sequence[Message]) -> RoundOutcome:
         """Begin, or pick up a saved turn: a round that was cut off runs its open calls."""
@@ -189,7 +212,7 @@ class _Turn:
         saved = dict(resumed.saved_results)
         rerun = []
         for call in resumed.open_calls:
-            if await self._may_rerun(call):
+            if call.id in resumed.deferred or await self._may_rerun(call):
                 rerun.append(call)
                 continue
             execution = not_run(call, self.rounds, CallOutcome.INTERRUPTED)
@@ -230,6 +253,8 @@ class _Turn:
                 outcome = await self.round()
             if isinstance(outcome, Stopped):
                 return self.result(STOPPED, StopReason.CANCELLED)
+            if isinstance(outcome, Parked):
+                return replace(self.result("", StopReason.PARKED), deferred=outcome.deferred)
             if isinstance(outcome, FinalAnswer):
                 return self.answered(outcome.response, StopReason.ANSWERED)
             # Round limit: one last call that may not use tools, so the turn ends in an answer.

@@ -14,6 +14,7 @@ class StopReason(StrEnum):
     ROUND_LIMIT = "round_limit"  # max_rounds reached; a last call without tools answered
     CANCELLED = "cancelled"  # stopped from outside (a Stop button)
     FAILED = "failed"  # the model service failed after the SDK's retries
+    PARKED = "parked"  # calls wait for something outside the turn (a person's decision)
 
     @property
     def answered(self) -> bool:
@@ -28,6 +29,7 @@ class CallOutcome(StrEnum):
     FAILED = "failed"  # it failed, timed out or was refused (its error kind says which)
     CANCELLED = "cancelled"  # the turn was stopped before it finished
     INTERRUPTED = "interrupted"  # its worker died while it ran, and it was not run again
+    DEFERRED = "deferred"  # it waits for something outside the turn; it runs on resume
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class TurnResult:
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
     error_detail: str | None = None  # for the log only, never shown to people
+    deferred: list[ToolExecution] = field(default_factory=list)  # PARKED: the calls waiting
 
     @property
     def ok(self) -> bool:

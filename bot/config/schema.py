@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bot.llm.pricing import Price
+from permissions.approval import ApprovalConfig, unknown_approver_roles
 from permissions.config import RoleConfig
 from tools.config import ToolsConfig
 from tools.mcp.config import McpConfig
@@ -174,6 +175,7 @@ class AppConfig(_Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     roles: dict[str, RoleConfig] = Field(default_factory=dict)
+    approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)
@@ -188,3 +190,10 @@ class AppConfig(_Strict):
         if len(defaults) > 1:
             raise ValueError(f"only one role may be the default, found {', '.join(defaults)}")
         return roles
+
+    @model_validator(mode="after")
+    def _approvers_are_roles(self) -> Self:
+        problems = unknown_approver_roles(self.approval, self.roles)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self

@@ -8,7 +8,7 @@ import json
 from typing import Any, TextIO
 
 from bot.console.lines import LineReader
-from tools.approval import Approver
+from tools.approval import Approved, Approver, Refused, Verdict
 from tools.definition import Tool
 
 
@@ -19,15 +19,15 @@ class TerminalApprover:
         self.lines = lines
         self.err = err
 
-    async def __call__(self, tool: Tool, arguments: dict[str, Any]) -> bool:
+    async def __call__(self, tool: Tool, arguments: dict[str, Any]) -> Verdict:
         self.err.write(f"  ? run {tool.name} {json.dumps(arguments)} [y/N] ")
         self.err.flush()
         answer = await self.lines.readline()
-        return answer.strip().lower() in ("y", "yes")
+        return Approved() if answer.strip().lower() in ("y", "yes") else Refused()
 
 
-async def approve_all(tool: Tool, arguments: dict[str, Any]) -> bool:
-    return True
+async def approve_all(tool: Tool, arguments: dict[str, Any]) -> Verdict:
+    return Approved()
 
 
 def console_approver(

@@ -12,7 +12,7 @@ from bot.agent.events import (
     ToolStarted,
     TurnFinished,
 )
-from bot.agent.result import TurnResult
+from bot.agent.result import CallOutcome, TurnResult
 
 ARGUMENT_CHARS = 200
 
@@ -48,7 +48,7 @@ class ConsoleDisplay:
             self.err.write(f"  … {event.name} {event.text}\n")
             self.err.flush()
         elif isinstance(event, ToolFinished):
-            mark = "✓" if event.ok else "✗"
+            mark = "✓" if event.ok else "…" if event.outcome is CallOutcome.DEFERRED else "✗"
             kind = f"{event.error}: " if event.error else ""
             self.err.write(
                 f"  {mark} {event.name} ({event.duration_ms:.0f} ms) {kind}{event.preview}\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from opentelemetry.trace import Span, SpanKind
 
 from bot.agent.events import AgentEvent, ToolFinished, ToolStarted
+from bot.agent.result import CallOutcome
 from bot.observability import metrics
 from bot.observability.tracing import fail, tracer
 
@@ -44,7 +45,10 @@ class TurnTelemetry:
         self._spans[event.call_id] = span
 
     def _finished(self, event: ToolFinished) -> None:
-        outcome = "ok" if event.ok else metrics.label(event.error or "error")
+        if event.outcome is CallOutcome.DEFERRED:
+            outcome = "deferred"  # it waits for a person; counted again when it runs
+        else:
+            outcome = "ok" if event.ok else metrics.label(event.error or "error")
         tool = tool_label(event.name, event.error)
 
         def record() -> None:
@@ -54,6 +58,6 @@ class TurnTelemetry:
         metrics.safely(record)
         span = self._spans.pop(event.call_id, None)
         if span is not None:
-            if not event.ok:
+            if not event.ok and event.outcome is not CallOutcome.DEFERRED:
                 fail(span, outcome)
             span.end()

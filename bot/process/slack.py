@@ -64,7 +64,12 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         vision=config.llm.vision,
     )
     responder = SlackResponder(
-        client, settings, identity, stops=state.stops, model=config.llm.model
+        client,
+        settings,
+        identity,
+        stops=state.stops,
+        model=config.llm.model,
+        approvals=state.approvals,
     )
     ingress = Ingress(state.queue, state.participation, settings, state.asides)
     secret = (

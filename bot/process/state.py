@@ -18,6 +18,7 @@ from bot.state.participation import ThreadParticipation
 from bot.state.role_cache import RedisCache
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
+from bot.turn.store.approvals import Approvals
 from bot.turn.store.lease import ThreadLocks
 from bot.turn.store.notices import Notices
 from bot.turn.store.queue import TurnQueue
@@ -45,6 +46,7 @@ class State:
     cache: RedisCache
     stops: StopRequests
     elicitations: Elicitations
+    approvals: Approvals
 
     @property
     def client(self) -> Redis:
@@ -84,6 +86,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         cache=RedisCache(client, keys),
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
+        approvals=Approvals(client, keys),
     )
 
 

@@ -9,6 +9,7 @@ from bot.process.slack import SlackSide
 from bot.process.state import State
 from bot.slack.outbound.asker import SlackAsker
 from bot.turn.agent import Agent, ToolsetFor
+from bot.turn.approval import TurnApprover
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
@@ -16,21 +17,38 @@ from bot.turn.responder import Responder
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
+from permissions.approval import needs_approval
 from permissions.policy import Person
+from permissions.sources import role_names
 from tools.approval import ApprovalToolset
 from tools.call_context import Requester, for_requester
+from tools.definition import Tool
 from tools.toolset import Toolset
 
 
 def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     """A Slack turn's tools: what its person's roles allow (asked again at every call);
-    calls that need approval refused until the Slack approval card exists; each tool run
-    for the person, who is asked in the thread when an MCP server has a question."""
-    policy, registry, state = services.policy, services.registry, services.state
+    a call that needs a person's approval parks the turn until someone who may decide
+    clicks (bot/turn/approval.py); each tool run for the person, who is asked in the
+    thread when an MCP server has a question."""
+    policy, registry, state, config = (
+        services.policy,
+        services.registry,
+        services.state,
+        services.config,
+    )
 
-    async def toolset_for(turn: Turn) -> Toolset:
+    async def toolset_for(turn: Turn, entry_id: str) -> Toolset:
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
-        allowed = ApprovalToolset(policy.toolset(registry, person), approver=None)
+
+        async def needs(tool: Tool) -> bool:
+            held = role_names(await policy.held(person))
+            return needs_approval(tool.name, tool.confirm, config.approval, config.roles, held)
+
+        approver = TurnApprover(
+            state.approvals, state.audit, turn, entry_id, timeout_s=config.approval.timeout_s
+        )
+        allowed = ApprovalToolset(policy.toolset(registry, person), approver, needs)
         asker = SlackAsker(slack.client, state.elicitations, turn)
         requester = Requester(turn.team, turn.user, turn.channel, turn.thread_ts, asker)
         return for_requester(allowed, requester)
@@ -64,6 +82,7 @@ def turn_stores(state: State) -> TurnStores:
         audit=state.audit,
         usage=state.usage,
         notices=state.notices,
+        approvals=state.approvals,
     )
 
 

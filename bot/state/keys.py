@@ -85,6 +85,14 @@ class Keys:
         """Tool calls of the turn that were run again after a crash."""
         return f"{self.prefix}turn:{entry_id}:reruns"
 
+    def approval(self, request_id: str) -> str:
+        """One call waiting for a person's approval (and, once decided, the decision)."""
+        return f"{self.prefix}approval:{request_id}"
+
+    def turn_approvals(self, entry_id: str) -> str:
+        """The turn's approval requests: call id -> request id."""
+        return f"{self.prefix}turn:{entry_id}:approvals"
+
     def grants(self, team: str, user: str) -> str:
         return f"{self.prefix}grants:{team}:{user}"
 

@@ -24,7 +24,7 @@ class TurnInput:
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
-ToolsetFor = Callable[[Turn], Awaitable[Toolset]]
+ToolsetFor = Callable[[Turn, str], Awaitable[Toolset]]  # the turn and its entry id
 ContextFor = Callable[[Turn], Awaitable[str]]
 MessageFor = Callable[[Turn], Awaitable[TurnInput]]
 

@@ -22,6 +22,7 @@ from bot.state.commands import Commands
 from bot.state.history import RedisHistory
 from bot.state.usage import UsageCounters
 from bot.turn.model import Turn
+from bot.turn.store.approvals import Approvals
 from bot.turn.store.notices import Notice, Notices
 from bot.turn.store.queue import TurnQueue
 from bot.turn.store.records import TurnRecord, TurnRecords
@@ -39,6 +40,7 @@ class TurnStores:
     audit: AuditLog
     usage: UsageCounters
     notices: Notices
+    approvals: Approvals
 
 
 def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnResult) -> Commands:

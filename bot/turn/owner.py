@@ -3,7 +3,8 @@
 The owner reads the turn's record and carries it forward, one fenced move at a time::
 
     begin ─► (running) run the loop ─► settle ─► deliver (retried) ─► delivered ─► done
-                                                          └─ too long ─► dead-lettered
+                   │    ▲                                 └─ too long ─► dead-lettered
+                   └─ park ─► (awaiting approval: nothing held) ─► resumed on a decision
 
 Whatever the previous owner left (a journal, a settled answer, a half-written Slack thread)
 is picked up from the record, so a crash anywhere repeats no finished work and shows
@@ -21,33 +22,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from opentelemetry import trace
 
-from bot.agent.cancellation import Interrupted, sleep_unless, unless
+from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import RoundStarted, fan_out
 from bot.agent.loop import run_turn
-from bot.agent.result import TurnResult
+from bot.agent.result import StopReason, TurnResult
 from bot.observability.context import TurnContext, turn_context
 from bot.observability.observer import TurnTelemetry
 from bot.observability.tracing import fail
-from bot.turn import effects, telemetry
+from bot.state.commands import Commands
+from bot.turn import effects, parking, telemetry
 from bot.turn.agent import Agent
 from bot.turn.durable import DurableJournal, Durably
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.responder import (
     GAVE_UP,
-    NOT_DELIVERED,
     Aborted,
-    DeliveryFailed,
     DeliveryRecord,
     Responder,
     Settled,
     TurnView,
-    Undeliverable,
 )
+from bot.turn.retry import GaveUp, SlackRetries
 from bot.turn.states import TERMINAL, TurnState, settled_state
 from bot.turn.store.lease import ThreadLease
 from bot.turn.store.records import FINISHED_KEEP_S, Stale, TurnRecord
@@ -75,7 +75,14 @@ class DeadLettered:
     reason: str
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """The turn is parked until a person decides: the thread waits behind it, and nobody
+    works on it until then."""
+
+
 Delivery = Delivered | DeadLettered
+TurnEnd = Delivered | DeadLettered | Waiting  # what an attempt at a turn came to
 
 
 class TurnOwner:
@@ -103,6 +110,14 @@ class TurnOwner:
         self.handing_back = handing_back
         self.owned = stores.records.owned(entry_id, turn.thread_key, lease.token)
         self.durably = Durably(entry_id, lease, handing_back)
+        self.retries = SlackRetries(
+            entry_id,
+            lease,
+            handing_back,
+            timing.retry_start_s,
+            timing.retry_max_s,
+            timing.deliver_timeout_s,
+        )
         self._attempts = 0
 
     # --- the Fence the Slack view writes through -----------------------------------------
@@ -119,14 +134,19 @@ class TurnOwner:
             self.lease.lost.set()
             raise Aborted(f"lost the lock of {self.turn.thread_key}") from exc
 
+    async def move(self, target: TurnState, fields: dict[str, str], commands: Commands) -> None:
+        """A fenced move, made durably (parking uses it)."""
+        await self.durably(lambda: self.owned.move(target, fields, commands))
+
     # --- the life of the turn ------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self) -> TurnEnd | None:
+        """One attempt; None when an earlier owner had finished the turn already."""
         turn = self.turn
         context = TurnContext(self.entry_id, turn.team, turn.channel, turn.thread_ts, turn.user)
         with turn_context(context), telemetry.attempt_span(turn, self.entry_id) as span:
             try:
-                await self._run_attempt()
+                return await self._run_attempt()
             except Aborted as exc:
                 if span.is_recording():
                     span.set_attribute("slack_agent.aborted", str(exc))
@@ -135,9 +155,9 @@ class TurnOwner:
                 fail(span, type(exc).__name__)
                 raise
 
-    async def _run_attempt(self) -> None:
+    async def _run_attempt(self) -> TurnEnd | None:
         try:
-            await self._run()
+            return await self._run()
         except Stale as exc:
             self.lease.lost.set()
             raise Aborted(f"lost the lock of {self.turn.thread_key}") from exc
@@ -147,7 +167,8 @@ class TurnOwner:
             raise
 
     async def _uncount_attempt(self) -> None:
-        """A turn handed back at shutdown did not fail: its attempt does not count."""
+        """A turn handed back at shutdown, or found still waiting for a person, did not
+        fail: its attempt does not count."""
         if not self.lease.valid():
             return
         try:
@@ -155,7 +176,7 @@ class TurnOwner:
         except Exception:
             log.debug("could not uncount the attempt of %s", self.entry_id, exc_info=True)
 
-    async def _run(self) -> None:
+    async def _run(self) -> TurnEnd | None:
         record = await self.owned.begin()
         self._attempts = record.attempts
         span = trace.get_current_span()
@@ -163,19 +184,23 @@ class TurnOwner:
             span.set_attribute("slack_agent.attempt", record.attempts)
             span.set_attribute("slack_agent.state", record.state.value)
         if record.state in TERMINAL:
-            return  # finished by an earlier owner; its last move cleared the queue
+            return None  # finished by an earlier owner; its last move cleared the queue
         if record.state is TurnState.DELIVERED:
             await self._done()
-            return
+            return Delivered()
+        if record.state is TurnState.AWAITING_APPROVAL:
+            if not await parking.unpark(self.stores, self.turn, self.entry_id, record, self):
+                await self._uncount_attempt()
+                return Waiting()
+            record = replace(record, state=TurnState.RUNNING, parked=[])
         if record.attempts > self.timing.max_attempts:
-            await self._dead_letter(
+            return await self._dead_letter(
                 record,
                 record.delivery,
                 f"failed {self.timing.max_attempts} attempts",
                 GAVE_UP,
                 kind="attempts",
             )
-            return
         if record.attempts > 1:
             log.info(
                 "resuming turn %s in %s (attempt %d, %s, round %d)",
@@ -187,17 +212,23 @@ class TurnOwner:
             )
         async with self.responder.view(self.turn, self.entry_id, record.delivery, self) as view:
             if record.state is TurnState.RUNNING:
-                record = await self._run_loop(view, record)
+                ran = await self._run_loop(view, record)
+                if not isinstance(ran, TurnRecord):
+                    return ran  # parked, or given up while showing the approval card
+                record = ran
             delivery = await self._deliver(view, record)
         if isinstance(delivery, Delivered):
             await self._done()
+        return delivery
 
-    async def _run_loop(self, view: TurnView, record: TurnRecord) -> TurnRecord:
+    async def _run_loop(
+        self, view: TurnView, record: TurnRecord
+    ) -> TurnRecord | Waiting | DeadLettered:
         agent, turn = self.agent, self.turn
         history = await self.stores.history.for_model(
             turn.thread_key, agent.history_budget, agent.estimator
         )
-        toolset = await agent.toolset_for(turn)
+        toolset = await agent.toolset_for(turn, self.entry_id)
         context = await agent.context_for(turn)
         log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
         if not record.journal:
@@ -222,7 +253,33 @@ class TurnOwner:
         )
         if isinstance(outcome, Interrupted):
             raise Aborted(f"turn {self.entry_id} interrupted")
+        if outcome.stop_reason is StopReason.PARKED:
+            return await self._park(view, outcome, record)
         return await self._settle(outcome, record)
+
+    async def _park(
+        self, view: TurnView, result: TurnResult, record: TurnRecord
+    ) -> Waiting | DeadLettered:
+        """Calls wait for a person: close what the turn shows so far, show what it waits
+        for (retried like a delivery), then park it in one fenced move."""
+        requests = await self.stores.approvals.of_turn(
+            self.entry_id, [call.call_id for call in result.deferred]
+        )
+        shown = await self.retries.until_taken(
+            lambda: view.park(requests), time.time(), "the approval card"
+        )
+        if isinstance(shown, GaveUp):
+            return await self._dead_letter(
+                record, view.delivery(), shown.reason, shown.notice, kind=shown.kind
+            )
+        await parking.park(self.stores, self.turn, self.entry_id, result, self)
+        log.info(
+            "turn %s in %s waits for %d approval(s)",
+            self.entry_id,
+            self.turn.thread_key,
+            len(requests),
+        )
+        return Waiting()
 
     async def _settle(self, result: TurnResult, record: TurnRecord) -> TurnRecord:
         """Store what to show, the turn's messages, usage and audit: one fenced move."""
@@ -262,47 +319,12 @@ class TurnOwner:
             since = time.time()
             stamp = repr(since)
             await self.durably(lambda: self.owned.save(delivering_since=stamp))
-        delay = self.timing.retry_start_s
-        while True:
-            if not self.valid():
-                raise Aborted(f"turn {self.entry_id}: lease gone before delivery")
-            try:
-                with telemetry.delivery_span():
-                    await view.deliver(Settled(record.text, record.reason, record.messages))
-                break
-            except Undeliverable as exc:
-                log.error("turn %s can never be delivered: %s", self.entry_id, exc)
-                # Nothing to say to the person there, but what the turn left open is tidied.
-                return await self._dead_letter(
-                    record, view.delivery(), f"undeliverable: {exc}", "", kind="undeliverable"
-                )
-            except DeliveryFailed as exc:
-                waited = time.time() - since
-                left = self.timing.deliver_timeout_s - waited
-                if left <= 0:
-                    log.error(
-                        "Slack refused turn %s for %.0f s (%s); giving up on it",
-                        self.entry_id,
-                        waited,
-                        exc,
-                    )
-                    return await self._dead_letter(
-                        record,
-                        view.delivery(),
-                        "Slack refused the answer",
-                        NOT_DELIVERED,
-                        kind="delivery_timeout",
-                    )
-                telemetry.delivery_retried()
-                log.warning(
-                    "Slack did not take turn %s (%s); trying again in %.0f s",
-                    self.entry_id,
-                    exc,
-                    min(delay, left),
-                )
-                if not await sleep_unless(min(delay, left), self.lease.lost, self.handing_back):
-                    raise Aborted(f"turn {self.entry_id} interrupted while delivering") from None
-                delay = min(delay * 2, self.timing.retry_max_s)
+        settled = Settled(record.text, record.reason, record.messages)
+        shown = await self.retries.until_taken(lambda: view.deliver(settled), since)
+        if isinstance(shown, GaveUp):
+            return await self._dead_letter(
+                record, view.delivery(), shown.reason, shown.notice, kind=shown.kind
+            )
         commands = effects.delivered_effects(self.stores, self.turn, self.entry_id, record.messages)
         await self.durably(lambda: self.owned.move(TurnState.DELIVERED, {}, commands))
         telemetry.delivered(record.reason)

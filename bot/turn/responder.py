@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from bot.agent.events import AgentEvent
 from bot.agent.result import StopReason
 from bot.turn.model import Turn
+from bot.turn.store.approvals import ApprovalRequest
 from bot.turn.store.notices import Notice
 
 DeliveryRecord = dict[str, Any]  # what the view saved about what Slack shows (opaque here)
@@ -80,6 +81,12 @@ class TurnView(Protocol):
         (the progress message shows how every tool call ended). Idempotent
         across attempts through the delivery record. Raises :class:`DeliveryFailed` or
         :class:`Undeliverable`."""
+        ...
+
+    async def park(self, requests: list[ApprovalRequest]) -> None:
+        """The turn waits for people to decide ``requests``: close what it shows so far
+        (no stream left open) and show what it waits for, once (idempotent across attempts
+        through the delivery record). Raises like :meth:`deliver`."""
         ...
 
     def delivery(self) -> DeliveryRecord:

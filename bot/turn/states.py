@@ -1,18 +1,22 @@
 """The turn state machine: a small closed set of states and the moves between them (pure).
 
 ```
-queued ─► running(round n) ─► answered ─┐
-              │        │                 ├─► delivered ─► done
-              │        ├──► failed ──────┤
-              │        └──► cancelled ───┘
-              └──────────────┴─────────────► dead_lettered
+                 ┌─► awaiting_approval ─┐ (parked: no lock, no worker; resumed on a decision)
+                 │          ▲           │
+queued ─► running(round n) ◄┴───────────┘
+              │        │
+              │        ├──► answered ─┐
+              │        ├──► failed ───┼─► delivered ─► done
+              │        └──► cancelled ┘
+              └──────────────┴──────────────► dead_lettered
 ```
 
 ``answered``, ``failed`` and ``cancelled`` are *settled*: the loop has ended and what to show
 the person is stored with the turn. Each of them still has to reach Slack (``delivered``)
 before the queue forgets the turn (``done``). ``dead_lettered`` is the way out when a turn
-cannot be finished (too many attempts) or delivered (Slack refused for too long). The
-approvals work adds a parked ``awaiting_approval`` state beside ``running``.
+cannot be finished (too many attempts) or delivered (Slack refused for too long).
+``awaiting_approval``: calls of the turn wait for a person's decision; the turn holds no
+lock and no worker meanwhile, and goes back to ``running`` once something was decided.
 
 Every move is one atomic, fenced Redis step (:mod:`bot.turn.store.records`); this module only
 says which moves exist.
@@ -28,6 +32,7 @@ from bot.agent.result import StopReason
 class TurnState(StrEnum):
     QUEUED = "queued"  # accepted from Slack; nobody has started it
     RUNNING = "running"  # an owner runs the loop (the record keeps the round)
+    AWAITING_APPROVAL = "awaiting_approval"  # parked: calls wait for a person's decision
     ANSWERED = "answered"  # the model answered; the answer is stored
     FAILED = "failed"  # the model failed; a plain message for the person is stored
     CANCELLED = "cancelled"  # a person pressed Stop; a short note is stored
@@ -43,7 +48,11 @@ TRANSITIONS: dict[TurnState, frozenset[TurnState]] = {
     TurnState.QUEUED: frozenset({TurnState.RUNNING, TurnState.DEAD_LETTERED}),
     # running -> running: a new round, or another owner resuming after a crash.
     TurnState.RUNNING: frozenset(
-        {TurnState.RUNNING, *SETTLED, TurnState.DEAD_LETTERED},
+        {TurnState.RUNNING, TurnState.AWAITING_APPROVAL, *SETTLED, TurnState.DEAD_LETTERED},
+    ),
+    # awaiting -> awaiting: parked again (another call of the round still waits).
+    TurnState.AWAITING_APPROVAL: frozenset(
+        {TurnState.AWAITING_APPROVAL, TurnState.RUNNING, TurnState.DEAD_LETTERED}
     ),
     TurnState.ANSWERED: frozenset({TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
     TurnState.FAILED: frozenset({TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
@@ -60,7 +69,9 @@ def sources(target: TurnState) -> frozenset[TurnState]:
 
 
 def settled_state(reason: StopReason) -> TurnState:
-    """Where a finished loop leaves the turn."""
+    """Where a finished loop leaves the turn (a parked loop has not finished)."""
+    if reason is StopReason.PARKED:
+        raise ValueError("a parked turn is not settled")
     if reason is StopReason.FAILED:
         return TurnState.FAILED
     if reason is StopReason.CANCELLED:

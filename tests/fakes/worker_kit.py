@@ -142,7 +142,7 @@ def make_worker(
 ) -> Worker:
     chosen = toolset or StaticToolset(tools)
 
-    async def toolset_for(turn: Turn) -> Toolset:
+    async def toolset_for(turn: Turn, entry_id: str) -> Toolset:
         return chosen
 
     agent = Agent(model, LoopSettings(system_prompt="test"), toolset_for, 16000, TokenEstimator())

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tools import ApprovalToolset, StaticToolset, Tool, tool
+from tools.approval import Approved, Refused, Verdict
 from tools.call_context import CallScope, calling
 from tools.errors import NotApproved
 
@@ -35,9 +36,9 @@ async def test_only_calls_that_need_it_are_asked_and_a_no_stops_the_call() -> No
     ran.clear()
     asked: list[tuple[str, dict[str, Any]]] = []
 
-    async def approver(t: Tool, arguments: dict[str, Any]) -> bool:
+    async def approver(t: Tool, arguments: dict[str, Any]) -> Verdict:
         asked.append((t.name, arguments))
-        return bool(arguments["name"] != "q3")
+        return Refused() if arguments["name"] == "q3" else Approved()
 
     toolset = ApprovalToolset(TOOLS, approver)
     assert [t.name for t in await toolset.list_tools()] == ["delete_report", "read_report"]
@@ -65,10 +66,10 @@ async def test_the_calls_clock_stops_while_the_person_is_asked() -> None:
     ran.clear()
     answered = asyncio.Event()
 
-    async def slow_person(t: Tool, arguments: dict[str, Any]) -> bool:
+    async def slow_person(t: Tool, arguments: dict[str, Any]) -> Verdict:
         await asyncio.sleep(0.3)  # longer than the call may take
         answered.set()
-        return True
+        return Approved()
 
     wrapped = await ApprovalToolset(TOOLS, slow_person).get_tool("delete_report")
     async with asyncio.timeout(0.1) as deadline:

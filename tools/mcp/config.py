@@ -55,6 +55,9 @@ def transport_named(spelling: str) -> Transport | None:
     return found  # type: ignore[return-value]
 
 
+Approval = Literal["always", "never", "destructive"]
+
+
 class McpServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -96,6 +99,13 @@ class McpServerConfig(BaseModel):
     )
     sampling_max_tokens: int = Field(
         default=1000, ge=1, description="Most tokens one sampling request may generate."
+    )
+    approval: Approval = Field(
+        default="destructive",
+        description="Which of its tools need a person's approval before they run: always, "
+        "never, or destructive (by the tool's annotations, with the MCP specification's "
+        "defaults: a tool that does not say readOnlyHint: true and does not say "
+        "destructiveHint: false needs it).",
     )
 
     @field_validator("transport", mode="before")

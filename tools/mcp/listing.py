@@ -59,7 +59,12 @@ class ToolListing:
                     )
                 continue
             tool = wrap_tool(
-                remote, self.config.prefix, self.config.call_timeout_s, self.source, self.call
+                remote,
+                self.config.prefix,
+                self.config.call_timeout_s,
+                self.source,
+                self.call,
+                self.config.approval,
             )
             if tool.name in tools:
                 log.warning("MCP server %s lists %s twice; keeping the first", self.name, tool.name)

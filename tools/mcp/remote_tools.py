@@ -16,6 +16,7 @@ import jsonschema
 from tools.definition import Tool
 from tools.errors import ToolArgumentsError
 from tools.hints import ToolHints
+from tools.mcp.config import Approval
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -34,8 +35,16 @@ def needs_tasks(remote: Any) -> bool:
     return getattr(execution, "task_support", None) == "required"
 
 
-def wrap_tool(remote: Any, prefix: str, timeout_s: float, source: str, call: Call) -> Tool:
-    """``remote`` (an ``mcp_types.Tool``) as a Tool whose invocation is ``call(name, args)``."""
+def wrap_tool(
+    remote: Any,
+    prefix: str,
+    timeout_s: float,
+    source: str,
+    call: Call,
+    approval: Approval = "destructive",
+) -> Tool:
+    """``remote`` (an ``mcp_types.Tool``) as a Tool whose invocation is ``call(name, args)``;
+    it needs a person's approval (``confirm``) as the server's ``approval`` setting says."""
     exposed = exposed_name(prefix, remote.name)
     schema = dict(remote.input_schema or {})
     schema.setdefault("type", "object")
@@ -64,6 +73,7 @@ def wrap_tool(remote: Any, prefix: str, timeout_s: float, source: str, call: Cal
         invoke=invoke,
         timeout_s=timeout_s,
         idempotent=bool(hints.read_only or hints.idempotent),
+        confirm=needs_approval(hints, approval),
         source=source,
         title=title,
         hints=hints,
@@ -82,6 +92,21 @@ def hints_of(annotations: Any) -> ToolHints:
         idempotent=getattr(annotations, "idempotent_hint", None),
         open_world=getattr(annotations, "open_world_hint", None),
     )
+
+
+def needs_approval(hints: ToolHints, approval: Approval) -> bool:
+    """Whether a server's tool needs a person's approval. The annotations are the server's
+    word and untrusted: by the MCP specification's defaults a tool may change things unless
+    it says ``readOnlyHint: true``, and may destroy unless it says ``destructiveHint:
+    false``, so a tool that says nothing needs approval. Only the server's ``approval``
+    setting, which an admin writes, can take that away (``never``)."""
+    if approval == "always":
+        return True
+    if approval == "never":
+        return False
+    may_change = hints.read_only is not True
+    may_destroy = hints.destructive is not False
+    return may_change and may_destroy
 
 
 def _validator(schema: dict[str, Any]) -> Any:

@@ -26,7 +26,7 @@ from tools.mcp.config import McpConfig, McpServerConfig, substitute
 log = logging.getLogger(__name__)
 
 # What the file may say, and the key it has in our config.
-_TAKEN = ("command", "args", "env", "cwd", "url", "headers", "type", "transport")
+_TAKEN = ("command", "args", "env", "cwd", "url", "headers", "type", "transport", "approval")
 
 
 class ServersFileError(ValueError):

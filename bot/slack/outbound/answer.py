@@ -151,6 +151,8 @@ class AnswerWriter:
             task.state, task.detail = TaskState.DONE, event.preview
         elif event.outcome is CallOutcome.CANCELLED:
             task.state = TaskState.STOPPED
+        elif event.outcome is CallOutcome.DEFERRED:
+            task.state = TaskState.WAITING
         else:
             task.state, task.detail = TaskState.FAILED, event.preview
         self._task_changed(task)
@@ -248,7 +250,13 @@ class AnswerWriter:
                 self.turn.thread_ts,
                 self.settings.edit_interval_s,
                 guard=self.ledger.valid,
-                metadata=tag(self.turn.message_ts, self.entry_id, "answer", 0),
+                metadata=tag(
+                    self.turn.message_ts,
+                    self.entry_id,
+                    "answer",
+                    0,
+                    segment=self.ledger.record.segment,
+                ),
                 before_post=self._before_first_post,
                 on_posted=self._first_posted,
             )

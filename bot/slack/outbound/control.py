@@ -35,7 +35,7 @@ class StopControl:
             turn.thread_ts,
             interval_s,
             guard=ledger.valid,
-            metadata=tag(turn.message_ts, entry_id, "control"),
+            metadata=tag(turn.message_ts, entry_id, "control", segment=ledger.record.segment),
             before_post=self._before_post,
             on_posted=self._posted,
         )
@@ -77,7 +77,11 @@ class StopControl:
         if record.control is not ControlState.POSTING:
             return
         found = await find_own(self.client, self.turn, self.who_am_i)
-        ts = next((m.ts for m in found if m.is_for(self.turn.message_ts, "control")), "")
+        segment = record.segment
+        ts = next(
+            (m.ts for m in found if m.is_for(self.turn.message_ts, "control", segment=segment)),
+            "",
+        )
         if ts:
             self.message.adopt(ts)
             await self._posted(ts)

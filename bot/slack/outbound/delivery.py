@@ -6,7 +6,13 @@ The turn's message (its task cards, then the answer's first part)::
       ▲        │     │              ├─► stopped ─► finished
       │        │     │              └──────────► finished
       │        │     └─► posted ─────────────► finished
-      └────────┴─ nothing found;   posted, streaming ─► none: the message was deleted
+      └────────┴─ nothing found;   posted, streaming ─► none: the message was deleted;
+                                   posted, streaming, stopped ─► none: set aside (parked)
+
+When the turn parks (a call waits for a person's approval), its message so far is closed
+where it is and set aside (``earlier``), the approval card is posted below it (``cards``),
+and the answer continues in a new message: the next *segment*, whose tags carry its number
+so a message of an earlier segment is never taken for it.
 
 ``posting`` is written before a call that creates the message (a post or a stream start),
 its ts after: a turn resumed anywhere that finds ``posting`` without a ts looks in the
@@ -55,7 +61,7 @@ MESSAGE_MOVES: dict[MessageState, frozenset[MessageState]] = {
         {MessageState.POSTED, MessageState.STOPPED, MessageState.FINISHED, MessageState.NONE}
     ),
     MessageState.POSTED: frozenset({MessageState.NONE, MessageState.FINISHED}),
-    MessageState.STOPPED: frozenset({MessageState.FINISHED}),
+    MessageState.STOPPED: frozenset({MessageState.FINISHED, MessageState.NONE}),
     MessageState.FINISHED: frozenset(),
 }
 CONTROL_MOVES: dict[ControlState, frozenset[ControlState]] = {
@@ -80,6 +86,10 @@ class SlackDelivery:
     tasks: list[dict[str, Any]] = field(default_factory=list)  # the tool calls shown
     parts: dict[str, str] = field(default_factory=dict)  # part number -> ts, once final
     posting_part: int = NO_PART  # a later part was sent; its ts may not be known
+    segment: int = 0  # how many times the turn parked: the turn's message of this segment
+    earlier: list[str] = field(default_factory=list)  # messages set aside when it parked
+    cards: dict[str, str] = field(default_factory=dict)  # approval card key -> ts
+    card_posting: str = ""  # the key of a card sent whose ts may not be known
 
     # --- the turn's message --------------------------------------------------------------
 
@@ -119,6 +129,22 @@ class SlackDelivery:
         """``ts`` shows the answer's first part."""
         self._move(MessageState.FINISHED, ts)
         self.parts["0"] = ts
+
+    def set_aside(self) -> None:
+        """The turn parks: its message so far stays where it is, closed; the next segment
+        starts with no message, no cards and no Stop button's message of its own."""
+        if self.ts:
+            self._move(MessageState.NONE)
+            self.earlier.append(self.ts)
+        self.ts, self.tasks, self.parts, self.posting_part = "", [], {}, NO_PART
+        self.control, self.control_ts = ControlState.NONE, ""
+        self.segment += 1
+
+    @property
+    def after(self) -> str:
+        """The ts the turn's message of this segment comes after (its last card)."""
+        shown = [*self.earlier, *self.cards.values()]
+        return max(shown, key=float) if shown else ""
 
     @property
     def stopped(self) -> bool:
@@ -182,10 +208,15 @@ class SlackDelivery:
         parts = data.get("parts")
         tasks = data.get("tasks")
         # A record that went through Lua's cjson has its empty objects and lists alike.
+        earlier, cards = data.get("earlier"), data.get("cards")
         record = cls(
             tasks=list(tasks) if isinstance(tasks, list) else [],
             parts=dict(parts) if isinstance(parts, dict) else {},
             posting_part=int(data.get("posting_part", NO_PART)),
+            segment=int(data.get("segment", 0)),
+            earlier=list(earlier) if isinstance(earlier, list) else [],
+            cards=dict(cards) if isinstance(cards, dict) else {},
+            card_posting=str(data.get("card_posting") or ""),
         )
         ts = str(data.get("first_ts") or "")
         if record.part_ts(0):
@@ -220,4 +251,8 @@ class SlackDelivery:
             "control_ts": self.control_ts,
             "control_posting": control is ControlState.POSTING,
             "control_closed": control is ControlState.CLOSED,
+            "segment": self.segment,
+            "earlier": self.earlier,
+            "cards": self.cards,
+            "card_posting": self.card_posting,
         }

@@ -24,6 +24,7 @@ from bot.slack.outbound.blocks import (
     turn_blocks,
     turn_text,
 )
+from bot.slack.outbound.delivery import MessageState
 from bot.slack.outbound.split import split_markdown
 from bot.slack.outbound.stream import StreamWriter
 from bot.slack.outbound.tagging import find_own, tag
@@ -58,6 +59,23 @@ async def finish(writer: AnswerWriter, settled: Settled) -> None:
             last = number == len(parts) - 1
             await _post_part(writer, number, parts[number], feedback if last else None)
     await writer.control.close()
+    if not writer.session_ended:
+        await writer.status.end()
+
+
+async def set_aside(writer: AnswerWriter) -> None:
+    """The turn parks (calls wait for a person): what its message shows so far (the task
+    cards, the round's remark) is closed where it is, its stream ended, and the Stop
+    button's message goes; the answer goes on in a new message once someone decided."""
+    await writer.background.settle()
+    await writer.save_tasks()
+    record = writer.ledger.record
+    if record.message is not MessageState.NONE or writer.stream or writer.message:
+        text = writer.round_text
+        await _finish_first(writer, text, Settled(text, StopReason.PARKED), None)
+    await writer.control.close()
+    record.set_aside()
+    await writer.ledger.save()
     if not writer.session_ended:
         await writer.status.end()
 
@@ -141,7 +159,13 @@ async def _end_own_stream(
             await stream.stop(
                 tail,
                 blocks=[feedback_buttons(feedback).to_dict()] if feedback else None,
-                metadata=tag(writer.turn.message_ts, writer.entry_id, "answer", 0),
+                metadata=tag(
+                    writer.turn.message_ts,
+                    writer.entry_id,
+                    "answer",
+                    0,
+                    segment=record.segment,
+                ),
                 session_status="active" if writer.status.sessions else None,
             )
             writer.session_ended = writer.status.sessions
@@ -177,7 +201,14 @@ async def _post_part(
     record, turn = writer.ledger.record, writer.turn
     if record.posting_part == number:
         found = await find_own(writer.client, turn, writer.who_am_i)
-        ts = next((m.ts for m in found if m.is_for(turn.message_ts, "answer", number)), "")
+        ts = next(
+            (
+                m.ts
+                for m in found
+                if m.is_for(turn.message_ts, "answer", number, segment=record.segment)
+            ),
+            "",
+        )
         if ts:
             record.part_posted(number, ts)
             await writer.ledger.save()
@@ -194,7 +225,7 @@ async def _post_part(
         thread_ts=turn.thread_ts,
         text=message_text(text),
         blocks=blocks,
-        metadata=tag(turn.message_ts, writer.entry_id, "answer", number),
+        metadata=tag(turn.message_ts, writer.entry_id, "answer", number, segment=record.segment),
     )
     record.part_posted(number, str(response["ts"]))
     await writer.ledger.save()

@@ -24,6 +24,7 @@ from bot.slack.outbound.tasks import ToolTask, settle_task, task_chunk
 from bot.slack.outbound.view import SlackTurnView
 from bot.turn.model import Turn
 from bot.turn.responder import DeliveryRecord, Fence
+from bot.turn.store.approvals import Approvals
 from bot.turn.store.notices import Notice
 from bot.turn.store.stops import StopRequests
 
@@ -41,6 +42,7 @@ class SlackResponder:
         *,
         stops: StopRequests | None = None,
         model: str = "",
+        approvals: Approvals | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
@@ -48,6 +50,7 @@ class SlackResponder:
         self.stops = stops
         self.model = model
         self.sessions = SessionSupport(settings.agent_sessions)
+        self.approvals = approvals
 
     async def me(self) -> Me:
         """Who the bot is (auth.test, once per process)."""
@@ -68,6 +71,7 @@ class SlackResponder:
             stops=self.stops,
             who_am_i=self.me,
             model=self.model,
+            approvals=self.approvals,
         )
         try:
             if delivery:
@@ -92,12 +96,19 @@ class SlackResponder:
 
         with sorted_for_delivery():
             if record.unknown:
-                first = first_message(await own(), notice.message_ts)
+                first = first_message(await own(), notice.message_ts, record.segment, record.after)
                 record.found(first.ts, streaming=first.streaming)
             if record.ts and record.message in (MessageState.STREAMING, MessageState.POSTED):
                 await self._close_turn_message(notice, record)
             if record.control is ControlState.POSTING:
-                ts = next((m.ts for m in await own() if m.is_for(notice.message_ts, "control")), "")
+                ts = next(
+                    (
+                        m.ts
+                        for m in await own()
+                        if m.is_for(notice.message_ts, "control", segment=record.segment)
+                    ),
+                    "",
+                )
                 if ts:
                     record.control_shown(ts)
                 else:
@@ -138,7 +149,7 @@ class SlackResponder:
                     ts=ts,
                     chunks=[task_chunk(task) for task in tasks] or None,
                     markdown_text=f"\n\n_{STOPPED_NOTE}_",
-                    metadata=tag(notice.message_ts, notice.id, "answer", 0),
+                    metadata=tag(notice.message_ts, notice.id, "answer", 0, segment=record.segment),
                 )
             )
             return
@@ -148,7 +159,7 @@ class SlackResponder:
                 ts=ts,
                 text=turn_text(tasks, STOPPED_NOTE, True),
                 blocks=turn_blocks(tasks, f"_{STOPPED_NOTE}_", finished=True),
-                metadata=tag(notice.message_ts, notice.id, "answer", 0),
+                metadata=tag(notice.message_ts, notice.id, "answer", 0, segment=record.segment),
             )
         )
 

@@ -65,8 +65,8 @@ class EarlierAttempt:
     async def find_first(self) -> None:
         """The turn's message was being created with an unknown outcome: find it."""
         found = await find_own(self.client, self.turn, self.who_am_i)
-        first = first_message(found, self.turn.message_ts)
         record = self.ledger.record
+        first = first_message(found, self.turn.message_ts, record.segment, record.after)
         record.found(first.ts, streaming=first.streaming)
         if first.ts:
             log.info("found the turn's message an earlier post left in %s", self.turn.channel)
@@ -90,7 +90,13 @@ class EarlierAttempt:
                 channel=self.turn.channel,
                 ts=ts,
                 chunks=cards or None,
-                metadata=tag(self.turn.message_ts, self.entry_id, "answer", 0),
+                metadata=tag(
+                    self.turn.message_ts,
+                    self.entry_id,
+                    "answer",
+                    0,
+                    segment=record.segment,
+                ),
             )
         except asyncio.CancelledError:
             raise

@@ -29,11 +29,24 @@ PAGE = 200
 MAX_PAGES = 20
 
 
-def tag(message_ts: str, entry_id: str, kind: str, part: int | None = None) -> dict[str, Any]:
-    """Message metadata for what the bot posts for a turn."""
+def tag(
+    message_ts: str,
+    entry_id: str,
+    kind: str,
+    part: int | None = None,
+    *,
+    segment: int = 0,
+    ref: str = "",
+) -> dict[str, Any]:
+    """Message metadata for what the bot posts for a turn (``segment``: after how many
+    parks; ``ref``: which approval card)."""
     payload: dict[str, Any] = {"message": message_ts, "turn": entry_id, "kind": kind}
     if part is not None:
         payload["part"] = part
+    if segment:
+        payload["segment"] = segment
+    if ref:
+        payload["ref"] = ref
     return {"event_type": EVENT_TYPE, "event_payload": payload}
 
 
@@ -42,12 +55,15 @@ class OwnMessage:
     ts: str
     payload: dict[str, Any] | None  # the tag, or None for an untagged message
 
-    def is_for(self, message_ts: str, kind: str, part: int | None = None) -> bool:
+    def is_for(
+        self, message_ts: str, kind: str, part: int | None = None, *, segment: int = 0
+    ) -> bool:
         payload = self.payload or {}
         return (
             payload.get("message") == message_ts
             and payload.get("kind") == kind
             and (part is None or payload.get("part") == part)
+            and payload.get("segment", 0) == segment
         )
 
 
@@ -60,14 +76,17 @@ class FirstMessage:
     streaming: bool = False
 
 
-def first_message(found: list[OwnMessage], message_ts: str) -> FirstMessage:
+def first_message(
+    found: list[OwnMessage], message_ts: str, segment: int = 0, after: str = ""
+) -> FirstMessage:
     """Among the bot's messages after the person's message (oldest first): the one tagged as
-    the first part of the answer to ``message_ts``, else the bot's first untagged message,
-    which can only be the turn's stream whose start was never recorded."""
-    tagged = next((m.ts for m in found if m.is_for(message_ts, "answer", 0)), "")
+    the first part of the answer to ``message_ts`` in ``segment``, else the bot's first
+    untagged message after ``after`` (the turn's last approval card), which can only be the
+    turn's stream whose start was never recorded."""
+    tagged = next((m.ts for m in found if m.is_for(message_ts, "answer", 0, segment=segment)), "")
     if tagged:
         return FirstMessage(tagged)
-    untagged = next((m.ts for m in found if m.payload is None), "")
+    untagged = next((m.ts for m in found if m.payload is None and _newer(m.ts, after)), "")
     return FirstMessage(untagged, streaming=bool(untagged))
 
 

@@ -23,6 +23,7 @@ class TaskState(StrEnum):
     DONE = "done"
     FAILED = "failed"
     STOPPED = "stopped"  # cut off: the turn was stopped, or its attempt ended
+    WAITING = "waiting"  # it waits for a person's approval
 
 
 # How a task's state reads to Slack's task cards.
@@ -31,6 +32,7 @@ CARD_STATUS = {
     TaskState.DONE: "complete",
     TaskState.FAILED: "error",
     TaskState.STOPPED: "error",
+    TaskState.WAITING: "pending",
 }
 
 
@@ -70,6 +72,8 @@ def task_chunk(task: ToolTask) -> TaskUpdateChunk:
         output = escaped(shorten(task.detail, OUTPUT_CHARS)) or "failed"
     elif task.state is TaskState.STOPPED:
         output = "stopped"
+    elif task.state is TaskState.WAITING:
+        output = "waiting for approval"
     return TaskUpdateChunk(
         id=task.call_id,
         title=shorten(_title(task), TITLE_CHARS),
@@ -97,6 +101,8 @@ def task_row(task: ToolTask) -> str:
         return f":white_check_mark: {name} done in {duration(task.duration_ms)}"
     if task.state is TaskState.STOPPED:
         return f":black_square_for_stop: {name} stopped"
+    if task.state is TaskState.WAITING:
+        return f":lock: {name} waiting for approval"
     reason = (
         f": {escaped(shorten(' '.join(task.detail.split()), REASON_CHARS))}" if task.detail else ""
     )

@@ -24,13 +24,15 @@ from bot.agent.events import (
 from bot.config.schema import SlackConfig
 from bot.slack.errors import sorted_for_delivery
 from bot.slack.outbound.answer import AnswerWriter
+from bot.slack.outbound.approvals import refresh, show_card
 from bot.slack.outbound.background import Background
-from bot.slack.outbound.finish import finish
+from bot.slack.outbound.finish import finish, set_aside
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport, TurnStatus
 from bot.slack.outbound.tagging import WhoAmI
 from bot.turn.model import Turn, TurnKind
 from bot.turn.responder import DeliveryRecord, Settled
+from bot.turn.store.approvals import ApprovalRequest, Approvals
 from bot.turn.store.stops import StopRequests
 
 
@@ -55,9 +57,13 @@ class SlackTurnView:
         stops: StopRequests | None,
         who_am_i: WhoAmI,
         model: str,
+        approvals: Approvals | None,
     ) -> None:
+        self.client = client
         self.turn = turn
+        self.entry_id = entry_id
         self.ledger = ledger
+        self.approvals = approvals
         self.background = Background()
         self.status = TurnStatus(
             client,
@@ -90,8 +96,11 @@ class SlackTurnView:
         self._started = False
 
     async def resume(self) -> None:
-        """Take over what an earlier attempt left (best effort; delivery does it for sure)."""
+        """Take over what an earlier attempt left (best effort; delivery does it for sure),
+        and show on its approval cards what was decided (or expired) meanwhile."""
         await self.answer.resume()
+        if self.ledger.record.cards and self.approvals is not None:
+            await refresh(self.client, self.approvals, await self.approvals.of_turn(self.entry_id))
 
     async def observe(self, event: AgentEvent) -> None:
         if isinstance(event, RoundStarted):
@@ -121,6 +130,24 @@ class SlackTurnView:
                 self._started = True
                 await self.status.start()
             await finish(self.answer, settled)
+
+    async def park(self, requests: list[ApprovalRequest]) -> None:
+        """The turn waits for people to decide ``requests``: its message so far is closed
+        (no stream stays open while it waits), and the approval card goes below it."""
+        if self.approvals is None:
+            raise RuntimeError("this view was built without the approvals store")
+        with sorted_for_delivery():
+            await self.background.settle()
+            await set_aside(self.answer)
+            await show_card(
+                self.client,
+                self.turn,
+                self.entry_id,
+                self.ledger,
+                self.approvals,
+                requests,
+                self.answer.who_am_i,
+            )
 
     def delivery(self) -> DeliveryRecord:
         return self.ledger.record.to_record()

@@ -54,6 +54,18 @@ if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return 1
 """
 
+# KEYS: thread's current, thread queue; ARGV: the turn records' key prefix
+# The started turn (and its state), else the pending one written first.
+HEAD = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  return {current, redis.call('HGET', ARGV[1] .. current, 'state') or ''}
+end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0)
+if first[1] then return {first[1], ''} end
+return false
+"""
+
 Entry = tuple[str, Turn | None]  # None: an entry whose payload could not be read
 
 
@@ -65,6 +77,7 @@ class TurnQueue:
         self.max_len = max_len
         self._enqueue = client.register_script(ENQUEUE)
         self._forget = client.register_script(FORGET)
+        self._head = client.register_script(HEAD)
         # Wakes in-process workers at once (the embedded Redis cannot block on reads).
         self.arrived = asyncio.Event()
 
@@ -151,6 +164,14 @@ class TurnQueue:
         if current:
             return str(current)
         return str(first[0]) if first else None
+
+    async def head_and_state(self, thread: ThreadKey) -> tuple[str, str] | None:
+        """:meth:`head` and, for a started turn, its record's state (one round trip)."""
+        reply = await self._head(
+            keys=[self.keys.thread_current(thread), self.keys.thread_queue(thread)],
+            args=[self.keys.turn("")],
+        )
+        return (str(reply[0]), str(reply[1])) if reply else None
 
     async def has_pending(self, thread: ThreadKey) -> bool:
         return bool(await self.client.zcard(self.keys.thread_queue(thread)))

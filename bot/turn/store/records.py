@@ -132,6 +132,7 @@ class TurnRecord:
     delivering_since: float | None = None  # when the first delivery attempt began
     journal: list[Message] = field(default_factory=list)
     reruns: frozenset[str] = frozenset()
+    parked: list[str] = field(default_factory=list)  # awaiting approval: the calls waiting
 
     @property
     def reason(self) -> StopReason:
@@ -158,6 +159,7 @@ class TurnRecord:
             delivering_since=float(since) if since else None,
             journal=[json.loads(item) for item in journal],
             reruns=frozenset(reruns),
+            parked=json.loads(data["parked"]) if data.get("parked") else [],
         )
 
 
@@ -192,7 +194,7 @@ class TurnRecords:
         """What a finished turn leaves: a bare record (kept for ``FINISHED_KEEP_S`` by the
         move that finishes it), nothing else."""
         record = self.keys.turn(entry_id)
-        commands.special("HDEL", record, "messages", "text", "delivery")
+        commands.special("HDEL", record, "messages", "text", "delivery", "parked")
         commands.delete(self.keys.journal(entry_id), self.keys.reruns(entry_id))
 
 

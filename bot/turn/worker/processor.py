@@ -18,11 +18,13 @@ import logging
 from bot.agent.cancellation import sleep_unless
 from bot.observability import metrics
 from bot.state.commands import Commands
+from bot.turn import parking
 from bot.turn.agent import Agent
 from bot.turn.effects import TurnStores
 from bot.turn.model import ThreadKey, Turn
-from bot.turn.owner import Timing, TurnOwner
+from bot.turn.owner import Timing, TurnOwner, Waiting
 from bot.turn.responder import Aborted, Responder
+from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease, ThreadLocks
 from bot.turn.worker.stops import StopWatcher
 
@@ -70,22 +72,29 @@ class ThreadProcessor:
                 return  # the owner works through this thread, this entry included
             try:
                 async with lease.kept_alive():
-                    await self._drain(thread, lease)
+                    waiting = await self._drain(thread, lease)
             finally:
                 if lease.lost.is_set() or self.handing_back.is_set():
                     await lease.hand_back()
                 else:
                     await lease.release()
-            if lease.lost.is_set() or not await self.stores.queue.has_pending(thread):
+            if waiting or lease.lost.is_set() or not await self.stores.queue.has_pending(thread):
                 return
 
-    async def _drain(self, thread: ThreadKey, lease: ThreadLease) -> None:
+    async def _drain(self, thread: ThreadKey, lease: ThreadLease) -> bool:
+        """Run the thread's turns in order; True when it stopped at a turn that waits for a
+        person (the thread's later turns wait behind it)."""
         queue = self.stores.queue
         failures = 0
         while lease.valid() and not self.handing_back.is_set():
-            head = await queue.head(thread)
-            if head is None:
-                return
+            found = await queue.head_and_state(thread)
+            if found is None:
+                return False
+            head, state = found
+            if state == TurnState.AWAITING_APPROVAL and await parking.still_waiting(
+                self.stores, head
+            ):
+                return True
             entry = await queue.fetch(head)
             if entry is None or entry[1] is None:
                 if entry is None:
@@ -110,18 +119,21 @@ class ThreadProcessor:
                         cancel=cancel,
                         handing_back=self.handing_back,
                     )
-                    await owner.run()
+                    end = await owner.run()
                 failures = 0
+                if isinstance(end, Waiting):
+                    return True
             except Aborted as exc:
                 log.info("stopped working on %s: %s", thread, exc)
-                return
+                return False
             except Exception:
                 failures += 1
                 log.exception("turn %s in %s failed; trying it again", head, thread)
                 if not await sleep_unless(
                     self.failure_backoff_s * failures, lease.lost, self.handing_back
                 ):
-                    return
+                    return False
+        return False
 
     async def _discard_unreadable(self, entry_id: str) -> None:
         log.error("dead-lettering turn %s: its payload is unreadable", entry_id)

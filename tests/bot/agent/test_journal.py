@@ -16,6 +16,7 @@ from bot.llm.client import OpenAIChatModel
 from bot.llm.response import ToolCall
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
 from tools import StaticToolset, tool
+from tools.errors import CallDeferred
 
 MakeModel = Callable[..., OpenAIChatModel]
 SETTINGS = LoopSettings(system_prompt="s")
@@ -226,3 +227,78 @@ async def test_a_call_that_cannot_be_saved_never_runs(
         await run_turn(make_model(), SETTINGS, [], "go", TOOLS, journal=journal)
     assert RUNS == []  # the call was not saved, so it did not run
     assert [m["role"] for m in journal.saved] == ["user"]
+
+
+async def test_a_deferred_call_parks_the_turn_and_runs_when_it_resumes(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    """A call that waits for a person parks the turn: the round's other calls run and are
+    saved; the waiting one leaves a marker, no result. Resumed, it runs (even a tool that
+    must not run twice: it never started), the others do not run again."""
+    RUNS.clear()
+    decided = False
+
+    @tool(idempotent=False)
+    async def transfer(amount: int) -> str:
+        """Move money."""
+        if not decided:
+            raise CallDeferred("transfer", "waiting for approval")
+        RUNS.append(f"transfer {amount}")
+        return "moved"
+
+    toolset = StaticToolset([work, transfer])
+    journal = ListJournal()
+    fake_llm.add(calls(("work", {"name": "look"}, "w1"), ("transfer", {"amount": 5}, "t1")))
+    parked = await run_turn(make_model(), SETTINGS, [], "move 5", toolset, journal=journal)
+    assert parked.stop_reason is StopReason.PARKED
+    assert [(e.call_id, e.outcome) for e in parked.deferred] == [("t1", CallOutcome.DEFERRED)]
+    assert [e.call_id for e in parked.executions] == ["w1"]  # only what ran
+    roles = [m["role"] for m in journal.saved]
+    assert roles[:2] == ["user", "assistant"] and sorted(roles[2:]) == ["deferred", "tool"]
+    resumed = resume_from(journal.saved)
+    assert [c.id for c in resumed.open_calls] == ["t1"] and resumed.deferred == {"t1"}
+    assert all(m["role"] != "deferred" for m in resumed.messages)
+
+    decided = True
+    fake_llm.add(text("moved 5"))
+    again = await run_turn(
+        make_model(), SETTINGS, [], "move 5", toolset, journal=journal, resume=journal.saved
+    )
+    assert again.stop_reason is StopReason.ANSWERED and again.text == "moved 5"
+    assert RUNS == ["look", "transfer 5"]  # nothing ran twice
+    assert [e.call_id for e in again.executions] == ["t1"]
+    sent = fake_llm.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool"]
+    assert [m.get("tool_call_id") for m in sent[3:]] == ["w1", "t1"]  # in call order
+
+
+async def test_a_stop_while_a_call_waits_gives_it_a_result(
+    fake_llm: FakeLLM, make_model: MakeModel
+) -> None:
+    """A Stop during a round in which one call waits and another runs: nothing waits on, and
+    every call of the round has a result in what is stored."""
+    cancel = asyncio.Event()
+
+    @tool
+    async def wait_for_it() -> str:
+        """Wait for a person."""
+        raise CallDeferred("wait_for_it", "waiting")
+
+    @tool
+    async def slow() -> str:
+        """Take a while."""
+        cancel.set()  # the person presses Stop while this runs
+        await asyncio.sleep(5)
+        return "late"
+
+    fake_llm.add(calls(("wait_for_it", {}, "x1"), ("slow", {}, "x2")))
+    result = await run_turn(
+        make_model(), SETTINGS, [], "go", StaticToolset([wait_for_it, slow]), cancel=cancel
+    )
+    assert result.stop_reason is StopReason.CANCELLED and result.deferred == []
+    results = {m["tool_call_id"]: m for m in result.new_messages if m["role"] == "tool"}
+    assert set(results) == {"x1", "x2"}
+    assert {e.call_id: e.outcome for e in result.executions} == {
+        "x1": CallOutcome.CANCELLED,
+        "x2": CallOutcome.CANCELLED,
+    }

@@ -26,6 +26,7 @@ from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import Price
 from tests.fakes.llm_server import FakeLLM, Reply, calls, error, text, tool_results
 from tools import ApprovalToolset, StaticToolset, Tool, ToolError, tool
+from tools.approval import Approved, Refused, Verdict
 
 MakeModel = Callable[..., OpenAIChatModel]
 
@@ -535,8 +536,8 @@ async def test_tools_needing_confirmation(fake_llm: FakeLLM, make_model: MakeMod
         ran.append(item)
         return "ordered"
 
-    async def only_ok(t: Tool, arguments: dict[str, Any]) -> bool:
-        return bool(arguments["item"] == "ok")
+    async def only_ok(t: Tool, arguments: dict[str, Any]) -> Verdict:
+        return Approved() if arguments["item"] == "ok" else Refused()
 
     asked = ApprovalToolset(StaticToolset([place_order]), only_ok)
     fake_llm.add(

@@ -275,6 +275,7 @@ WAREHOUSE = f"""    warehouse:
       args: ["-m", "tests.fakes.mcp_server", "stdio"]
       prefix: wh_
 """
+UNASKED = WAREHOUSE + "      approval: never\n"  # its tools run without a person's approval
 
 
 async def test_tools_shows_titles_annotations_and_output_schemas(tmp_path: Path) -> None:
@@ -286,15 +287,19 @@ async def test_tools_shows_titles_annotations_and_output_schemas(tmp_path: Path)
         "    Pallets in an aisle (read-only).",
         "    annotations: read-only, idempotent",
     ]
-    delete = lines.index("wh_delete_everything — Delete everything  [mcp warehouse]")
+    # What may change things needs a person's approval (MCP's defaults); read-only does not.
+    delete = lines.index(
+        "wh_delete_everything — Delete everything  [mcp warehouse] (needs confirmation)"
+    )
     assert lines[delete + 2] == "    annotations: destructive, closed-world"
-    totals = lines.index("wh_inventory_totals  [mcp warehouse]")
+    totals = lines.index("wh_inventory_totals  [mcp warehouse] (needs confirmation)")
     assert any(line.startswith("    returns: {") for line in lines[totals : totals + 6])
     code, out, _ = await run_cli(
         "tools", "--json", "--config", str(mcp_config(tmp_path, WAREHOUSE))
     )
     listed = {row["name"]: row for row in json.loads(out)}
     assert listed["wh_count_pallets"]["title"] == "Count pallets"
+    assert not listed["wh_count_pallets"]["confirm"] and listed["wh_lookup_stock"]["confirm"]
     assert listed["wh_count_pallets"]["annotations"] == {
         "readOnlyHint": True,
         "idempotentHint": True,
@@ -365,7 +370,7 @@ async def test_a_script_declines_questions_and_shows_progress(
     code, out, err = await run_cli(
         "chat",
         "--config",
-        str(mcp_config(tmp_path, WAREHOUSE)),
+        str(mcp_config(tmp_path, UNASKED)),
         stdin="restock and count\n",
         env={"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-test"},
     )

@@ -140,11 +140,13 @@ async def test_no_configured_secret_reaches_the_log_at_any_level(
                     "args": ["-m", "tests.fakes.mcp_server", "stdio"],
                     "env": {"WAREHOUSE_TOKEN": "${MCP_ENV_TOKEN}"},
                     "prefix": "wh_",
+                    "approval": "never",
                 },
                 "remote": {
                     "url": http_mcp_server.url,
                     "headers": {"Authorization": "Bearer ${MCP_HEADER_TOKEN}"},
                     "prefix": "rm_",
+                    "approval": "never",
                 },
             }
         },

@@ -32,7 +32,8 @@ ROLES = {
 
 def config(elicitation_timeout_s: float = 300, **server: Any) -> dict[str, Any]:
     mcp: dict[str, Any] = {
-        "servers": {"warehouse": {**STDIO, "prefix": "wh_", **server}},
+        # Its tools say nothing of what they change: an admin lets them run unasked here.
+        "servers": {"warehouse": {**STDIO, "prefix": "wh_", "approval": "never", **server}},
         "elicitation_timeout_s": elicitation_timeout_s,
     }
     return {

@@ -33,6 +33,7 @@ def config(server: dict[str, Any]) -> dict[str, Any]:
                     "deny": ["delete_*"],
                     "call_timeout_s": 1,
                     "ping_interval_s": 0.3,
+                    "approval": "never",  # these tests are not about approvals
                     **server,
                 }
             },

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from bot.agent.result import StopReason
 from bot.turn.states import (
     SETTLED,
@@ -57,3 +59,12 @@ def test_where_a_finished_loop_leaves_the_turn() -> None:
     assert settled_state(StopReason.ROUND_LIMIT) is TurnState.ANSWERED
     assert settled_state(StopReason.FAILED) is TurnState.FAILED
     assert settled_state(StopReason.CANCELLED) is TurnState.CANCELLED
+    with pytest.raises(ValueError, match="not settled"):
+        settled_state(StopReason.PARKED)
+
+
+def test_a_parked_turn_holds_nothing_and_goes_back_to_running() -> None:
+    parked = TurnState.AWAITING_APPROVAL
+    assert parked in TRANSITIONS[TurnState.RUNNING]
+    assert TRANSITIONS[parked] == {parked, TurnState.RUNNING, TurnState.DEAD_LETTERED}
+    assert parked not in SETTLED and parked not in TERMINAL

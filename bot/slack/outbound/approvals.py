@@ -1,0 +1,83 @@
+"""Approval cards in a turn's thread: posted once per set of calls a turn waits for
+(recorded before and after, found by its tag when a post's outcome was never learnt), and
+rewritten from the requests whenever a decision changes what they show."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.calls import safe_call
+from bot.slack.outbound.approval_card import card_blocks, card_text
+from bot.slack.outbound.ledger import DeliveryLedger
+from bot.slack.outbound.tagging import WhoAmI, find_own, tag
+from bot.turn.model import Turn
+from bot.turn.responder import Aborted
+from bot.turn.store.approvals import ApprovalRequest, Approvals
+
+log = logging.getLogger(__name__)
+APPROVAL = "approval"  # the tag's kind
+
+
+async def show_card(
+    client: AsyncWebClient,
+    turn: Turn,
+    entry_id: str,
+    ledger: DeliveryLedger,
+    approvals: Approvals,
+    requests: list[ApprovalRequest],
+    who_am_i: WhoAmI,
+) -> None:
+    """Post the card for the requests no card shows yet; rewrite those that show some."""
+    new = [r for r in requests if not r.card_ts]
+    if not new:
+        await refresh(client, approvals, requests)
+        return
+    record, key = ledger.record, new[0].id
+    ts = record.cards.get(key, "")
+    if not ts and record.card_posting == key:
+        found = await find_own(client, turn, who_am_i)
+        ts = next(
+            (
+                m.ts
+                for m in found
+                if m.is_for(turn.message_ts, APPROVAL) and (m.payload or {}).get("ref") == key
+            ),
+            "",
+        )
+    if not ts:
+        record.card_posting = key
+        await ledger.save()
+        if not ledger.valid():
+            raise Aborted("the turn's lease is gone")
+        response = await client.chat_postMessage(
+            channel=turn.channel,
+            thread_ts=turn.thread_ts,
+            text=card_text(new),
+            blocks=card_blocks(new),
+            metadata=tag(turn.message_ts, entry_id, APPROVAL, ref=key),
+        )
+        ts = str(response["ts"])
+    record.cards[key], record.card_posting = ts, ""
+    await ledger.save()
+    await approvals.show_on([r.id for r in new], ts)
+
+
+async def refresh(
+    client: AsyncWebClient, approvals: Approvals, requests: Iterable[ApprovalRequest]
+) -> None:
+    """Rewrite every card showing one of ``requests`` as the requests are now (best
+    effort: a card that cannot be rewritten keeps what it showed; a click on it is
+    answered from Redis anyway)."""
+    cards = {r.card_ts: r for r in requests if r.card_ts}
+    for card_ts, one in cards.items():
+        shown = [r for r in await approvals.of_turn(one.entry) if r.card_ts == card_ts]
+        await safe_call(
+            client.chat_update,
+            channel=one.channel,
+            ts=card_ts,
+            text=card_text(shown),
+            blocks=card_blocks(shown),
+        )

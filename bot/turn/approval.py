@@ -1,0 +1,98 @@
+"""A Slack turn's approver: each call that needs a person's yes opens a request and parks
+the turn; when the turn resumes, the request's decision answers.
+
+Approved: the call runs (once; a call cut off after it started runs again only when its
+tool is idempotent, like any call cut off by a crash). Denied: the model is told who denied
+it and why. Expired: the model is told nobody decided in time. Every request, decision and
+expiry is in the audit log (decisions by the click's listener, expiries where they are
+seen).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.state.audit import AuditEntry, AuditLog
+from bot.turn.model import Turn
+from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, as_fields
+from tools.approval import Approved, Refused, Verdict
+from tools.call_context import current_call
+from tools.definition import Tool
+from tools.errors import CallDeferred
+
+WAITING = "waiting for a person's approval"
+INTERRUPTED = (
+    "{tool} was approved, then interrupted when the worker running it stopped; whether it took "
+    "effect is unknown. Check before asking for it again."
+)
+
+
+def refusal(request: ApprovalRequest, timeout_s: float) -> str:
+    """What the model is told about a call that was not approved."""
+    if request.state is ApprovalState.DENIED:
+        why = f": {request.reason}" if request.reason else ""
+        return f"{request.tool} was denied by <@{request.by}>{why}. It did not run."
+    minutes = max(round(timeout_s / 60), 1)
+    return (
+        f"{request.tool} was not approved: nobody decided within {minutes} minute"
+        f"{'s' if minutes != 1 else ''}. It did not run."
+    )
+
+
+class TurnApprover:
+    def __init__(
+        self,
+        approvals: Approvals,
+        audit: AuditLog,
+        turn: Turn,
+        entry_id: str,
+        *,
+        timeout_s: float,
+    ) -> None:
+        self.approvals = approvals
+        self.audit = audit
+        self.turn = turn
+        self.entry_id = entry_id
+        self.timeout_s = timeout_s
+
+    async def __call__(self, tool: Tool, arguments: dict[str, Any]) -> Verdict:
+        call = current_call()
+        if call is None:  # not inside the loop: nobody to ask for this call
+            return Refused(f"{tool.name} needs a person's approval, and none can be asked here.")
+        request, opened = await self.approvals.open(
+            self.turn, self.entry_id, call.call_id, tool.name, _arguments(arguments), self.timeout_s
+        )
+        if opened:
+            await self._audit(request, "approval_requested", "pending")
+        if request.open and await self.approvals.expire_due([request]):
+            await self._audit(request, "approval_expired", "expired")
+            request = await self.approvals.get(request.id) or request
+        if request.open:
+            raise CallDeferred(tool.name, WAITING)
+        if request.state is ApprovalState.APPROVED:
+            runs = await self.approvals.use(request.id)
+            if runs > 1 and (not tool.idempotent or runs > 2):
+                return Refused(INTERRUPTED.format(tool=tool.name))
+            return Approved()
+        return Refused(refusal(request, self.timeout_s))
+
+    async def _audit(self, request: ApprovalRequest, action: str, outcome: str) -> None:
+        await self.audit.add(
+            AuditEntry(
+                kind="approval",
+                actor=self.turn.user,
+                action=action,
+                target=request.tool,
+                outcome=outcome,
+                detail={
+                    **as_fields(request),
+                    "channel": self.turn.channel,
+                    "thread": self.turn.thread_ts,
+                },
+            )
+        )
+
+
+def _arguments(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)

@@ -1,0 +1,85 @@
+"""A turn waiting for a person: what parking it writes, and whether it may go on.
+
+Parking is one fenced move, ``running → awaiting_approval``: the calls that ran and the model
+usage so far are audited and counted (as when a turn settles; what the resumed turn does is
+counted when it settles), the waiting calls are kept in the record, and the attempt count
+starts again (waiting is not failing). Nothing is held while it waits.
+
+A worker that meets the parked turn (its entry comes round again, or a decision woke it)
+lets it go on only when one of its requests is no longer open (decided, or expired now);
+otherwise it leaves it parked at once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Protocol
+
+from bot.agent.result import TurnResult
+from bot.state.audit import AuditEntry
+from bot.state.commands import Commands
+from bot.turn import effects
+from bot.turn.effects import TurnStores
+from bot.turn.model import Turn
+from bot.turn.states import TurnState
+from bot.turn.store.approvals import ApprovalRequest, as_fields, decided_any
+from bot.turn.store.records import TurnRecord
+
+
+class Mover(Protocol):
+    """The owner's fenced, durable moves."""
+
+    async def move(self, target: TurnState, fields: dict[str, str], commands: Commands) -> None:
+        """Move the turn with ``fields`` and ``commands``, waiting out a short Redis outage;
+        raises Aborted when the lease is gone."""
+        ...
+
+
+async def park(
+    stores: TurnStores, turn: Turn, entry_id: str, result: TurnResult, mover: Mover
+) -> None:
+    commands = effects.settle_effects(stores, turn, entry_id, result)
+    waiting = [call.call_id for call in result.deferred]
+    await mover.move(
+        TurnState.AWAITING_APPROVAL,
+        {"parked": json.dumps(waiting), "attempts": "0"},
+        commands,
+    )
+
+
+async def unpark(
+    stores: TurnStores, turn: Turn, entry_id: str, record: TurnRecord, mover: Mover
+) -> bool:
+    """Move a parked turn back to running when a person decided (or a request expired);
+    False when everything it waits for is still open."""
+    requests = await stores.approvals.of_turn(entry_id, record.parked)
+    expired = set(await stores.approvals.expire_due(requests))
+    if not expired and not decided_any(requests):
+        return False
+    commands = Commands()
+    for request in requests:
+        if request.id in expired:
+            stores.audit.add_to(commands, expiry(turn, request))
+    await mover.move(TurnState.RUNNING, {"parked": ""}, commands)
+    return True
+
+
+async def still_waiting(stores: TurnStores, entry_id: str) -> bool:
+    """A look before any owner is made, for a parked turn: nothing it waits for was decided
+    or is due to expire (so no attempt is begun, nothing is written)."""
+    record = await stores.records.read(entry_id)
+    if record is None:
+        return False
+    requests = await stores.approvals.of_turn(entry_id, record.parked)
+    return all(r.open and not r.due for r in requests) and bool(requests)
+
+
+def expiry(turn: Turn, request: ApprovalRequest) -> AuditEntry:
+    return AuditEntry(
+        kind="approval",
+        actor=turn.user,
+        action="approval_expired",
+        target=request.tool,
+        outcome="expired",
+        detail={**as_fields(request), "channel": turn.channel, "thread": turn.thread_ts},
+    )
