@@ -97,6 +97,9 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         feedback=state.feedback,
         later=later,
         elicitations=state.elicitations,
+        approvals=state.approvals,
+        audit=state.audit,
+        approval=config.approval,
     )
     return SlackSide(
         client, identity, app, ingress, later, responder, inbox, SlackContext(state.pane)

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from bot.process.run import SlackProcess, assemble
 from bot.process.services import Services, build_services
+from bot.process.state import State
 from bot.slack.inbound.http import http_app
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
@@ -219,6 +220,11 @@ class SlackHarness:
             await self.services.aclose()
 
     @property
+    def state(self) -> State:
+        assert self.services is not None, "start the app first"
+        return self.services.state
+
+    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
@@ -292,7 +298,10 @@ class SlackHarness:
             return [
                 m
                 for m in self.slack.thread(channel, thread_ts)
-                if not m.streaming and not is_progress(m) and not is_question(m)
+                if not m.streaming
+                and not is_progress(m)
+                and not is_question(m)
+                and not is_approval_card(m)
             ]
 
         await until(lambda: len(answers()) >= count and self.idle(), within)
@@ -312,6 +321,12 @@ def is_question(message: Message) -> bool:
     """An MCP server's question to the person (tagged "question")."""
     payload = (message.metadata or {}).get("event_payload") or {}
     return payload.get("kind") == "question"
+
+
+def is_approval_card(message: Message) -> bool:
+    """A card asking a person to approve calls (tagged "approval")."""
+    payload = (message.metadata or {}).get("event_payload") or {}
+    return payload.get("kind") == "approval"
 
 
 def is_progress(message: Message) -> bool:

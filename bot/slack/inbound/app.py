@@ -23,12 +23,16 @@ from bot.slack.inbound.listeners import (
     home,
     messages,
 )
+from bot.slack.inbound.listeners import approvals as approval_clicks
 from bot.slack.inbound.listeners import feedback as feedback_clicks
 from bot.slack.inbound.storage_down import is_storage_down, storage_down_response
 from bot.state.agent_pane import AgentPaneThreads
+from bot.state.audit import AuditLog
 from bot.state.elicitations import Elicitations
 from bot.state.feedback import FeedbackLog
+from bot.turn.store.approvals import Approvals
 from bot.turn.store.stops import StopRequests
+from permissions.approval import ApprovalConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
 
@@ -60,6 +64,9 @@ def build_app(
     feedback: FeedbackLog,
     later: AfterAck,
     elicitations: Elicitations | None = None,
+    approvals: Approvals | None = None,
+    audit: AuditLog | None = None,
+    approval: ApprovalConfig | None = None,
 ) -> AsyncApp:
     app = AsyncApp(
         client=client,
@@ -78,6 +85,8 @@ def build_app(
     feedback_clicks.register(app, feedback)
     if elicitations is not None:
         elicitation.register(app, elicitations)
+    if approvals is not None and audit is not None:
+        approval_clicks.register(app, approvals, audit, policy, approval or ApprovalConfig(), later)
 
     @app.error
     async def on_error(

@@ -32,7 +32,9 @@ CARD_STATUS = {
     TaskState.DONE: "complete",
     TaskState.FAILED: "error",
     TaskState.STOPPED: "error",
-    TaskState.WAITING: "pending",
+    # A waiting card is final where it is shown: the message is closed while the turn waits,
+    # and the call shows again, running, below the approval card once someone decided.
+    TaskState.WAITING: "complete",
 }
 
 
@@ -73,7 +75,7 @@ def task_chunk(task: ToolTask) -> TaskUpdateChunk:
     elif task.state is TaskState.STOPPED:
         output = "stopped"
     elif task.state is TaskState.WAITING:
-        output = "waiting for approval"
+        output = "sent for approval (see below)"
     return TaskUpdateChunk(
         id=task.call_id,
         title=shorten(_title(task), TITLE_CHARS),

@@ -33,6 +33,7 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "users_info": {"users:read"},
     "usergroups_users_list": {"usergroups:read"},
     "views_publish": set(),
+    "views_open": set(),  # a modal: the approval card's "Show all"
     "auth_test": set(),
 }
 # What each subscribed event needs.

@@ -1,0 +1,150 @@
+"""Clicks on an approval card: Approve, Deny (with the reason typed in the card, if any),
+and Show all (the call's arguments whole, in a modal).
+
+Whoever clicks must be allowed to decide (``approval.approvers``: the requester, admins,
+named roles); anyone else gets a polite ephemeral no. A request is decided once, by the
+first allowed click on any replica, and only while it is open and before its deadline: a
+click on a decided or expired request changes nothing and says so. The decision wakes the
+parked turn, is audited, and the card shows it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.calls import safe_call
+from bot.slack.inbound.after_ack import AfterAck
+from bot.slack.outbound.approval_card import (
+    APPROVE_ACTION,
+    DENY_ACTION,
+    REASON_ACTION,
+    REASON_BLOCK,
+    SHOW_ACTION,
+    arguments_view,
+    decision,
+)
+from bot.slack.outbound.approvals import refresh
+from bot.state.audit import AuditEntry, AuditLog
+from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, as_fields
+from permissions.approval import ApprovalConfig, may_decide
+from permissions.policy import Person, Policy
+from permissions.sources import role_names
+
+log = logging.getLogger(__name__)
+
+GONE = "This approval request is no longer open."
+
+
+def register(
+    app: AsyncApp,
+    approvals: Approvals,
+    audit: AuditLog,
+    policy: Policy,
+    config: ApprovalConfig,
+    later: AfterAck,
+) -> None:
+    @app.action(re.compile(f"^({APPROVE_ACTION}|{DENY_ACTION})$"))
+    async def on_decision(
+        ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await ack()
+        try:
+            action = body["actions"][0]
+            request_id, approved = str(action["value"]), action["action_id"] == APPROVE_ACTION
+        except (KeyError, IndexError, TypeError):
+            log.warning("an approval button with an unreadable value")
+            return
+        user = body.get("user") or {}
+        clicker, clicker_team = str(user.get("id") or ""), str(user.get("team_id") or "")
+        reason = _reason(body, request_id) if not approved else ""
+
+        async def decide() -> None:  # may ask Slack who is an admin: after the ack
+            request = await approvals.get(request_id)
+            if request is None:
+                await _tell(respond, GONE)
+                return
+            person = Person(request.team, clicker, request.channel, user_team=clicker_team)
+            allowed = may_decide(
+                config,
+                is_requester=clicker == request.user,
+                is_admin=await policy.is_admin(person),
+                held=role_names(await policy.held(person)),
+            )
+            if not allowed:
+                await _tell(
+                    respond,
+                    f"Sorry, only <@{request.user}> or someone allowed to approve "
+                    f"`{request.tool}` can decide this.",
+                )
+                return
+            state, decided = await approvals.decide(request_id, approved, clicker, reason)
+            if not decided:
+                now = await approvals.get(request_id) or request
+                await _tell(respond, f"Nothing changed: {_already(now, state)}")
+                await refresh(client, approvals, [now])
+                return
+            now = await approvals.get(request_id) or request
+            await audit.add(_entry(now, clicker))
+            await refresh(client, approvals, [now])
+
+        later.spawn(decide(), respond=respond, what="an approval click")
+
+    @app.action(SHOW_ACTION)
+    async def on_show_all(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        try:
+            request_id = str(body["actions"][0]["value"])
+        except (KeyError, IndexError, TypeError):
+            return
+        request = await approvals.get(request_id)
+        trigger = body.get("trigger_id")
+        if request is not None and trigger:
+            # The trigger is good for 3 seconds: the modal opens now, not after the ack.
+            await safe_call(client.views_open, trigger_id=trigger, view=arguments_view(request))
+
+    @app.action(REASON_ACTION)
+    async def on_reason_typed(ack: AsyncAck) -> None:
+        await ack()  # the reason goes with the Deny click; typing it needs no answer
+
+
+def _reason(body: dict[str, Any], request_id: str) -> str:
+    values = ((body.get("state") or {}).get("values") or {}).get(REASON_BLOCK + request_id) or {}
+    return str((values.get(REASON_ACTION) or {}).get("value") or "").strip()
+
+
+def _already(request: ApprovalRequest, state: ApprovalState | None) -> str:
+    if state is ApprovalState.EXPIRED and request.state is ApprovalState.EXPIRED:
+        return "this request expired before your click."
+    return f"this request was decided already ({decision(request)})."
+
+
+def _entry(request: ApprovalRequest, clicker: str) -> AuditEntry:
+    approved = request.state is ApprovalState.APPROVED
+    return AuditEntry(
+        kind="approval",
+        actor=clicker,
+        action="approval_approved" if approved else "approval_denied",
+        target=request.tool,
+        outcome=request.state.value,
+        detail={
+            **as_fields(request),
+            "requester": request.user,
+            "reason": request.reason,
+            "channel": request.channel,
+            "thread": request.thread_ts,
+        },
+    )
+
+
+async def _tell(respond: AsyncRespond, text: str) -> None:
+    try:
+        await respond(text=text, response_type="ephemeral", replace_original=False)
+    except Exception as exc:
+        log.info("could not tell the person who clicked (%s)", type(exc).__name__)
