@@ -51,6 +51,7 @@ from bot.turn.responder import (
 from bot.turn.states import TERMINAL, TurnState, settled_state
 from bot.turn.store.lease import ThreadLease
 from bot.turn.store.records import FINISHED_KEEP_S, Stale, TurnRecord
+from permissions.withholding import requester_scope
 
 log = logging.getLogger(__name__)
 
@@ -194,10 +195,15 @@ class TurnOwner:
 
     async def _run_loop(self, view: TurnView, record: TurnRecord) -> TurnRecord:
         agent, turn = self.agent, self.turn
-        history = await self.stores.history.for_model(
-            turn.thread_key, agent.history_budget, agent.estimator
-        )
         toolset = await agent.toolset_for(turn)
+        # The thread as this turn's person may see it: others' results of tools they may
+        # not use are withheld (permissions/withholding.py).
+        history = await self.stores.history.for_model(
+            turn.thread_key,
+            agent.history_budget,
+            agent.estimator,
+            requester_scope(turn.user, toolset),
+        )
         context = await agent.context_for(turn)
         log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
         if not record.journal:
