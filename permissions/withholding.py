@@ -15,11 +15,10 @@ console.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol
 
-from tools.errors import ToolUnavailable
+from tools.errors import ToolError
 from tools.toolset import Toolset
 
 Message = dict[str, Any]
@@ -95,18 +94,16 @@ def withheld(
 async def usable_tools(tools: Toolset, names: Iterable[str]) -> frozenset[str]:
     """Of ``names``, the tools ``tools`` hands out now, each asked once. For a toolset
     wrapped by the policy: registered, and allowed for its person (roles, switches, the
-    channel); a name no longer registered is not usable."""
-    wanted = sorted(set(names))
-
-    async def usable(name: str) -> bool:
+    channel); a name no longer registered is not usable. Asked one after another: the first
+    answer caches the person's roles, so Slack is asked about them once at most."""
+    usable = set()
+    for name in sorted(set(names)):
         try:
             await tools.get_tool(name)
-        except ToolUnavailable:
-            return False
-        return True
-
-    answers = await asyncio.gather(*(usable(name) for name in wanted))
-    return frozenset(name for name, ok in zip(wanted, answers, strict=True) if ok)
+        except ToolError:  # unknown, forbidden, or any other refusal: not usable
+            continue
+        usable.add(name)
+    return frozenset(usable)
 
 
 Scope = Callable[[Sequence[AskedTurn]], Awaitable[list[list[Message]]]]

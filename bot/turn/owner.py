@@ -196,13 +196,9 @@ class TurnOwner:
     async def _run_loop(self, view: TurnView, record: TurnRecord) -> TurnRecord:
         agent, turn = self.agent, self.turn
         toolset = await agent.toolset_for(turn)
-        # The thread as this turn's person may see it: others' results of tools they may
-        # not use are withheld (permissions/withholding.py).
+        scope = requester_scope(turn.user, toolset)  # withholds what this person may not see
         history = await self.stores.history.for_model(
-            turn.thread_key,
-            agent.history_budget,
-            agent.estimator,
-            requester_scope(turn.user, toolset),
+            turn.thread_key, agent.history_budget, agent.estimator, scope
         )
         context = await agent.context_for(turn)
         log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
