@@ -19,6 +19,7 @@ from bot.llm.client import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.history import RedisHistory
 from bot.turn.model import ThreadKey
+from permissions.withholding import requester_scope
 from tools.approval import ApprovalToolset
 from tools.call_context import Requester, for_requester
 from tools.toolset import Toolset
@@ -75,10 +76,13 @@ async def run_chat(
     # MCP questions are asked here on a terminal only.
     approved = ApprovalToolset(allowed, console_approver(interactive, options.yes, lines, stderr))
     asker = ConsoleAsker(lines, stderr) if interactive else None
+    user = options.user or "console"
     toolset = for_requester(
-        approved,
-        Requester(CONSOLE_TEAM, options.user or "console", CONSOLE_CHANNEL, options.thread, asker),
+        approved, Requester(CONSOLE_TEAM, user, CONSOLE_CHANNEL, options.thread, asker)
     )
+    # The thread as this person may see it: others' results of tools they may not use are
+    # withheld (the same rule as in Slack; with --role, the role decides).
+    scope = requester_scope(user, toolset)
     if interactive:
         names = ", ".join(t.name for t in await toolset.list_tools()) or "none"
         who = f" as {', '.join(roles)}" if roles else ""
@@ -100,14 +104,14 @@ async def run_chat(
             result = await run_turn(
                 conversation.model,
                 conversation.settings,
-                await store.for_model(key, conversation.budget, conversation.estimator),
+                await store.for_model(key, conversation.budget, conversation.estimator, scope),
                 prompt,
                 toolset,
                 observer=display,
                 cancel=cancel,
             )
         if result.new_messages:
-            await store.append(key, result.new_messages)
+            await store.append(key, result.new_messages, user=user)
     return 0
 
 

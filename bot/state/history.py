@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bot.llm.tokens import TokenEstimator
@@ -17,6 +18,20 @@ Message = dict[str, Any]
 TurnMessages = list[Message]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """One stored turn as the model may see it, and who asked it (the turn's user id; None
+    when it was stored before the requester was kept)."""
+
+    messages: TurnMessages
+    user: str | None = None
+
+
+# A stored thread as the model may show it to this turn's requester, turn for turn
+# (permissions/withholding.py's requester_scope).
+Scope = Callable[[Sequence[StoredTurn]], Awaitable[list[TurnMessages]]]
 
 # Append one turn, then drop the oldest turns while over the turn or byte cap (never the
 # newest), and refresh the idle expiry. Atomic: a reader sees the turn whole or not at all.
@@ -98,8 +113,8 @@ class RedisHistory:
         self.max_bytes = max_bytes
         self._append = client.register_script(APPEND)
 
-    def _entry(self, messages: Sequence[Message], turn: str, delivered: bool) -> str:
-        entry = {"turn": turn, "delivered": delivered, "messages": list(messages)}
+    def _entry(self, messages: Sequence[Message], turn: str, delivered: bool, user: str) -> str:
+        entry = {"turn": turn, "delivered": delivered, "user": user, "messages": list(messages)}
         return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
 
     async def append(
@@ -107,12 +122,13 @@ class RedisHistory:
         thread: ThreadKey,
         messages: Sequence[Message],
         *,
+        user: str,
         turn: str = "",
         delivered: bool = True,
     ) -> None:
-        """Store one turn's messages, marked as shown to the person or not."""
+        """Store one turn's messages, asked by ``user``, marked as shown to them or not."""
         keys = [self.keys.history(thread), self.keys.history_bytes(thread)]
-        args = [self._entry(messages, turn, delivered), self.max_turns, self.max_bytes]
+        args = [self._entry(messages, turn, delivered, user), self.max_turns, self.max_bytes]
         await self._append(keys=keys, args=[*args, self.idle_ttl_s])
 
     def append_to(
@@ -123,13 +139,14 @@ class RedisHistory:
         *,
         turn: str,
         delivered: bool,
+        user: str,
     ) -> None:
         """Queue the append on a fenced turn transition."""
         commands.special(
             "__history",
             self.keys.history(thread),
             self.keys.history_bytes(thread),
-            self._entry(messages, turn, delivered),
+            self._entry(messages, turn, delivered, user),
             self.max_turns,
             self.max_bytes,
             self.idle_ttl_s,
@@ -140,8 +157,12 @@ class RedisHistory:
         return bool(await self.client.exists(self.keys.history(thread)))
 
     async def load_turns(self, thread: ThreadKey) -> list[TurnMessages]:
-        """Every stored turn, oldest first, as the model may see it. Reading counts as use:
-        the expiry is refreshed."""
+        """Every stored turn's messages, oldest first, as the model may see them."""
+        return [turn.messages for turn in await self.stored_turns(thread)]
+
+    async def stored_turns(self, thread: ThreadKey) -> list[StoredTurn]:
+        """Every stored turn, oldest first, as the model may see it, with who asked it.
+        Reading counts as use: the expiry is refreshed."""
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.lrange(self.keys.history(thread), 0, -1)
             pipe.expire(self.keys.history(thread), self.idle_ttl_s)
@@ -155,14 +176,18 @@ class RedisHistory:
                 log.warning("skipping unreadable turn %d of %s", number, thread)
                 continue
             if isinstance(entry, list):  # stored before turns carried a delivered mark
-                turns.append(entry)
+                turns.append(StoredTurn(entry))
             elif isinstance(entry, dict) and isinstance(entry.get("messages"), list):
-                turns.append(for_model(entry["messages"], bool(entry.get("delivered", True))))
+                messages = for_model(entry["messages"], bool(entry.get("delivered", True)))
+                user = entry.get("user")  # absent: stored before the requester was kept
+                turns.append(StoredTurn(messages, user if isinstance(user, str) else None))
         return turns
 
     async def for_model(
-        self, thread: ThreadKey, budget: int, estimator: TokenEstimator
+        self, thread: ThreadKey, budget: int, estimator: TokenEstimator, scope: Scope
     ) -> list[Message]:
-        """The newest whole turns that fit ``budget`` tokens, flattened."""
-        turns = fit_turns(await self.load_turns(thread), budget, estimator)
+        """The stored turns as ``scope`` shows them to this turn's requester, the newest
+        whole ones that fit ``budget`` tokens, flattened."""
+        shown = await scope(await self.stored_turns(thread))
+        turns = fit_turns(shown, budget, estimator)
         return [message for turn in turns for message in turn]

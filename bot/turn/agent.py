@@ -41,7 +41,9 @@ async def plain_message(turn: Turn) -> TurnInput:
 class Agent:
     model: ChatModel
     settings: LoopSettings
-    toolset_for: ToolsetFor  # the tools this turn's person may use, wrapped by policy
+    # The tools this turn's person may use, wrapped by policy; also what decides which
+    # results in the thread's history they may see (permissions/withholding.py).
+    toolset_for: ToolsetFor
     history_budget: int
     estimator: TokenEstimator
     context_for: ContextFor = no_context  # what the surface knows (the channel in view)

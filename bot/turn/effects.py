@@ -2,7 +2,7 @@
 owner's fenced moves run in the same atomic step, runs nothing).
 
 - settled: an audit entry per tool call, and the model usage and cost;
-- delivered: the turn's messages in the thread's history, marked delivered;
+- delivered: the turn's messages in the thread's history, marked delivered, with who asked;
 - done: the queue forgets the turn, its record keeps only its bare state;
 - dead-lettered: the dead letter, the turn in history marked *not delivered* (the model
   sees that its answer never reached the person), the notice owed to the person (and what
@@ -72,7 +72,9 @@ def delivered_effects(
 ) -> Commands:
     """The turn in its thread's history, as the person saw it."""
     commands = Commands()
-    stores.history.append_to(commands, turn.thread_key, messages, turn=entry_id, delivered=True)
+    stores.history.append_to(
+        commands, turn.thread_key, messages, turn=entry_id, delivered=True, user=turn.user
+    )
     return commands
 
 
@@ -103,6 +105,7 @@ def dead_letter_effects(
         messages or [user_message(turn.text)],
         turn=entry_id,
         delivered=False,
+        user=turn.user,
     )
     if notice or delivery:
         stores.notices.add_to(

@@ -39,6 +39,7 @@ from bot.turn.agent import Agent
 from bot.turn.durable import DurableJournal, Durably
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
+from bot.turn.outcome import DeadLettered, Delivered, Delivery, TurnEnd, Waiting
 from bot.turn.responder import (
     GAVE_UP,
     Aborted,
@@ -51,6 +52,7 @@ from bot.turn.retry import GaveUp, SlackRetries
 from bot.turn.states import TERMINAL, TurnState, settled_state
 from bot.turn.store.lease import ThreadLease
 from bot.turn.store.records import FINISHED_KEEP_S, Stale, TurnRecord
+from permissions.withholding import requester_scope
 
 log = logging.getLogger(__name__)
 
@@ -61,28 +63,6 @@ class Timing:
     deliver_timeout_s: float = 600.0  # then the turn is dead-lettered and the person told
     retry_start_s: float = 1.0  # first wait before delivering again
     retry_max_s: float = 30.0
-
-
-@dataclass(frozen=True)
-class Delivered:
-    """Slack shows the turn; its history is written."""
-
-
-@dataclass(frozen=True)
-class DeadLettered:
-    """The turn was given up (Slack will never take it, or refused it for too long)."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class Waiting:
-    """The turn is parked until a person decides: the thread waits behind it, and nobody
-    works on it until then."""
-
-
-Delivery = Delivered | DeadLettered
-TurnEnd = Delivered | DeadLettered | Waiting  # what an attempt at a turn came to
 
 
 class TurnOwner:
@@ -225,10 +205,11 @@ class TurnOwner:
         self, view: TurnView, record: TurnRecord
     ) -> TurnRecord | Waiting | DeadLettered:
         agent, turn = self.agent, self.turn
-        history = await self.stores.history.for_model(
-            turn.thread_key, agent.history_budget, agent.estimator
-        )
         toolset = await agent.toolset_for(turn, self.entry_id)
+        scope = requester_scope(turn.user, toolset)  # withholds what this person may not see
+        history = await self.stores.history.for_model(
+            turn.thread_key, agent.history_budget, agent.estimator, scope
+        )
         context = await agent.context_for(turn)
         log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
         if not record.journal:
@@ -260,25 +241,14 @@ class TurnOwner:
     async def _park(
         self, view: TurnView, result: TurnResult, record: TurnRecord
     ) -> Waiting | DeadLettered:
-        """Calls wait for a person: close what the turn shows so far, show what it waits
-        for (retried like a delivery), then park it in one fenced move."""
-        requests = await self.stores.approvals.of_turn(
-            self.entry_id, [call.call_id for call in result.deferred]
-        )
-        shown = await self.retries.until_taken(
-            lambda: view.park(requests), time.time(), "the approval card"
+        """Calls wait for a person: show it, then park (bot/turn/parking.py)."""
+        shown = await parking.park(
+            self.stores, self.turn, self.entry_id, result, view, self.retries, self
         )
         if isinstance(shown, GaveUp):
             return await self._dead_letter(
                 record, view.delivery(), shown.reason, shown.notice, kind=shown.kind
             )
-        await parking.park(self.stores, self.turn, self.entry_id, result, self)
-        log.info(
-            "turn %s in %s waits for %d approval(s)",
-            self.entry_id,
-            self.turn.thread_key,
-            len(requests),
-        )
         return Waiting()
 
     async def _settle(self, result: TurnResult, record: TurnRecord) -> TurnRecord:

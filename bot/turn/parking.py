@@ -13,6 +13,8 @@ otherwise it leaves it parked at once.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from typing import Protocol
 
 from bot.agent.result import TurnResult
@@ -21,9 +23,13 @@ from bot.state.commands import Commands
 from bot.turn import effects
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
+from bot.turn.responder import TurnView
+from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import ApprovalRequest, as_fields, decided_any
 from bot.turn.store.records import TurnRecord
+
+log = logging.getLogger(__name__)
 
 
 class Mover(Protocol):
@@ -36,15 +42,29 @@ class Mover(Protocol):
 
 
 async def park(
-    stores: TurnStores, turn: Turn, entry_id: str, result: TurnResult, mover: Mover
-) -> None:
-    commands = effects.settle_effects(stores, turn, entry_id, result)
+    stores: TurnStores,
+    turn: Turn,
+    entry_id: str,
+    result: TurnResult,
+    view: TurnView,
+    retries: SlackRetries,
+    mover: Mover,
+) -> Taken | GaveUp:
+    """Close what the turn shows so far and show what it waits for (retried like a
+    delivery); then park it. GaveUp: Slack would not show it (the owner gives the turn up)."""
     waiting = [call.call_id for call in result.deferred]
+    requests = await stores.approvals.of_turn(entry_id, waiting)
+    shown = await retries.until_taken(lambda: view.park(requests), time.time(), "the card")
+    if isinstance(shown, GaveUp):
+        return shown
+    commands = effects.settle_effects(stores, turn, entry_id, result)
     await mover.move(
         TurnState.AWAITING_APPROVAL,
         {"parked": json.dumps(waiting), "attempts": "0"},
         commands,
     )
+    log.info("turn %s in %s waits for %d approval(s)", entry_id, turn.thread_key, len(waiting))
+    return shown
 
 
 async def unpark(

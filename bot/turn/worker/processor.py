@@ -22,7 +22,8 @@ from bot.turn import parking
 from bot.turn.agent import Agent
 from bot.turn.effects import TurnStores
 from bot.turn.model import ThreadKey, Turn
-from bot.turn.owner import Timing, TurnOwner, Waiting
+from bot.turn.outcome import Waiting
+from bot.turn.owner import Timing, TurnOwner
 from bot.turn.responder import Aborted, Responder
 from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease, ThreadLocks

@@ -75,7 +75,12 @@ async def test_moves_follow_the_state_machine_and_repeat_harmlessly(state: State
     assert await owned.move(TurnState.ANSWERED, {"text": "hi", "messages": [{"role": "user"}]})
     commands = Commands()
     state.history.append_to(
-        commands, TURN.thread_key, [{"role": "user", "content": "q"}], turn=entry_id, delivered=True
+        commands,
+        TURN.thread_key,
+        [{"role": "user", "content": "q"}],
+        turn=entry_id,
+        delivered=True,
+        user=TURN.user,
     )
     assert await owned.move(TurnState.DELIVERED, {}, commands)
     # The reply was lost and the move is sent again: nothing happens twice.

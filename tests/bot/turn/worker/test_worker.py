@@ -146,6 +146,8 @@ async def test_slack_refusing_for_too_long_dead_letters_the_turn(state: State) -
     assert responder.texts() == ["answer to next (after doomed)"]
     first, _ = await state.history.load_turns(thread)
     assert first[-1]["content"] == UNDELIVERED
+    # Both the turn given up and the one delivered are stored with who asked.
+    assert [t.user for t in await state.history.stored_turns(thread)] == ["U1", "U1"]
     assert await state.queue.pending_count() == 0
     assert await state.notices.pending() == 0
     [audit] = [e for e in await state.audit.latest(10) if e.kind == "turn"]

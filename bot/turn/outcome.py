@@ -1,0 +1,27 @@
+"""What an attempt at a turn comes to (a closed union), and what its delivery comes to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """Slack shows the turn; its history is written."""
+
+
+@dataclass(frozen=True)
+class DeadLettered:
+    """The turn was given up (Slack will never take it, or refused it for too long)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The turn is parked until a person decides: the thread waits behind it, and nobody
+    works on it until then."""
+
+
+Delivery = Delivered | DeadLettered
+TurnEnd = Delivered | DeadLettered | Waiting  # what an attempt at a turn came to
