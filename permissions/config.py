@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from permissions.budget import Budget
+
 
 class RoleConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -21,4 +23,7 @@ class RoleConfig(BaseModel):
     )
     channels: list[str] | None = Field(
         default=None, description="Channel ID globs where this role's tools may run."
+    )
+    budget: Budget | None = Field(
+        default=None, description="Daily limits for each person holding this role."
     )

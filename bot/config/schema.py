@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bot.budget.config import BudgetsConfig
 from bot.llm.pricing import Price
 from permissions.config import RoleConfig
 from tools.config import ToolsConfig
@@ -174,6 +175,7 @@ class AppConfig(_Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     roles: dict[str, RoleConfig] = Field(default_factory=dict)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.budget.ledger import BudgetLedger
 from bot.config.schema import AppConfig
 from bot.state.agent_pane import AgentPaneThreads
 from bot.state.asides import ThreadAsides
@@ -45,6 +46,7 @@ class State:
     cache: RedisCache
     stops: StopRequests
     elicitations: Elicitations
+    budgets: BudgetLedger
 
     @property
     def client(self) -> Redis:
@@ -84,6 +86,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         cache=RedisCache(client, keys),
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
+        budgets=BudgetLedger(client, keys),
     )
 
 

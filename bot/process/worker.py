@@ -4,11 +4,12 @@ tools the policy gives them, and the one place that knows which stores each part
 from __future__ import annotations
 
 from bot.config.schema import QueueConfig
+from bot.llm.client import ChatModel
 from bot.process.services import Services
 from bot.process.slack import SlackSide
 from bot.process.state import State
 from bot.slack.outbound.asker import SlackAsker
-from bot.turn.agent import Agent, ToolsetFor
+from bot.turn.agent import Agent, ModelFor, ToolsetFor
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
@@ -22,6 +23,11 @@ from tools.call_context import Requester, for_requester
 from tools.toolset import Toolset
 
 
+def person_of(turn: Turn) -> Person:
+    """Who a turn runs for, and where, as the policy asks."""
+    return Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
+
+
 def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     """A Slack turn's tools: what its person's roles allow (asked again at every call);
     calls that need approval refused until the Slack approval card exists; each tool run
@@ -29,13 +35,23 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     policy, registry, state = services.policy, services.registry, services.state
 
     async def toolset_for(turn: Turn) -> Toolset:
-        person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
+        person = person_of(turn)
         allowed = ApprovalToolset(policy.toolset(registry, person), approver=None)
         asker = SlackAsker(slack.client, state.elicitations, turn)
         requester = Requester(turn.team, turn.user, turn.channel, turn.thread_ts, asker)
         return for_requester(allowed, requester)
 
     return toolset_for
+
+
+def slack_models(services: Services) -> ModelFor:
+    """A Slack turn's model: within the spending limits of its person (their own, their
+    roles', the workspace's), each call reserved before it is made."""
+
+    async def model_for(turn: Turn) -> ChatModel:
+        return await services.budgets.guard_for(services.model, person_of(turn), turn.thread_ts)
+
+    return model_for
 
 
 def slack_agent(services: Services, slack: SlackSide) -> Agent:
@@ -47,6 +63,7 @@ def slack_agent(services: Services, slack: SlackSide) -> Agent:
         estimator=services.model.estimator,
         context_for=slack.context,
         message_for=slack.inbox,
+        models=slack_models(services),
     )
 
 
