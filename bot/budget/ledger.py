@@ -67,12 +67,15 @@ for at = 7, #ARGV, 3 do
     return {0, (at - 7) / 3 + 1, string.format('%.0f', used)}
   end
 end
-for _, key in ipairs(KEYS) do
-  redis.call('HSET', key, 'hold:' .. call, tokens .. ' ' .. cost .. ' ' .. deadline)
-  local peak = tonumber(redis.call('HGET', key, 'peak_tokens') or '0')
-  if tonumber(tokens) > peak then
-    redis.call('HSET', key, 'peak_tokens', tokens)
+local function raise(key, field, value)
+  if value > tonumber(redis.call('HGET', key, field) or '0') then
+    redis.call('HSET', key, field, string.format('%.0f', value))
   end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('HSET', key, 'hold:' .. call, tokens .. ' ' .. cost .. ' ' .. deadline)
+  raise(key, 'peak_tokens', tonumber(tokens))
+  raise(key, 'peak_spent', spent[i].tokens + tonumber(tokens))
   redis.call('EXPIREAT', key, expire_at)
 end
 return {1}
@@ -121,6 +124,7 @@ class Spend:
     held_tokens: int = 0
     held_cost: int = 0
     peak_tokens: int = 0  # the largest estimate held that day: the most it may overshoot
+    peak_spent: int = 0  # the most tokens spent and held at once that day
 
     def of(self, metric: Metric) -> int:
         """Settled and held, of ``metric``."""
@@ -211,4 +215,5 @@ def _spend(fields: dict[str, str]) -> Spend:
         held_tokens,
         held_cost,
         int(fields.get("peak_tokens", 0)),
+        int(fields.get("peak_spent", 0)),
     )

@@ -40,11 +40,11 @@ async def spent(state: State, *counters: str) -> list[Spend]:
 async def test_a_call_is_held_in_every_counter_then_settled(state: State) -> None:
     assert await reserve(state, "c1", 300, 2) is None
     alice, workspace = await spent(state, ALICE, WORKSPACE)
-    assert alice == Spend(held_tokens=300, held_cost=2, peak_tokens=300)
+    assert alice == Spend(held_tokens=300, held_cost=2, peak_tokens=300, peak_spent=300)
     assert workspace == alice
     await state.budgets.settle("T1", DAY, "c1", [ALICE, WORKSPACE], 120, 1)
     alice, workspace = await spent(state, ALICE, WORKSPACE)
-    assert alice == Spend(tokens=120, cost=1, peak_tokens=300)
+    assert alice == Spend(tokens=120, cost=1, peak_tokens=300, peak_spent=300)
     assert workspace == alice
 
 
@@ -58,7 +58,7 @@ async def test_settling_twice_counts_once(state: State) -> None:
 async def test_a_failed_call_is_released(state: State) -> None:
     await reserve(state, "c1", 300)
     await state.budgets.release("T1", DAY, "c1", [ALICE, WORKSPACE])
-    assert await spent(state, ALICE, WORKSPACE) == [Spend(peak_tokens=300)] * 2
+    assert await spent(state, ALICE, WORKSPACE) == [Spend(peak_tokens=300, peak_spent=300)] * 2
 
 
 async def test_the_tightest_limit_reached_refuses_and_nothing_is_held(state: State) -> None:
@@ -89,7 +89,8 @@ async def test_a_limit_is_passed_by_at_most_the_last_call_admitted(state: State)
             admitted += 1
     # 0, 300, 600 and 900 are under 1,000: four holds, 1,200 in all, over by less than one.
     assert admitted == 4
-    assert (await spent(state, ALICE))[0].held_tokens == 1200
+    alice = (await spent(state, ALICE))[0]
+    assert alice.held_tokens == alice.peak_spent == 1200
 
 
 async def test_a_cost_limit(state: State) -> None:
