@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, time, timedelta
-from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
@@ -19,6 +18,7 @@ from bot.agent.result import StopReason
 from bot.budget.budgets import Budgets, Spender
 from bot.budget.config import BudgetsConfig
 from bot.budget.estimate import CallEstimator
+from bot.budget.ledger import Spend
 from bot.budget.refusal import OverBudget
 from bot.llm import LLMError, OpenAIChatModel
 from bot.llm.pricing import Price
@@ -65,7 +65,7 @@ def refusals(scope: str, metric: str) -> float:
     return REGISTRY.get_sample_value("slack_agent_budget_refusals_total", labels) or 0.0
 
 
-async def alice_spent(budgets: Budgets) -> Any:
+async def alice_spent(budgets: Budgets) -> Spend:
     _, day = budgets.today()
     return (await budgets.ledger.spent("T1", day, ["user:U0ALICE"]))[0]
 
