@@ -132,6 +132,8 @@ class Budgets:
         """Today's spend against each limit on ``person`` (their roles as the policy resolves
         them); with no person, the workspace's limits only."""
         now, day = self.today()
+        if not self.enabled:
+            return Standing(day, now, [])
         if person is None:
             user, limits = "", [x for x in self.limits(Spender(team, "")) if x.scope == "workspace"]
         else:

@@ -23,11 +23,6 @@ from tools.call_context import Requester, for_requester
 from tools.toolset import Toolset
 
 
-def person_of(turn: Turn) -> Person:
-    """Who a turn runs for, and where, as the policy asks."""
-    return Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
-
-
 def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     """A Slack turn's tools: what its person's roles allow (asked again at every call);
     calls that need approval refused until the Slack approval card exists; each tool run
@@ -35,7 +30,7 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     policy, registry, state = services.policy, services.registry, services.state
 
     async def toolset_for(turn: Turn) -> Toolset:
-        person = person_of(turn)
+        person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
         allowed = ApprovalToolset(policy.toolset(registry, person), approver=None)
         asker = SlackAsker(slack.client, state.elicitations, turn)
         requester = Requester(turn.team, turn.user, turn.channel, turn.thread_ts, asker)
@@ -49,7 +44,8 @@ def slack_models(services: Services) -> ModelFor:
     roles', the workspace's), each call reserved before it is made."""
 
     async def model_for(turn: Turn) -> ChatModel:
-        return await services.budgets.guard_for(services.model, person_of(turn), turn.thread_ts)
+        person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
+        return await services.budgets.guard_for(services.model, person, turn.thread_ts)
 
     return model_for
 
