@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from permissions.budget import Budget
+
 
 class RoleConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -25,4 +27,7 @@ class RoleConfig(BaseModel):
     approval_exempt: list[str] = Field(
         default_factory=list,
         description="Tool name globs this role may run without a person's approval.",
+    )
+    budget: Budget | None = Field(
+        default=None, description="Daily limits for each person holding this role."
     )

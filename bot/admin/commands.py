@@ -1,10 +1,10 @@
 """Running a subcommand for a person, and the ones that change something (switches, grants).
 What the others show is in ``reports.py``. Replies are Slack mrkdwn, shown only to them.
 
-Everyone: ``help``, ``tools``, ``whoami``. Admins (a role with ``admin: true``) also:
-``tools all``, ``enable``/``disable <tool>``, ``grant``/``revoke <@user> <role>``, ``roles``,
-``audit [n]``, ``usage [@user]``. Every admin subcommand, and every refused attempt, is
-written to the audit log.
+Everyone: ``help``, ``tools``, ``whoami``, ``usage`` (their own). Admins (a role with
+``admin: true``) also: ``tools all``, ``enable``/``disable <tool>``, ``grant``/``revoke <@user>
+<role>``, ``roles``, ``audit [n]``, ``usage [@user]`` (anyone's, and the workspace's). Every
+admin subcommand, and every refused attempt, is written to the audit log.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from permissions.config import RoleConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
 
-EVERYONE = ("help", "tools", "whoami")
+EVERYONE = ("help", "tools", "whoami", "usage")  # usage: a person's own; admins' anyone's
 ADMIN = (
     "tools all",
     "enable",
@@ -28,7 +28,6 @@ ADMIN = (
     "revoke",
     "roles",
     "audit",
-    "usage",
     "feedback",
 )
 
@@ -49,7 +48,7 @@ class AdminCommands:
         self.registry = registry
         self.roles = roles
         self.state = state
-        reports = AdminReports(command, policy, registry, roles, state, permalink)
+        self.reports = reports = AdminReports(command, policy, registry, roles, state, permalink)
         self._handlers: dict[str, Callable[[Caller, list[str]], Awaitable[str]]] = {
             "help": self.help,
             "tools": reports.tools,
@@ -61,7 +60,7 @@ class AdminCommands:
             "revoke": self.revoke,
             "roles": reports.list_roles,
             "audit": reports.audit,
-            "usage": reports.usage,
+            "usage": self.usage,
             "feedback": reports.feedback,
         }
 
@@ -105,6 +104,7 @@ class AdminCommands:
             f"*{c}* — every reply is shown only to you.",
             f"• `{c} tools` — the tools you may use here",
             f"• `{c} whoami` — your roles, where each comes from, and your tools",
+            f"• `{c} usage` — what you spent today and over 7 days, against your limits",
         ]
         if await self.policy.is_admin(caller.person):
             lines += [
@@ -114,10 +114,24 @@ class AdminCommands:
                 f"• `{c} grant <@user> <role>` / `{c} revoke <@user> <role>`",
                 f"• `{c} roles` — the roles and the grants",
                 f"• `{c} audit [n]` — the latest tool runs and admin actions",
-                f"• `{c} usage [@user]` — tokens and cost today and over 7 days",
+                f"• `{c} usage [@user]` — anyone's spend, or everyone's and the workspace limits",
                 f"• `{c} feedback` — answers rated per day, and the latest bad ones",
             ]
         return "\n".join(lines)
+
+    async def usage(self, caller: Caller, args: list[str]) -> str:
+        """Admins: anyone's, or the workspace's. Others: their own only."""
+        invocation = Invocation("usage", args)
+        if await self.policy.is_admin(caller.person):
+            reply = await self.reports.usage(caller, args)
+            await self._audit(caller, invocation)
+            return reply
+        if not args or (len(args) == 1 and user_id(args[0]) == caller.user):
+            return await self.reports.own_usage(caller)
+        await self._audit(caller, invocation, outcome="refused")
+        return (
+            f"Sorry, only admins can see other people's usage. `{self.command} usage` shows yours."
+        )
 
     # --- admins --------------------------------------------------------------------------
 

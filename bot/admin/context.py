@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bot.budget.budgets import Budgets
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
@@ -35,6 +36,7 @@ class AdminStores:
     audit: AuditLog
     usage: UsageCounters
     feedback: FeedbackLog
+    budgets: Budgets  # spending limits, and where each person stands against them
 
 
 Permalink = Callable[[str, str, str], str]  # channel, ts, thread ts -> a link to the message

@@ -9,10 +9,12 @@ from datetime import UTC, datetime
 
 from bot.admin.context import AdminStores, Caller, Permalink
 from bot.admin.parsing import user_id
+from bot.budget.budgets import Standing
+from bot.budget.wording import amount, limit_words, reset
 from bot.slack.limits import limited, shorten
 from bot.state.usage import UsageTotals
 from permissions.config import RoleConfig
-from permissions.policy import Policy
+from permissions.policy import Person, Policy
 from permissions.rules import roles_allowing
 from tools.registry import ToolRegistry
 
@@ -120,6 +122,10 @@ class AdminReports:
             )
         return "\n".join([lines[0], *limited(lines[1:])])
 
+    async def own_usage(self, caller: Caller) -> str:
+        """A person's own: today and 7 days, and their spending limits."""
+        return await self._person_usage(caller.person)
+
     async def usage(self, caller: Caller, args: list[str]) -> str:
         if len(args) > 1:
             return f"Usage: `{self.command} usage [@user]`"
@@ -127,20 +133,30 @@ class AdminReports:
             user = user_id(args[0])
             if user is None:
                 return f"`{args[0]}` is not a person. Usage: `{self.command} usage [@user]`"
-            person = await self.state.usage.person(caller.team, user, days=7)
-            return (
-                f"<@{user}>\n• today: {_totals(person.last_day)}\n"
-                f"• last 7 days: {_totals(person.all_days)}"
-            )
+            return await self._person_usage(Person(caller.team, user, None))
+        limits = _standing(await self.state.budgets.standing(caller.team), "")
         people = await self.state.usage.report(caller.team, days=7)
         if not people:
-            return "Nobody has used the bot in the last 7 days."
+            return "\n".join(["Nobody has used the bot in the last 7 days.", *limits])
         people.sort(key=lambda p: p.all_days.prompt_tokens + p.all_days.completion_tokens)
         rows = [
             f"• <@{p.user}> — {_totals(p.last_day)} | {_totals(p.all_days)}"
             for p in reversed(people)
         ]
-        return "\n".join(["*Usage, today | last 7 days:*", *limited(rows)])
+        return "\n".join(limited([*limits, "*Usage, today | last 7 days:*", *rows]))
+
+    async def _person_usage(self, person: Person) -> str:
+        usage = await self.state.usage.person(person.team, person.user, days=7)
+        standing = await self.state.budgets.standing(person.team, person)
+        lines = [
+            f"<@{person.user}>",
+            f"• today: {_totals(usage.last_day)}",
+            f"• last 7 days: {_totals(usage.all_days)}",
+            *_standing(
+                standing, "No spending limit applies." if self.state.budgets.enabled else ""
+            ),
+        ]
+        return "\n".join(limited(lines))
 
     async def feedback(self, caller: Caller, args: list[str]) -> str:
         if args:
@@ -160,6 +176,17 @@ class AdminReports:
                     f"• {_when(item.at)} <@{item.user}> — {item.model or 'model ?'}{tools} — {link}"
                 )
         return "\n".join(limited(lines))
+
+
+def _standing(standing: Standing, none: str) -> list[str]:
+    """Each limit with today's spend against it (settled, and held by calls under way)."""
+    if not standing.limits:
+        return [none] if none else []
+    rows = [f"*Spending limits today* (they reset at {reset(standing.day, standing.now)}):"]
+    for limit, spent in standing.limits:
+        reached = " — *reached*" if spent >= limit.amount else ""
+        rows.append(f"• {amount(limit.metric, spent)} used of {limit_words(limit)}{reached}")
+    return rows
 
 
 def _first_line(text: str) -> str:

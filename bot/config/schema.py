@@ -6,6 +6,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bot.budget.config import BudgetsConfig
 from bot.llm.pricing import Price
 from permissions.approval import ApprovalConfig, unknown_approver_roles
 from permissions.config import RoleConfig
@@ -176,6 +177,7 @@ class AppConfig(_Strict):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     roles: dict[str, RoleConfig] = Field(default_factory=dict)
     approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)

@@ -67,6 +67,12 @@ MODEL_COST = Counter(
     "Cost by model in the currency of llm.prices (models without a price add nothing).",
     ["model"],
 )
+BUDGET_REFUSALS = Counter(
+    PREFIX + "budget_refusals",
+    "Model calls refused before they were made because a spending limit was reached, by "
+    "the limit's scope (user, role, workspace) and metric (tokens, cost).",
+    ["scope", "metric"],
+)
 QUEUE_DEPTH = Gauge(
     PREFIX + "queue_depth",
     "Turns accepted and not finished (queued or running), read from Redis; the same value "

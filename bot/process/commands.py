@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.budget.budgets import Spender
 from bot.config import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
 from bot.observability import tracing
@@ -30,8 +31,10 @@ async def chat(config: Path | None, options: ChatOptions) -> int:
     try:
         tools = await console_tools(services, options)  # a bad --role fails before any prompt
         await services.start()
+        # Within the console person's spending limits, like a Slack turn.
+        spender = Spender(CONSOLE_TEAM, options.user or "console", tuple(tools.roles))
         conversation = Conversation(
-            services.model,
+            services.budgets.guard(services.model, spender),
             services.loop_settings,
             services.state.history,
             services.config.history.token_budget,

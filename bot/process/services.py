@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.agent.loop import LoopSettings
+from bot.budget.budgets import Budgets
+from bot.budget.config import unpriced_cost_limits
+from bot.budget.estimate import CallEstimator
+from bot.budget.guard import CappableChatModel
 from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.config.requirements import Command, missing_message, missing_settings
 from bot.llm.client import OpenAIChatModel
@@ -17,7 +21,7 @@ from bot.observability.logs import REDACTOR
 from bot.observability.secrets import configured_secrets
 from bot.process.state import State, open_state
 from bot.state.audit import AuditEntry
-from permissions.policy import Policy
+from permissions.policy import Person, Policy
 from permissions.resolver import RoleResolver
 from permissions.validation import role_errors, unmatched_patterns
 from tools.call_context import Requester
@@ -71,6 +75,7 @@ class Services:
     loop_settings: LoopSettings
     state: State
     policy: Policy
+    budgets: Budgets
 
     @property
     def registry(self) -> ToolRegistry:
@@ -123,6 +128,10 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
     )
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
+    if price_for(config.llm.model, config.llm.prices) is None:
+        unpriced = unpriced_cost_limits(config.budgets, config.roles, config.llm.model)
+        if unpriced:
+            raise ConfigError("invalid budgets\n" + "\n".join(f"  {p}" for p in unpriced))
     registry.add_source(mcp)
     REDACTOR.add(configured_secrets(environment, config))  # never on a log line
     return config, environment, Tools(config, registry, mcp)
@@ -156,14 +165,20 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
     policy = Policy(config.roles, resolver, state.switches)
     settings = loop_settings(config)
-    # MCP servers with `sampling: true` are answered by the bot's own model.
-    tools.mcp.use_sampler(model_sampler(model, settings.price, state))
-    return Services(config, environment, tools, model, settings, state, policy)
+    estimate = CallEstimator(model.estimator, settings.price, config.llm.max_tokens)
+    budgets = Budgets(config.budgets, config.roles, state.budgets, state.audit, estimate, policy)
+    # MCP servers with `sampling: true` are answered by the bot's own model, within the
+    # spending limits of the person whose tool call asks.
+    tools.mcp.use_sampler(model_sampler(model, settings.price, state, budgets))
+    return Services(config, environment, tools, model, settings, state, policy, budgets)
 
 
-def model_sampler(model: OpenAIChatModel, price: Price | None, state: State) -> ModelSampler[Usage]:
-    """MCP sampling answered by ``model``: the tokens priced and counted in the person's
-    usage (``turns=0``: spent outside a turn's own model calls), each request audited."""
+def model_sampler(
+    model: OpenAIChatModel, price: Price | None, state: State, budgets: Budgets
+) -> ModelSampler[Usage]:
+    """MCP sampling answered by ``model`` within the person's spending limits: the tokens
+    priced and counted in the person's usage (``turns=0``: spent outside a turn's own model
+    calls), each request audited."""
 
     async def count_tokens(who: Requester, usage: Usage) -> None:
         await state.usage.record(who.team, who.user, usage, cost_of(usage, price), turns=0)
@@ -171,4 +186,7 @@ def model_sampler(model: OpenAIChatModel, price: Price | None, state: State) -> 
     async def audit(**entry: Any) -> None:
         await state.audit.add(AuditEntry(**entry))
 
-    return ModelSampler(model, count_tokens, audit)
+    async def model_for(who: Requester) -> CappableChatModel:
+        return await budgets.guard_for(model, Person(who.team, who.user, who.channel), who.thread)
+
+    return ModelSampler(model, count_tokens, audit, model_for)

@@ -80,7 +80,14 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         policy,
         services.registry,
         config.roles,
-        AdminStores(state.switches, state.grants, state.audit, state.usage, state.feedback),
+        AdminStores(
+            state.switches,
+            state.grants,
+            state.audit,
+            state.usage,
+            state.feedback,
+            services.budgets,
+        ),
         permalink=identity.permalink,
     )
     later = AfterAck()

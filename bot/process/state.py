@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.budget.ledger import BudgetLedger
 from bot.config.schema import AppConfig
 from bot.state.agent_pane import AgentPaneThreads
 from bot.state.asides import ThreadAsides
@@ -47,6 +48,7 @@ class State:
     stops: StopRequests
     elicitations: Elicitations
     approvals: Approvals
+    budgets: BudgetLedger
 
     @property
     def client(self) -> Redis:
@@ -87,6 +89,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
         approvals=Approvals(client, keys),
+        budgets=BudgetLedger(client, keys),
     )
 
 

@@ -4,11 +4,12 @@ tools the policy gives them, and the one place that knows which stores each part
 from __future__ import annotations
 
 from bot.config.schema import QueueConfig
+from bot.llm.client import ChatModel
 from bot.process.services import Services
 from bot.process.slack import SlackSide
 from bot.process.state import State
 from bot.slack.outbound.asker import SlackAsker
-from bot.turn.agent import Agent, ToolsetFor
+from bot.turn.agent import Agent, ModelFor, ToolsetFor
 from bot.turn.approval import TurnApprover
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
@@ -56,6 +57,17 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     return toolset_for
 
 
+def slack_models(services: Services) -> ModelFor:
+    """A Slack turn's model: within the spending limits of its person (their own, their
+    roles', the workspace's), each call reserved before it is made."""
+
+    async def model_for(turn: Turn) -> ChatModel:
+        person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
+        return await services.budgets.guard_for(services.model, person, turn.thread_ts)
+
+    return model_for
+
+
 def slack_agent(services: Services, slack: SlackSide) -> Agent:
     return Agent(
         model=services.model,
@@ -65,6 +77,7 @@ def slack_agent(services: Services, slack: SlackSide) -> Agent:
         estimator=services.model.estimator,
         context_for=slack.context,
         message_for=slack.inbox,
+        models=slack_models(services),
     )
 
 

@@ -109,6 +109,11 @@ class Keys:
     def usage_users(self, team: str, day: str) -> str:
         return f"{self.prefix}usage:{team}:{day}"
 
+    def budget(self, team: str, day: str, counter: str) -> str:
+        """One spending counter (``user:U1``, ``workspace``) on one budget day: settled tokens
+        and cost, and the holds of calls under way (bot/budget/ledger.py)."""
+        return f"{self.prefix}budget:{team}:{day}:{counter}"
+
     def asides(self, thread: ThreadKey) -> str:
         """Replies in a thread the bot is in that it heard but did not answer, by ts."""
         return f"{self.prefix}thread:{thread}:asides"

@@ -27,6 +27,7 @@ class TurnInput:
 ToolsetFor = Callable[[Turn, str], Awaitable[Toolset]]  # the turn and its entry id
 ContextFor = Callable[[Turn], Awaitable[str]]
 MessageFor = Callable[[Turn], Awaitable[TurnInput]]
+ModelFor = Callable[[Turn], Awaitable[ChatModel]]
 
 
 async def no_context(turn: Turn) -> str:
@@ -48,3 +49,8 @@ class Agent:
     estimator: TokenEstimator
     context_for: ContextFor = no_context  # what the surface knows (the channel in view)
     message_for: MessageFor = plain_message  # the user message (with files, the thread...)
+    models: ModelFor | None = None  # the model for a turn (its person's limits); None: model
+
+    async def model_for(self, turn: Turn) -> ChatModel:
+        """The model this turn calls."""
+        return self.model if self.models is None else await self.models(turn)

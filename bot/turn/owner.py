@@ -218,7 +218,7 @@ class TurnOwner:
         given = await agent.message_for(turn)
         outcome = await unless(
             run_turn(
-                agent.model,
+                await agent.model_for(turn),
                 agent.settings,
                 [*history, *given.attachments],
                 given.message,

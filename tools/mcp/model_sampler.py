@@ -71,6 +71,8 @@ class ModelFailure(Protocol):
 
 # Counts a sampling request's tokens in the person's usage, outside any turn.
 TokenCounter = Callable[[Requester, U], Awaitable[None]]
+# The model a request's person is served with (the bot's: within their spending limits).
+ModelFor = Callable[[Requester], Awaitable[CappableModel[U]]]
 
 
 class Audit(Protocol):
@@ -90,18 +92,25 @@ class Audit(Protocol):
 
 class ModelSampler(Generic[U]):
     def __init__(
-        self, model: CappableModel[U], count_tokens: TokenCounter[U], audit: Audit
+        self,
+        model: CappableModel[U],
+        count_tokens: TokenCounter[U],
+        audit: Audit,
+        model_for: ModelFor[U] | None = None,
     ) -> None:
         self.model = model
         self.count_tokens = count_tokens
         self.audit = audit
+        self.model_for = model_for  # None: ``model`` for everyone
+
+    async def _model(self, who: Requester) -> CappableModel[U]:
+        return self.model if self.model_for is None else await self.model_for(who)
 
     async def sample(self, request: SamplingRequest) -> SamplingReply:
         who = request.requester
         try:
-            response = await self.model.complete(
-                request.messages, [], max_tokens=request.max_tokens
-            )
+            model = await self._model(who)
+            response = await model.complete(request.messages, [], max_tokens=request.max_tokens)
         except Exception as exc:
             if isinstance(exc, ModelFailure):
                 await self._audit(request, exc.kind, {})
