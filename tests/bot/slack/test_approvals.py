@@ -394,3 +394,25 @@ async def test_a_restart_of_every_process_while_the_card_waits_changes_nothing(
         assert "Approved by <@U0ALICE>" in shown(cards(again, "710.000001")[-1])
     finally:
         await again.stop()
+
+
+async def test_long_arguments_are_cut_on_the_card_and_shown_whole_in_a_modal(
+    app: SlackHarness,
+) -> None:
+    symbol = "A" * 500  # the model may write anything
+    app.llm.add(calls(("cancel_orders", {"symbol": symbol}, "c1")), text("never"))
+    await app.post(app.envelope(mention("cancel", "711.000001")))
+    card = await a_card(app, "711.000001")
+    assert symbol not in shown(card) and "A" * 150 in shown(card)  # cut, with a way to all
+    show = next(
+        b["accessory"]
+        for b in card.blocks
+        if (b.get("accessory") or {}).get("action_id") == "approval_show"
+    )
+    await app.click("approval_show", show["value"], "U0BOB", card.ts)  # anyone may look
+    await until(lambda: bool(app.slack.calls_to("views.open")))
+    [opened] = app.slack.calls_to("views.open")
+    view = opened.args["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    assert symbol in json.dumps(view) and opened.args["trigger_id"] == "t"
+    assert trading_tools.RUNS == []
