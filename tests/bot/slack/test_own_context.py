@@ -58,7 +58,7 @@ async def test_a_shared_thread_withholds_the_admins_restricted_result_from_a_mem
     # The admin runs the restricted tool (and one the member may use) in a channel thread.
     await app.post(app.envelope(mention("what does Bob earn?", root, user="U0ADMIN")))
     await app.answered("C0CHAN", root)
-    assert warehouse_tools.RUNS == ["search_payroll", "search_materials"]
+    assert sorted(warehouse_tools.RUNS) == ["search_materials", "search_payroll"]  # at once
     admins_turn = app.llm.requests[1]
     assert tool_results(admins_turn)["p1"] == "confidential"
 
