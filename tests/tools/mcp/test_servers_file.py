@@ -133,3 +133,14 @@ def test_the_path_is_relative_to_the_config_file(
     assert servers_file_path("servers.json", tmp_path) == tmp_path / "servers.json"
     assert servers_file_path("${CLIENT_DIR}/mcp.json", tmp_path) == Path("/etc/clients/mcp.json")
     assert servers_file_path("~/mcp.json", tmp_path) == Path.home() / "mcp.json"
+
+
+def test_an_entry_may_say_which_of_its_tools_need_approval() -> None:
+    text = (
+        '{"mcpServers": {"fs": {"command": "fs-server", "approval": "always"},'
+        ' "time": {"command": "time-server"}}}'
+    )
+    servers = parse_servers(text, "claude.json")
+    assert servers["fs"].approval == "always" and servers["time"].approval == "destructive"
+    with pytest.raises(ServersFileError, match=r"mcpServers\.fs\.approval"):
+        parse_servers('{"mcpServers": {"fs": {"command": "x", "approval": "sometimes"}}}', "f")
