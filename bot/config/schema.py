@@ -152,6 +152,11 @@ class SlackConfig(_Strict):
         le=1_000_000,
         description="Characters of each shared text file (code, CSV, JSON...) given to the model.",
     )
+    allow_broadcast: bool = Field(
+        default=False,
+        description="Let what the bot writes notify a whole channel (<!channel>, <!here>, "
+        "<!everyone>, user groups). Off: they are shown as plain text.",
+    )
     socket_connections: int = Field(
         default=2,
         ge=1,

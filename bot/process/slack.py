@@ -47,7 +47,11 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
     if missing or env.slack_bot_token is None:
         raise ConfigError(missing_message(missing))
     settings = config.slack
-    client = web_client(env.slack_bot_token.get_secret_value(), env.slack_api_url)
+    client = web_client(
+        env.slack_bot_token.get_secret_value(),
+        env.slack_api_url,
+        allow_broadcast=settings.allow_broadcast,
+    )
     policy = services.policy
     # Roles from user groups and workspace admin status need Slack.
     policy.resolver.directory = SlackDirectory(client, state.cache)

@@ -12,6 +12,8 @@ tag before posting again. A connection that was never made is safe to retry for 
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import ClientConnectorError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -23,8 +25,10 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.observability.slack_client import InstrumentedWebClient, method_of, rate_limited
+from bot.slack.outbound.broadcasts import defuse
 
 CREATES = ("chat.postMessage", "chat.startStream")
 
@@ -97,11 +101,44 @@ def retry_handlers() -> list[AsyncRetryHandler]:
     ]
 
 
-def web_client(token: str, api_url: str) -> AsyncWebClient:
+class GuardedWebClient(InstrumentedWebClient):
+    """Every message the bot writes is defused before it leaves: no ``<!channel>``,
+    ``<!here>``, ``<!everyone>`` or user-group mention (bot/slack/outbound/broadcasts.py)."""
+
+    def __init__(self, *, allow_broadcast: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.allow_broadcast = allow_broadcast
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        if not self.allow_broadcast and api_method in WRITES:
+            kwargs = {
+                key: defuse(value) if key in ("json", "data", "params") else value
+                for key, value in kwargs.items()
+            }
+        return await super().api_call(api_method, **kwargs)
+
+
+# The methods that write what people read (a view is no message: it notifies nobody).
+WRITES = frozenset(
+    {
+        "chat.postMessage",
+        "chat.postEphemeral",
+        "chat.update",
+        "chat.startStream",
+        "chat.appendStream",
+        "chat.stopStream",
+        "chat.scheduleMessage",
+    }
+)
+
+
+def web_client(token: str, api_url: str, *, allow_broadcast: bool = False) -> AsyncWebClient:
     """slack_sdk's client at ``api_url``, retrying 429s after their Retry-After, and dropped
-    connections and 5xx answers where sending the call again cannot show a message twice."""
-    return InstrumentedWebClient(
+    connections and 5xx answers where sending the call again cannot show a message twice;
+    what it writes is defused unless ``allow_broadcast``."""
+    return GuardedWebClient(
         token=token,
         base_url=api_url if api_url.endswith("/") else api_url + "/",
         retry_handlers=retry_handlers(),
+        allow_broadcast=allow_broadcast,
     )

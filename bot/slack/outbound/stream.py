@@ -26,6 +26,7 @@ from slack_sdk.models.messages.chunk import MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.errors import STOPPED_BY_USER, error_code
+from bot.slack.outbound.broadcasts import whole_until
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.turn.model import Turn
 from bot.turn.responder import Aborted
@@ -112,12 +113,29 @@ class StreamWriter:
             await self._wake.wait()
             self._wake.clear()
             while self.working and self._ready():
-                chunks, self._pending = self._pending, []
+                chunks = self._take()
+                if not chunks:
+                    break  # only the start of a mention so far: wait for its end
                 self._idle.clear()
                 try:
                     await self._call(chunks)
                 finally:
                     self._idle.set()
+
+    def _take(self) -> list[Chunk]:
+        """What is queued, but text that may open a mention stays queued until it is whole
+        (a mention cut between two appends would escape the defusing of each)."""
+        chunks, self._pending = self._pending, []
+        if chunks and chunks[-1]["type"] == MarkdownTextChunk.type:
+            text = chunks[-1]["text"]
+            cut = whole_until(text)
+            if cut < len(text):
+                self._pending = [MarkdownTextChunk(text=text[cut:]).to_dict()]
+                if cut:
+                    chunks[-1] = {**chunks[-1], "text": text[:cut]}
+                else:
+                    chunks.pop()
+        return chunks
 
     async def _call(self, chunks: list[Chunk]) -> None:
         try:
