@@ -74,6 +74,7 @@ class Tool:
         title: str | None = None,
         hints: ToolHints | None = None,
         output_schema: dict[str, Any] | None = None,
+        remote_name: str | None = None,
     ) -> None:
         check_name(name)
         if timeout_s is not None and timeout_s <= 0:
@@ -92,6 +93,8 @@ class Tool:
         self.title = title  # a name for people (MCP tools may have one)
         self.hints = hints or ToolHints()
         self.output_schema = output_schema  # the shape of its structured result, if declared
+        # The name its source knows it by (an MCP server's own name), when it has one.
+        self.remote_name = remote_name
 
     def spec(self) -> dict[str, Any]:
         """The Chat Completions ``tools`` entry for this tool."""
@@ -122,6 +125,7 @@ class Tool:
             "title": self.title,
             "hints": self.hints,
             "output_schema": self.output_schema,
+            "remote_name": self.remote_name,
         }
         fields.update(changes)
         return Tool(**fields)

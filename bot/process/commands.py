@@ -105,9 +105,9 @@ def _start_tracing(services: Services) -> TracerProvider | None:
 
 
 async def list_tools(config_file: Path | None, as_json: bool) -> int:
-    """Every tool (built-in, module, MCP) with its source, title, hints, schema and the roles
-    that may use it. Exits 1, after printing everything else, when a configured MCP server
-    could not be listed. Needs no model credentials."""
+    """Every tool (built-in, module, MCP) with its source, title, hints, schema, the name its
+    MCP server knows it by and the roles that may use it. Exits 1, after printing everything
+    else, when a configured MCP server could not be listed. Needs no model credentials."""
     config, _, tools = load(config_file)
     await tools.start()
     try:
@@ -127,6 +127,7 @@ async def list_tools(config_file: Path | None, as_json: bool) -> int:
         rows = [
             {
                 "name": t.name,
+                "remote_name": t.remote_name,
                 "title": t.title,
                 "source": t.source,
                 "description": t.description,
@@ -149,6 +150,8 @@ async def list_tools(config_file: Path | None, as_json: bool) -> int:
             hints = t.hints.labels()
             if hints:
                 print(f"    annotations: {', '.join(hints)}")
+            if t.remote_name and t.remote_name != t.name:
+                print(f"    name on the server: {t.remote_name}")
             print(f"    roles: {', '.join(who(t.name)) or 'none'}")
             print(f"    parameters: {json.dumps(t.parameters)}")
             if t.output_schema:

@@ -6,8 +6,8 @@ Usage: python -m tests.fakes.mcp_server stdio [--start-delay S]
        python -m tests.fakes.mcp_server sse PORT
 
 Environment: WAREHOUSE_STARTS (a file: each start appends "pid time"), WAREHOUSE_CRASH (set:
-crash with a traceback on stderr instead of starting), WAREHOUSE_EXTRA_TOOL (a name: list
-one more tool under it).
+crash with a traceback on stderr instead of starting), WAREHOUSE_EXTRA_TOOL (names,
+comma-separated: list one more tool under each, e.g. "delete.everything,delete_all").
 """
 
 from __future__ import annotations
@@ -269,8 +269,8 @@ def main(argv: list[str]) -> None:
     if os.environ.get("WAREHOUSE_CRASH"):
         print("warehouse: loading the stock database", file=sys.stderr, flush=True)
         raise RuntimeError("the stock database is locked")
-    if os.environ.get("WAREHOUSE_EXTRA_TOOL"):
-        _extra_tool(os.environ["WAREHOUSE_EXTRA_TOOL"])
+    for name in filter(None, os.environ.get("WAREHOUSE_EXTRA_TOOL", "").split(",")):
+        _extra_tool(name.strip())
     if args.start_delay:
         print(f"warehouse: warming up for {args.start_delay:g} s", file=sys.stderr, flush=True)
         time.sleep(args.start_delay)

@@ -1,7 +1,8 @@
 """A server's tool list as the tools offered to the model: every page of ``tools/list``,
-kept to the server's ``allow`` and ``deny`` lists, each wrapped as a :class:`Tool` whose
-invocation calls the server; a tool that runs only as a task is left out (one warning per
-tool), and a name listed twice keeps its first tool.
+kept to the server's ``allow`` and ``deny`` lists (matched against either name:
+``selection.py``), each wrapped as a :class:`Tool` whose invocation calls the server; a
+tool that runs only as a task is left out (one warning per tool), and a name listed twice
+keeps its first tool.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from mcp.client.session import ClientSession
 from tools.definition import Tool
 from tools.mcp.config import McpServerConfig
 from tools.mcp.remote_tools import Call, needs_tasks, wrap_tool
-from tools.patterns import matches
+from tools.mcp.selection import taken
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,8 @@ class ToolListing:
                 break
         tools: dict[str, Tool] = {}
         for remote in listed:
-            if not matches(self.config.allow, remote.name) or matches(
-                self.config.deny, remote.name
-            ):
+            config = self.config
+            if not taken(config.allow, config.deny, config.prefix, remote.name):
                 continue
             if needs_tasks(remote):
                 if remote.name not in self._warned_tasks:

@@ -23,9 +23,14 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 Call = Callable[[str, dict[str, Any]], Awaitable[str]]
 
 
+def safe_name(name: str) -> str:
+    """``name`` with every character other than [A-Za-z0-9_-] replaced by ``_``."""
+    return _UNSAFE.sub("_", name)
+
+
 def exposed_name(prefix: str, name: str) -> str:
     """The tool's name for the model: prefixed, only [A-Za-z0-9_-], at most 64 characters."""
-    return _UNSAFE.sub("_", prefix + name)[:64]
+    return safe_name(prefix + name)[:64]
 
 
 def needs_tasks(remote: Any) -> bool:
@@ -78,6 +83,7 @@ def wrap_tool(
         title=title,
         hints=hints,
         output_schema=getattr(remote, "output_schema", None),
+        remote_name=original,
     )
 
 

@@ -377,3 +377,33 @@ async def test_a_script_declines_questions_and_shows_progress(
     assert code == 0, err
     assert out == "restock decline; counted 5 aisles\n"  # nobody to ask in a script
     assert "  … wh_long_count 40 % – counting aisle 2" in err
+
+
+# The server lists three tools more; two of them only a deny in either form leaves out.
+DOTTED = WAREHOUSE + (
+    '      env: {WAREHOUSE_EXTRA_TOOL: "delete.everything,delete_all,stock.level"}\n'
+)
+
+
+async def test_deny_lists_match_either_name_and_tools_shows_both(tmp_path: Path) -> None:
+    """A tool named ``delete.everything`` reaches the model as ``wh_delete_everything``: a
+    deny pattern written for the model's name or for the server's leaves it out, and
+    ``slack-agent tools`` shows a tool under both its names."""
+    for deny in ('"delete_*"', '"delete.*"', '"wh_delete_*"'):
+        config = mcp_config(tmp_path, DOTTED + f"      deny: [{deny}]\n", "deny.yaml")
+        code, out, err = await run_cli("tools", "--json", "--config", str(config))
+        assert code == 0, err
+        listed = {row["name"]: row for row in json.loads(out)}
+        assert not [name for name in listed if "delete" in name], deny
+        assert listed["wh_stock_level"]["remote_name"] == "stock.level"
+        assert listed["wh_lookup_stock"]["remote_name"] == "lookup_stock"
+        assert listed["calculate"]["remote_name"] is None
+    config = mcp_config(tmp_path, DOTTED + '      deny: ["delete.*"]\n', "deny.yaml")
+    code, out, err = await run_cli("tools", "--config", str(config))
+    assert code == 0, err
+    lines = out.splitlines()
+    at = lines.index("wh_stock_level  [mcp warehouse] (needs confirmation)")
+    assert "    name on the server: stock.level" in lines[at : at + 4]
+    assert not [line for line in lines if "delete" in line]
+    calculate = lines.index("calculate  [builtin]")
+    assert not lines[calculate + 2].startswith("    name on the server")

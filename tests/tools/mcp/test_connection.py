@@ -419,3 +419,14 @@ async def test_a_call_runs_for_its_requester_who_is_asked(connect: Connect) -> N
     assert question.schema["required"] == ["shelf", "count"]
     # Nobody to ask (no requester): declined.
     assert await connection.tools["restock"].invoke({"item": "sugar"}) == "restock decline"
+
+
+async def test_a_deny_list_matches_the_name_the_model_sees_too(connect: Connect) -> None:
+    extra = {"WAREHOUSE_EXTRA_TOOL": "delete.everything,delete_all,stock.level"}
+    for deny in (["delete_*"], ["delete.*"]):
+        connection = await connect(stdio(deny=deny, prefix="wh_", env=extra), f"d{len(deny[0])}")
+        names = sorted(connection.tools)
+        assert "wh_stock_level" in names and "wh_lookup_stock" in names
+        assert [name for name in names if "delete" in name] == [], deny
+        assert connection.tools["wh_stock_level"].remote_name == "stock.level"
+        assert await connection.tools["wh_stock_level"].invoke({}) == "stock.level from the start"
