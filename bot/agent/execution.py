@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.agent.arguments import ArgumentsRefused, parse_arguments
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, ToolFinished, ToolProgress, ToolStarted, notify
 from bot.agent.result import CallOutcome, ToolExecution
@@ -238,21 +239,10 @@ async def _run(
 
 
 def _parse_arguments(call: ToolCall) -> dict[str, Any]:
-    text = call.arguments.strip() or "{}"
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _Failure(
-            "InvalidJSON",
-            f"The arguments for {call.name} are not valid JSON ({exc.msg} at position "
-            f"{exc.pos}). Send one JSON object.",
-        ) from None
-    if not isinstance(value, dict):
-        raise _Failure(
-            "InvalidJSON",
-            f"The arguments for {call.name} must be a JSON object, not {type(value).__name__}.",
-        )
-    return value
+        return parse_arguments(call)
+    except ArgumentsRefused as refused:
+        raise _Failure(refused.kind, str(refused)) from None
 
 
 def _error_message(output: str) -> str:

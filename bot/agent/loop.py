@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from bot.agent.arguments import screened
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import Observer, RoundStarted, TextDelta, TurnFinished, notify
 from bot.agent.execution import ExecutionSettings, execute_round, not_run
@@ -161,8 +162,10 @@ class _Turn:
         response = await self.ask()
         if not response.tool_calls:
             return FinalAnswer(response)
-        await self.record(assistant_message(response.text, response.tool_calls))
-        return await self.run_calls(response.tool_calls, {})
+        # Arguments the bot cannot read are kept as their refusal (bot/agent/arguments.py).
+        calls = [screened(call) for call in response.tool_calls]
+        await self.record(assistant_message(response.text, calls))
+        return await self.run_calls(calls, {})
 
     async def run_calls(
         self, calls: Sequence[ToolCall], saved: dict[str, Message]

@@ -4,6 +4,10 @@ Tool calls arrive as deltas keyed by ``index``: the first delta of a call carrie
 name, later ones carry pieces of the arguments. Servers differ: some omit ``index``, some
 reuse index 0 for every call but give each a new id, some repeat the name in every delta.
 All of these rebuild to the calls the model meant.
+
+What is kept of a call is bounded: its arguments up to just past ``ARGUMENTS_MAX_BYTES``
+(the loop refuses them as too large; the rest of the stream is read and dropped), its name
+to ``NAME_MAX_CHARS``. Arguments sent as a JSON value rather than text are encoded.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.llm.response import ToolCall
+from bot.llm.response import ARGUMENTS_MAX_BYTES, NAME_MAX_CHARS, ToolCall, arguments_text
 from bot.llm.usage import Usage
 
 
@@ -20,6 +24,14 @@ class _PartialCall:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    size: int = 0  # bytes of arguments kept
+
+    def add_arguments(self, piece: str) -> None:
+        """Keep ``piece``, until the arguments are larger than any call may send."""
+        if self.size > ARGUMENTS_MAX_BYTES:
+            return
+        self.arguments.append(piece)
+        self.size += len(piece.encode("utf-8", "replace"))
 
 
 class StreamAccumulator:
@@ -54,8 +66,8 @@ class StreamAccumulator:
 
     def _add_call_delta(self, delta: Any) -> None:
         function = getattr(delta, "function", None)
-        name = (getattr(function, "name", None) or "") if function else ""
-        arguments = (getattr(function, "arguments", None) or "") if function else ""
+        name = str(getattr(function, "name", None) or "") if function else ""
+        arguments = arguments_text(getattr(function, "arguments", None)) if function else ""
         call_id = getattr(delta, "id", None) or ""
         index = getattr(delta, "index", None)
 
@@ -64,9 +76,9 @@ class StreamAccumulator:
         if call_id and not call.id:
             call.id = call_id
         if name and name != call.name:
-            call.name = name if not call.name else call.name + name
+            call.name = (name if not call.name else call.name + name)[:NAME_MAX_CHARS]
         if arguments:
-            call.arguments.append(arguments)
+            call.add_arguments(arguments)
 
     def _slot_for(self, index: int | None, call_id: str) -> int:
         if index is None:

@@ -12,7 +12,13 @@ import openai
 from bot.llm.accumulate import StreamAccumulator
 from bot.llm.errors import LLMError, classify
 from bot.llm.pricing import price_for
-from bot.llm.response import ModelResponse, ToolCall, with_unique_ids
+from bot.llm.response import (
+    NAME_MAX_CHARS,
+    ModelResponse,
+    ToolCall,
+    arguments_text,
+    with_unique_ids,
+)
 from bot.llm.telemetry import ModelCallTelemetry, has_content
 from bot.llm.tokens import TokenEstimator
 from bot.llm.usage import Usage
@@ -171,7 +177,11 @@ class OpenAIChatModel:
         choice = completion.choices[0]
         text = choice.message.content or ""
         calls = [
-            ToolCall(c.id, c.function.name, c.function.arguments or "")
+            ToolCall(
+                c.id,
+                str(c.function.name or "")[:NAME_MAX_CHARS],
+                arguments_text(c.function.arguments),
+            )
             for c in choice.message.tool_calls or ()
             if getattr(c, "function", None) is not None
         ]

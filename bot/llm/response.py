@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from bot.llm.usage import Usage
+
+# The most a call's arguments may be (UTF-8). A stream stops keeping them past it; the loop
+# refuses such a call (bot/agent/arguments.py).
+ARGUMENTS_MAX_BYTES = 256 * 1024
+# A tool's name has at most 64 characters: a longer one names no tool, and is cut here.
+NAME_MAX_CHARS = 128
+# What arguments a server sent as something other than text (or JSON text) become.
+UNREADABLE_ARGUMENTS = "<arguments that are not JSON text>"
 
 
 @dataclass(frozen=True)
@@ -19,6 +29,20 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+
+def arguments_text(value: Any) -> str:
+    """A call's arguments as text. Some servers send them as a JSON value instead of JSON
+    text: encoded here, unless they cannot be (nested too deep, say), when the loop refuses
+    them as not JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return UNREADABLE_ARGUMENTS
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """A server's tool as a :class:`Tool` the model can be offered (pure).
 
 The name gets the server's prefix and only ``[A-Za-z0-9_-]``; the arguments are checked
-against the tool's JSON schema before the call; the title, the annotations and the output
+against the tool's JSON schema before the call (arguments or a schema too deep to walk are
+a problem with them, not a crash); the title, the annotations and the output
 schema are kept for people to read.
 """
 
@@ -60,10 +61,7 @@ def wrap_tool(
 
     async def invoke(arguments: dict[str, Any]) -> Any:
         if validator is not None:
-            problems = [
-                (".".join(str(p) for p in error.absolute_path), error.message)
-                for error in validator.iter_errors(arguments)
-            ]
+            problems = _problems(validator, arguments)
             if problems:
                 raise ToolArgumentsError(exposed, problems)
         return await call(original, arguments)
@@ -113,6 +111,18 @@ def needs_approval(hints: ToolHints, approval: Approval) -> bool:
     may_change = hints.read_only is not True
     may_destroy = hints.destructive is not False
     return may_change and may_destroy
+
+
+def _problems(validator: Any, arguments: dict[str, Any]) -> list[tuple[str, str]]:
+    """Where the arguments break the schema; arguments (or a schema) too deep to walk are one
+    problem, not an exception."""
+    try:
+        return [
+            (".".join(str(p) for p in error.absolute_path), error.message)
+            for error in validator.iter_errors(arguments)
+        ]
+    except RecursionError:
+        return [("", "nested too deeply to check against the tool's schema")]
 
 
 def _validator(schema: dict[str, Any]) -> Any:

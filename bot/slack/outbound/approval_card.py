@@ -115,7 +115,7 @@ def arguments_text(arguments: str) -> tuple[str, bool]:
     """The call's arguments pretty-printed, long values cut; and whether anything was cut."""
     try:
         value = json.loads(arguments) if arguments else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # the loop lets neither through; stored ones may
         text = arguments or "{}"
         return (shorten(text, ARGUMENTS_CHARS), len(text) > ARGUMENTS_CHARS)
     cut = False
@@ -131,7 +131,10 @@ def arguments_text(arguments: str) -> tuple[str, bool]:
             return [short(v) for v in item]
         return item
 
-    text = json.dumps(short(value), indent=2, ensure_ascii=False)
+    try:
+        text = json.dumps(short(value), indent=2, ensure_ascii=False)
+    except RecursionError:
+        return shorten(arguments, ARGUMENTS_CHARS), len(arguments) > ARGUMENTS_CHARS
     if len(text) > ARGUMENTS_CHARS:
         return shorten(text, ARGUMENTS_CHARS), True
     return text, cut
@@ -141,7 +144,7 @@ def arguments_view(request: ApprovalRequest) -> dict[str, Any]:
     """The modal "Show all" opens: every argument, whole (split over sections)."""
     try:
         whole = json.dumps(json.loads(request.arguments), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         whole = request.arguments
     pieces = [whole[i : i + 2_800] for i in range(0, len(whole), 2_800)][:90] or ["{}"]
     blocks: list[Block] = [

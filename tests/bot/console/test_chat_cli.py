@@ -407,3 +407,32 @@ async def test_deny_lists_match_either_name_and_tools_shows_both(tmp_path: Path)
     assert not [line for line in lines if "delete" in line]
     calculate = lines.index("calculate  [builtin]")
     assert not lines[calculate + 2].startswith("    name on the server")
+
+
+async def test_bad_arguments_at_the_console_are_tool_errors(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    fake_llm.add(
+        calls(
+            ("calculate", "[" * 100_000, "d1"),
+            ("calculate", json.dumps({"expression": "1+" * 150_000 + "1"}), "l1"),
+            args_piece=8192,
+        ),
+        lambda request: text(
+            " ".join(json.loads(tool_results(request)[c])["error"] for c in ("d1", "l1"))
+        ),
+    )
+    code, out, err = await run_cli(
+        "chat",
+        "--config",
+        str(write_config(tmp_path)),
+        "--user",
+        "U0ADMIN",
+        stdin="go\n",
+        env={"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-test"},
+    )
+    assert code == 0, err
+    assert out == "ArgumentsTooDeep ArgumentsTooLarge\n"
+    assert "✗ calculate" in err and "nested more than 64 levels deep" in err
+    assert "larger than 256 KB" in err
+    assert len(err) < 5000 and "Traceback" not in err  # shown short, never crashed

@@ -7,6 +7,7 @@ from typing import Any
 from openai.types.chat import ChatCompletionChunk
 
 from bot.llm.accumulate import StreamAccumulator
+from bot.llm.response import ARGUMENTS_MAX_BYTES, NAME_MAX_CHARS, UNREADABLE_ARGUMENTS
 
 
 def chunk(
@@ -120,3 +121,27 @@ def test_usage_and_model_from_the_last_chunk() -> None:
         5,
     )
     assert acc.model == "m"
+
+
+def test_what_a_stream_keeps_of_a_call_is_bounded() -> None:
+    piece = "x" * 65_536
+    chunks = [chunk({"tool_calls": [call(0, "a", "n" * 1000, '{"q": "')]})]
+    chunks += [chunk({"tool_calls": [call(0, arguments=piece)]}) for _ in range(100)]  # 6.5 MB
+    [kept] = feed(*chunks).tool_calls()
+    assert ARGUMENTS_MAX_BYTES < len(kept.arguments) <= ARGUMENTS_MAX_BYTES + len(piece)
+    assert kept.name == "n" * NAME_MAX_CHARS
+
+
+def test_arguments_sent_as_a_json_value_are_encoded() -> None:
+    deep: dict[str, Any] = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+    acc = feed(
+        chunk({"tool_calls": [call(0, "a", "search")]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": {"q": "flour"}}}]}),
+        chunk({"tool_calls": [call(1, "b", "search")]}),
+        chunk({"tool_calls": [{"index": 1, "function": {"arguments": deep}}]}),
+    )
+    first, second = acc.tool_calls()
+    assert first.arguments == '{"q": "flour"}'
+    assert second.arguments == UNREADABLE_ARGUMENTS  # the loop refuses it as not JSON

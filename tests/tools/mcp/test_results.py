@@ -8,7 +8,8 @@ import json
 import mcp_types as t
 import pytest
 
-from tools.mcp.remote_tools import exposed_name
+from tools.errors import ToolArgumentsError
+from tools.mcp.remote_tools import exposed_name, wrap_tool
 from tools.mcp.results import McpToolError, carries_more, render_contents, render_result
 
 PNG = (
@@ -148,3 +149,22 @@ def test_is_error_becomes_an_error() -> None:
 def test_exposed_names_are_safe_for_every_provider() -> None:
     assert exposed_name("jira_", "search.issues/v2") == "jira_search_issues_v2"
     assert len(exposed_name("p_", "x" * 100)) == 64
+
+
+async def test_arguments_too_deep_for_the_schema_check_are_a_problem_with_them() -> None:
+    """The loop lets no such arguments through; a caller of the tool itself gets the same
+    answer, not a RecursionError."""
+    recursive = {"type": "object", "properties": {"a": {"$ref": "#"}}}
+    remote = t.Tool(name="tree.walk", input_schema=recursive)
+
+    async def never(name: str, arguments: dict[str, object]) -> str:
+        raise AssertionError("not called")
+
+    tool = wrap_tool(remote, "wh_", 5, "mcp wh", never)
+    deep: dict[str, object] = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+    with pytest.raises(ToolArgumentsError) as caught:
+        await tool.invoke(deep)
+    assert caught.value.problems == [("", "nested too deeply to check against the tool's schema")]
+    assert tool.name == "wh_tree_walk" and tool.remote_name == "tree.walk"
