@@ -171,6 +171,31 @@ async def ask_model(question: str, ctx: Context) -> str:
     return f"the model ({result.model}) said: {said}"
 
 
+@server.tool()
+async def ask_model_often(times: int, ctx: Context) -> str:
+    """Asks the client's model ``times`` times, one after another, in one call."""
+    answers: list[str] = []
+    refusals: list[str] = []
+    for number in range(1, times + 1):
+        try:
+            result = await ctx.session.create_message(
+                messages=[
+                    types.SamplingMessage(
+                        role="user", content=types.TextContent(type="text", text=f"Q{number}")
+                    )
+                ],
+                max_tokens=10,
+                related_request_id=ctx.request_id,
+            )
+        except Exception as exc:  # the client's error for this request
+            refusals.append(str(exc))
+            continue
+        content = result.content
+        answers.append(content.text if isinstance(content, types.TextContent) else "?")
+    said = f"{len(answers)} answered ({', '.join(answers)}); {len(refusals)} refused"
+    return said + (f": {refusals[0]}" if refusals else "")
+
+
 class Restock(BaseModel):
     shelf: str = Field(description="Where it goes, e.g. A3")
     count: int = Field(ge=1, le=100)

@@ -100,6 +100,12 @@ class McpServerConfig(BaseModel):
     sampling_max_tokens: int = Field(
         default=1000, ge=1, description="Most tokens one sampling request may generate."
     )
+    sampling_max_requests_per_call: int = Field(
+        default=5,
+        ge=1,
+        description="Most sampling requests the server may make during one tool call; the "
+        "next ones get an error (`sampling: false` serves none).",
+    )
     approval: Approval = Field(
         default="destructive",
         description="Which of its tools need a person's approval before they run: always, "

@@ -135,6 +135,10 @@ class ModelSampler(Generic[U]):
             stopped_at_limit=response.finish_reason == "length",
         )
 
+    async def refused(self, request: SamplingRequest, outcome: str) -> None:
+        """A request that was not served is audited with ``outcome`` (``over_limit``)."""
+        await self._audit(request, outcome, {})
+
     async def _audit(self, request: SamplingRequest, outcome: str, detail: dict[str, Any]) -> None:
         who = request.requester
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,12 +26,18 @@ class RunningCall:
     requester: Requester | None
     scope: CallScope | None
     asks: set[asyncio.Task[Any]] = field(default_factory=set)  # questions open for it
+    sampled: int = 0  # sampling requests the server made during it
 
 
 class RunningCalls:
     def __init__(self) -> None:
         self._calls: dict[int, RunningCall] = {}
         self._ids = itertools.count()
+        # A call this connection did not register (a resource read during a tool call), one
+        # per call scope (or person), so what is counted for it is counted once.
+        self._unregistered: weakref.WeakKeyDictionary[object, RunningCall] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @contextlib.contextmanager
     def running(self, tool: str) -> Iterator[RunningCall]:
@@ -55,7 +62,12 @@ class RunningCalls:
             for call in self._calls.values():
                 if call.scope is scope and call.requester is requester:
                     return call
-            return RunningCall(scope.name if scope else "", requester, scope)
+            key: object = scope if scope is not None else requester
+            found = self._unregistered.get(key)
+            if found is None or found.requester is not requester:
+                found = RunningCall(scope.name if scope else "", requester, scope)
+                self._unregistered[key] = found
+            return found
         calls = list(self._calls.values())
         if not calls:
             return None

@@ -2,9 +2,9 @@
 
 Served only for servers with ``sampling: true``, only while a tool call a person started
 is running (so the tokens are counted for someone), with the request's ``maxTokens``
-lowered to the server's ``sampling_max_tokens``. The bot answers with its own model
-(``tools/mcp/model_sampler.py``), counts the tokens in the person's usage and audits the
-request.
+lowered to the server's ``sampling_max_tokens``, at most ``sampling_max_requests_per_call``
+requests per call. The bot answers with its own model (``tools/mcp/model_sampler.py``),
+counts the tokens in the person's usage and audits the request.
 Images and audio in the request are described in words, not sent.
 """
 
@@ -36,8 +36,15 @@ class SamplingReply:
     stopped_at_limit: bool = False
 
 
+OVER_LIMIT = "over_limit"  # a request past sampling_max_requests_per_call
+
+
 class Sampler(Protocol):
     async def sample(self, request: SamplingRequest) -> SamplingReply: ...
+
+    async def refused(self, request: SamplingRequest, outcome: str) -> None:
+        """``request`` was not served (``outcome`` says why): for the audit."""
+        ...
 
 
 def chat_messages(params: mcp_types.CreateMessageRequestParams) -> list[dict[str, Any]]:

@@ -3,9 +3,11 @@ sampling (a completion from the bot's model) and elicitation (a question to the 
 
 Each is served for the call it belongs to (``tools/mcp/running.py``): progress goes to the
 call's scope; sampling is answered only during a call a person started, with ``maxTokens``
-capped to the server's ``sampling_max_tokens``; a question goes only to the person the call
-runs for, with the call's deadline stopped while they are asked, and is declined when nobody
-can be asked.
+capped to the server's ``sampling_max_tokens``, at most ``sampling_max_requests_per_call``
+times per call (every request past it is an error to the server, the first one audited); a
+question goes only to the person the call runs for, with the call's deadline stopped while
+they are asked, and is declined when nobody can be asked, or when it would send them to a
+page that is not ``https``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from tools.mcp.elicitation import elicit_result, question_for
 from tools.mcp.failures import describe
 from tools.mcp.running import RunningCalls
 from tools.mcp.sampling import (
+    OVER_LIMIT,
     Sampler,
     SamplingRequest,
     capped_tokens,
@@ -73,6 +76,7 @@ class ServerRequests:
                 code=mcp_types.INVALID_REQUEST,
                 message="Sampling is only served during a tool call a person started.",
             )
+        running.sampled += 1
         if params.tools:
             return mcp_types.ErrorData(
                 code=mcp_types.INVALID_REQUEST, message="Sampling with tools is not supported."
@@ -85,6 +89,22 @@ class ServerRequests:
             max_tokens=capped_tokens(params.max_tokens, self.config.sampling_max_tokens),
             temperature=params.temperature,
         )
+        limit = self.config.sampling_max_requests_per_call
+        if running.sampled > limit:
+            if running.sampled == limit + 1:  # said once per call
+                log.warning(
+                    "MCP server %s asked for more than %d sampling requests during one call "
+                    "of %s; refusing the rest",
+                    self.name,
+                    limit,
+                    running.tool,
+                )
+                await self.sampler.refused(request, OVER_LIMIT)
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message=f"This tool call already made {limit} sampling requests, the most one "
+                "call may make (sampling_max_requests_per_call).",
+            )
         try:
             reply = await self.sampler.sample(request)
         except Exception as exc:

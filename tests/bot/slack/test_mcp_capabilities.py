@@ -314,3 +314,34 @@ async def test_a_stop_withdraws_an_open_question(slack_app: SlackHarness) -> Non
     [answer] = await app.answered("C0CHAN", "510.000001")
     assert answer.shown == "Stopped before the answer was finished."
     await until(lambda: "withdrawn" in app.slack.messages[("C0CHAN", message.ts)].text, 5)
+
+
+async def test_sampling_is_bounded_per_tool_call(slack_app: SlackHarness) -> None:
+    """A tool that asks the model ten times in one call: five are answered (counted and
+    audited), the sixth and later get an error, and the turn goes on."""
+    app = await slack_app.start(**config(sampling=True))
+    app.llm.add(
+        calls(("wh_ask_model_often", {"times": 10}, "s1"), usage=(30, 5)),
+        *[text(f"A{n}", usage=(10, 1)) for n in range(1, 6)],  # the server's requests
+        lambda request: text(f"It says: {tool_results(request)['s1']}", usage=(40, 8)),
+    )
+    await app.post(app.envelope(mention("ask often", "511.000001", user="U0ADMIN")))
+    [answer] = await app.answered("C0CHAN", "511.000001")
+    assert answer.shown.startswith("It says: 5 answered (A1, A2, A3, A4, A5); 5 refused: ")
+    assert "already made 5 sampling requests, the most one call may make" in answer.shown
+    assert [m["content"] for r in app.llm.requests[1:6] for m in r["messages"]] == [
+        "Q1",
+        "Q2",
+        "Q3",
+        "Q4",
+        "Q5",
+    ]
+    assert len(app.llm.requests) == 7  # the turn's two and five for the server
+    usage = (await app.command("usage <@U0ADMIN>", user="U0ADMIN"))["text"]
+    assert "today: 1 turns, 120 + 18 tokens" in usage  # the turn's 70 + 13, sampling's 50 + 5
+    sampled = [
+        (e.action, e.outcome) for e in await app.state.audit.latest(20) if e.kind == "sampling"
+    ]
+    assert sorted(sampled) == [("wh_ask_model_often", "ok")] * 5 + [
+        ("wh_ask_model_often", "over_limit")
+    ]
