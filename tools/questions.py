@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 Action = Literal["accept", "decline", "cancel"]
+
+URL_MAX_CHARS = 3000  # the longest URL a Slack button takes
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,7 @@ class Question:
     message: str
     # A flat JSON schema object: the fields to fill in. No properties: a yes/no question.
     schema: dict[str, Any] = field(default_factory=dict)
-    url: str | None = None  # URL mode: the person is asked to open this page
+    url: str | None = None  # URL mode: the person is asked to open this page (https only)
     timeout_s: float = 300.0
 
 
@@ -30,6 +33,29 @@ class Answer:
     @classmethod
     def declined(cls) -> Answer:
         return cls("decline")
+
+
+def page_host(url: str) -> str | None:
+    """The host a URL question sends the person to, in ASCII (``xn--`` for a name in other
+    scripts, so a look-alike shows), when the URL may be shown as a link: ``https``, a host,
+    no user name or password, no whitespace, control characters or backslashes (which
+    browsers and parsers read differently), at most ``URL_MAX_CHARS``. None for any other
+    (``http:``, ``javascript:``, ``data:``, ...): such a question is declined."""
+    if len(url) > URL_MAX_CHARS or "\\" in url:
+        return None
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return None
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # a port that is no number raises
+    except ValueError:
+        return None
+    if parts.scheme != "https" or not host or parts.username is not None:
+        return None
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
 
 
 class Asker(Protocol):

@@ -1,6 +1,7 @@
 """Asking the person at the console a question an MCP server asks (elicitation): each field
 on its own line, checked as it is typed; ``/decline`` declines, and no answer within the
-question's time is a decline."""
+question's time is a decline. A URL question shows an https page with its host, and declines
+any other without showing it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, TextIO
 
 from bot.console.lines import LineReader
 from tools.form_fields import FormField, answer_problems, form_fields, parse_value
-from tools.questions import Answer, Question
+from tools.questions import Answer, Question, page_host
 
 DECLINE = "/decline"
 
@@ -27,8 +28,13 @@ class ConsoleAsker:
         deadline = time.monotonic() + question.timeout_s
         self._say(f"  ? {question.asker} asks: {question.message}")
         try:
-            if question.url:
+            if question.url is not None:
+                host = page_host(question.url)
+                if host is None:  # only an https page is ever shown
+                    self._say("    (it asks to open a page that is not an https address: declined)")
+                    return Answer.declined()
                 self._say(f"    open: {question.url}")
+                self._say(f"    (a page on {host})")
                 return await self._yes_no("    did you open it? [y/N] ", deadline)
             fields = form_fields(question.schema)
             if not fields:

@@ -224,6 +224,13 @@ async def confirm_cleanup(ctx: Context) -> str:
 
 
 @server.tool()
+async def open_page(url: str, ctx: Context) -> str:
+    """Asks the person to open a page (elicitation in URL mode)."""
+    answer = await ctx.elicit_url("Sign in to the warehouse system", url, "sign-in")
+    return f"page {answer.action}"
+
+
+@server.tool()
 def batch_export() -> str:
     """Runs only as a task."""
     return "exported"

@@ -3,7 +3,9 @@
 The request becomes a :class:`tools.questions.Question` for the surface's asker (a form or
 buttons in the Slack thread, or a prompt at the console); the answer goes back as it is.
 An answer whose fields do not fit the requested schema is never sent: the surface asks
-again, and a question with nobody to ask, or no answer in time, is declined.
+again, and a question with nobody to ask, or no answer in time, is declined. A URL question
+whose page is not ``https`` (``tools.questions.page_host``) is declined before anyone is
+asked (``server_requests.py``).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from tools.mcp.sampling import (
     chat_messages,
     create_message_result,
 )
-from tools.questions import Answer
+from tools.questions import Answer, page_host
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,14 @@ class ServerRequests:
             log.info("MCP server %s asked a question, but nobody can be asked; declined", self.name)
             return elicit_result(Answer.declined(), url_mode)
         question = question_for(self.name, params, self.elicitation_timeout_s)
+        if question.url is not None and page_host(question.url) is None:
+            # The address may hold a token: only its scheme is logged.
+            log.warning(
+                "MCP server %s asked to send the person to a page that is not https (%s); declined",
+                self.name,
+                question.url.split(":", 1)[0][:20] if ":" in question.url else "no scheme",
+            )
+            return elicit_result(Answer.declined(), url_mode)
         scope = running.scope
         task = asyncio.ensure_future(asker.ask(question))
         running.asks.add(task)

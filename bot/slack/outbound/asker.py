@@ -21,7 +21,7 @@ from bot.slack.outbound.question import closed_blocks, question_blocks, question
 from bot.slack.outbound.tagging import tag
 from bot.state.elicitations import Elicitations, OpenQuestion
 from bot.turn.model import Turn
-from tools.questions import Answer, Question
+from tools.questions import Answer, Question, page_host
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,9 @@ class SlackAsker:
 
     async def ask(self, question: Question) -> Answer:
         turn = self.turn
+        if question.url is not None and page_host(question.url) is None:
+            log.info("a question in %s would open a page that is not https; declined", turn.channel)
+            return Answer.declined()  # never shown: only an https page is a link
         opened = await self.elicitations.open(
             OpenQuestion(
                 id=uuid.uuid4().hex,

@@ -3,8 +3,10 @@ answer from a click (pure).
 
 A question with fields is a form in the message (text, number, date, yes/no, select
 inputs) with Submit and Decline buttons; one without fields is an Accept / Decline choice;
-a URL question has an Open button (which accepts) and Decline. Each button carries the
-question's id; the inputs' values come with the click (``state.values``).
+a URL question has an Open button (which accepts; an https page only, its host in plain
+text beside it) and Decline. Each button carries the question's id; the inputs' values come
+with the click (``state.values``). The server's words are escaped and ``verbatim``: Slack
+makes no link of an address in them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from bot.slack.limits import (
 from bot.slack.outbound.blocks import Blocks
 from bot.slack.outbound.escape import escaped
 from tools.form_fields import FormField, form_fields
+from tools.questions import page_host
 
 SUBMIT_ACTION = "elicit_submit"
 ACCEPT_ACTION = "elicit_accept"
@@ -33,7 +36,7 @@ VALUE_ACTION = "value"
 
 def question_text(asker: str, message: str) -> str:
     """The question as Slack text: the server's words escaped, so they can neither mention
-    anyone (``<!channel>``) nor link anywhere."""
+    anyone (``<!channel>``) nor link anywhere (shown ``verbatim``: no address becomes one)."""
     return escaped(f"{asker[:1].upper()}{asker[1:]} asks: {message}"[:SECTION_TEXT_CHARS])
 
 
@@ -50,7 +53,11 @@ def question_blocks(
     blocks: Blocks = [
         {
             "type": "section",
-            "text": {"type": "mrkdwn", "text": f":question: {question_text(asker, message)}"},
+            "text": {
+                "type": "mrkdwn",
+                "text": f":question: {question_text(asker, message)}",
+                "verbatim": True,  # an address in the server's words is no link
+            },
         },
         {
             "type": "context",
@@ -61,19 +68,21 @@ def question_blocks(
     ]
     fields = [] if url else form_fields(schema)
     blocks += [_input(field) for field in fields]
+    buttons = [_button("Decline", DECLINE_ACTION, question_id)]
+    host = page_host(url) if url else None
     if url:
-        first = {**_button("Open the page", ACCEPT_ACTION, question_id, "primary"), "url": url}
+        # Only an https page is a link, with its host beside it in plain text (the asker
+        # declines any other before it gets here; this never shows one either way).
+        where = f"The page is on {host}" if host else "The page is not an https address."
+        blocks.append({"type": "context", "elements": [_plain(where)]})
+        if host:
+            opened = _button("Open the page", ACCEPT_ACTION, question_id, "primary")
+            buttons.insert(0, {**opened, "url": url})
     elif fields:
-        first = _button("Submit", SUBMIT_ACTION, question_id, "primary")
+        buttons.insert(0, _button("Submit", SUBMIT_ACTION, question_id, "primary"))
     else:
-        first = _button("Accept", ACCEPT_ACTION, question_id, "primary")
-    blocks.append(
-        {
-            "type": "actions",
-            "block_id": "elicit:actions",
-            "elements": [first, _button("Decline", DECLINE_ACTION, question_id)],
-        }
-    )
+        buttons.insert(0, _button("Accept", ACCEPT_ACTION, question_id, "primary"))
+    blocks.append({"type": "actions", "block_id": "elicit:actions", "elements": buttons})
     return blocks
 
 
@@ -81,7 +90,10 @@ def closed_blocks(text: str, outcome: str) -> Blocks:
     """The question (``question_text``) once it is over: what was asked and how it ended,
     never the values given."""
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": f":question: {text}"}},
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": f":question: {text}", "verbatim": True},
+        },
         {"type": "context", "elements": [{"type": "mrkdwn", "text": outcome}]},
     ]
 
@@ -198,6 +210,11 @@ def _button(text: str, action: str, value: str, style: str | None = None) -> dic
     if style:
         button["style"] = style
     return button
+
+
+def _plain(text: str) -> dict[str, Any]:
+    """Text Slack shows as it is: no formatting, no links."""
+    return {"type": "plain_text", "text": text[:SECTION_TEXT_CHARS], "emoji": False}
 
 
 def _option(value: str, label: str) -> dict[str, Any]:

@@ -102,3 +102,17 @@ async def test_progress_lines_at_the_console() -> None:
         "  … wh_long_count 40 % – counting aisle 2",
         "  … wh_long_count 100 % – all counted",
     ]
+
+
+async def test_a_page_that_is_not_https_is_declined_unseen() -> None:
+    for address in ("http://x.example/login", "javascript:alert(1)", "https://a@x.example/"):
+        url = Question("the MCP server wh", "Sign in", {}, url=address, timeout_s=10)
+        err = io.StringIO()
+        answer = await ConsoleAsker(LineReader(io.StringIO("y\n")), err).ask(url)
+        assert answer == Answer("decline")
+        assert address not in err.getvalue() and "open:" not in err.getvalue()
+        assert "not an https address: declined" in err.getvalue()
+    url = Question("the MCP server wh", "Sign in", {}, url="https://x.example/a", timeout_s=10)
+    err = io.StringIO()
+    assert await ConsoleAsker(LineReader(io.StringIO("y\n")), err).ask(url) == Answer("accept")
+    assert "    open: https://x.example/a\n    (a page on x.example)\n" in err.getvalue()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
 from typing import Any
 
+from bot.slack.outbound.asker import SlackAsker
 from bot.slack.outbound.question import question_blocks, submitted_values
+from tools.questions import Answer, Question
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -111,3 +115,29 @@ def test_a_servers_words_cannot_mention_anyone() -> None:
     assert blocks[0]["text"]["text"] == (
         ":question: The MCP server wh asks: Hey &lt;!channel&gt; &amp; &lt;@U2&gt;"
     )
+
+
+def test_only_an_https_page_is_a_link_with_its_host_in_plain_text() -> None:
+    page = "https://accounts.example.com/login"
+    blocks = question_blocks("q4", "the MCP server wh", "Sign in", {}, page, "U1", 60)
+    assert blocks[0]["text"]["verbatim"] is True  # an address in the words is no link
+    assert blocks[-2] == {
+        "type": "context",
+        "elements": [
+            {"type": "plain_text", "text": "The page is on accounts.example.com", "emoji": False}
+        ],
+    }
+    assert [b.get("url") for b in blocks[-1]["elements"]] == [page, None]
+    for address in ("http://accounts.example.com/login", "javascript:alert(1)"):
+        blocks = question_blocks("q5", "the MCP server wh", "Sign in", {}, address, "U1", 60)
+        assert address not in json.dumps(blocks)
+        assert [b["action_id"] for b in blocks[-1]["elements"]] == ["elicit_decline"]
+        assert blocks[-2]["elements"][0]["text"] == "The page is not an https address."
+
+
+async def test_the_asker_declines_a_page_that_is_not_https_without_posting() -> None:
+    """Nothing of Slack or Redis is touched: the question is never shown."""
+    turn = SimpleNamespace(channel="C0CHAN")
+    asker = SlackAsker(None, None, turn)  # type: ignore[arg-type]
+    question = Question("the MCP server wh", "Sign in", {}, url="http://x.example/a")
+    assert await asker.ask(question) == Answer("decline")

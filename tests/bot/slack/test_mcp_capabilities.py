@@ -345,3 +345,47 @@ async def test_sampling_is_bounded_per_tool_call(slack_app: SlackHarness) -> Non
     assert sorted(sampled) == [("wh_ask_model_often", "ok")] * 5 + [
         ("wh_ask_model_often", "over_limit")
     ]
+
+
+async def test_only_an_https_page_is_a_link_with_its_host_beside_it(
+    slack_app: SlackHarness,
+) -> None:
+    app = await slack_app.start(**config())
+    app.llm.add(
+        calls(
+            ("wh_open_page", {"url": "http://accounts.example.com/login"}, "h1"),
+            ("wh_open_page", {"url": "javascript:alert(document.cookie)"}, "j1"),
+        ),
+        lambda request: text(f"{tool_results(request)['h1']}, {tool_results(request)['j1']}"),
+    )
+    await app.post(app.envelope(mention("sign in", "512.000001", user="U0CLERK")))
+    [answer] = await app.answered("C0CHAN", "512.000001")
+    assert answer.shown == "page decline, page decline"  # the server heard a decline
+    thread = json.dumps([m.blocks for m in app.slack.thread("C0CHAN", "512.000001")])
+    assert "accounts.example.com" not in thread and "javascript" not in thread
+    assert question(app, "512.000001") is None  # nobody was shown either page
+
+    app.llm.add(
+        calls(("wh_open_page", {"url": "https://accounts.example.com/login?next=%2F"}, "s1")),
+        lambda request: text(tool_results(request)["s1"]),
+    )
+    await app.post(app.envelope(mention("sign in", "513.000001", user="U0CLERK")))
+    message, question_id = await asked(app, "513.000001")
+    [opened] = [e for b in message.blocks for e in b.get("elements", []) if "url" in e]
+    assert opened["url"] == "https://accounts.example.com/login?next=%2F"
+    assert opened["action_id"] == "elicit_accept"
+    [host] = [
+        e
+        for b in message.blocks
+        if b["type"] == "context"
+        for e in b["elements"]
+        if "accounts.example.com" in e["text"]
+    ]
+    assert host == {
+        "type": "plain_text",
+        "text": "The page is on accounts.example.com",
+        "emoji": False,
+    }
+    await app.click("elicit_accept", question_id, "U0CLERK", message.ts)
+    [answer] = await app.answered("C0CHAN", "513.000001")
+    assert answer.shown == "page accept"
