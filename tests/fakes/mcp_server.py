@@ -172,7 +172,7 @@ async def ask_model(question: str, ctx: Context) -> str:
 
 
 @server.tool()
-async def ask_model_often(times: int, ctx: Context) -> str:
+async def sample_repeatedly(times: int, ctx: Context) -> str:
     """Asks the client's model ``times`` times, one after another, in one call."""
     answers: list[str] = []
     refusals: list[str] = []

@@ -15,7 +15,7 @@ async def test_sampling_is_bounded_per_tool_call(slack_app: SlackHarness) -> Non
     audited), the sixth and later get an error, and the turn goes on."""
     app = await slack_app.start(**config(sampling=True))
     app.llm.add(
-        calls(("wh_ask_model_often", {"times": 10}, "s1"), usage=(30, 5)),
+        calls(("wh_sample_repeatedly", {"times": 10}, "s1"), usage=(30, 5)),
         *[text(f"A{n}", usage=(10, 1)) for n in range(1, 6)],  # the server's requests
         lambda request: text(f"It says: {tool_results(request)['s1']}", usage=(40, 8)),
     )
@@ -36,8 +36,8 @@ async def test_sampling_is_bounded_per_tool_call(slack_app: SlackHarness) -> Non
     sampled = [
         (e.action, e.outcome) for e in await app.state.audit.latest(20) if e.kind == "sampling"
     ]
-    assert sorted(sampled) == [("wh_ask_model_often", "ok")] * 5 + [
-        ("wh_ask_model_often", "over_limit")
+    assert sorted(sampled) == [("wh_sample_repeatedly", "ok")] * 5 + [
+        ("wh_sample_repeatedly", "over_limit")
     ]
 
 

@@ -76,9 +76,9 @@ async def test_sampling_requests_past_the_servers_limit_get_an_error(
         toolset = for_requester(
             StaticToolset(list(connection.tools.values())), Requester("T1", "U1")
         )
-        tool = await toolset.get_tool("ask_model_often")
+        tool = await toolset.get_tool("sample_repeatedly")
         for call_id in ("c1", "c2"):  # each call has its own count
-            with calling(CallScope(call_id, "ask_model_often")):
+            with calling(CallScope(call_id, "sample_repeatedly")):
                 said = await tool.invoke({"times": 4})
             assert said.startswith("2 answered (ok, ok); 2 refused: "), said
             assert "already made 2 sampling requests" in said
