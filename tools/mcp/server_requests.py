@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -99,7 +100,10 @@ class ServerRequests:
                     limit,
                     running.tool,
                 )
-                await self.sampler.refused(request, OVER_LIMIT)
+                try:
+                    await self.sampler.refused(request, OVER_LIMIT)
+                except Exception as exc:
+                    log.warning("could not record a refused sampling request: %s", describe(exc))
             return mcp_types.ErrorData(
                 code=mcp_types.INVALID_REQUEST,
                 message=f"This tool call already made {limit} sampling requests, the most one "
@@ -129,7 +133,7 @@ class ServerRequests:
             log.warning(
                 "MCP server %s asked to send the person to a page that is not https (%s); declined",
                 self.name,
-                question.url.split(":", 1)[0][:20] if ":" in question.url else "no scheme",
+                _scheme(question.url),
             )
             return elicit_result(Answer.declined(), url_mode)
         scope = running.scope
@@ -151,3 +155,9 @@ class ServerRequests:
             if not task.done():
                 task.cancel()
         return elicit_result(answer, url_mode)
+
+
+def _scheme(url: str) -> str:
+    """What a URL's scheme is, for a log line (never the rest of it, nor a line break)."""
+    scheme, colon, _ = url.partition(":")
+    return re.sub(r"[^A-Za-z0-9+.-]", "?", scheme[:20]) if colon else "no scheme"

@@ -4,6 +4,9 @@ and audited), and a URL question shows only an https page, with its host beside 
 from __future__ import annotations
 
 import json
+import logging
+
+import pytest
 
 from tests.bot.slack.test_mcp_capabilities import asked, config, question
 from tests.fakes.llm_server import calls, text, tool_results
@@ -42,8 +45,9 @@ async def test_sampling_is_bounded_per_tool_call(slack_app: SlackHarness) -> Non
 
 
 async def test_only_an_https_page_is_a_link_with_its_host_beside_it(
-    slack_app: SlackHarness,
+    slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="tools.mcp")
     app = await slack_app.start(**config())
     app.llm.add(
         calls(
@@ -58,6 +62,11 @@ async def test_only_an_https_page_is_a_link_with_its_host_beside_it(
     thread = json.dumps([m.blocks for m in app.slack.thread("C0CHAN", "512.000001")])
     assert "accounts.example.com" not in thread and "javascript" not in thread
     assert question(app, "512.000001") is None  # nobody was shown either page
+    declined = [r.getMessage() for r in caplog.records if "not https" in r.getMessage()]
+    assert sorted(declined) == [
+        f"MCP server warehouse asked to send the person to a page that is not https ({s}); declined"
+        for s in ("http", "javascript")
+    ]  # the scheme only: an address may hold a token
 
     app.llm.add(
         calls(("wh_open_page", {"url": "https://accounts.example.com/login?next=%2F"}, "s1")),
