@@ -47,4 +47,3 @@ async def test_a_change_between_the_read_and_the_write_refuses_the_write(
     assert ttl > 3600
     # A lookup that starts after the change writes as usual.
     assert await cache.write("T1", "U1", False, "fresh", 300, after.generation)
-
