@@ -29,11 +29,14 @@ class Person:
     team: str  # the bot's workspace, where this happens
     user: str
     channel: str | None  # None: anywhere (Home tab, console)
-    user_team: str = ""  # the person's own workspace (Slack Connect); "" when the same
+    # The person's own workspace as the event, click or command names it; "" when it names
+    # none. Never taken as this workspace: the directory (users.info) decides then.
+    user_team: str = ""
 
     @property
     def external(self) -> bool:
-        """From another workspace (a Slack Connect channel)."""
+        """Named as from another workspace (a Slack Connect channel). Not external is not
+        yet inside: the resolver asks the directory (permissions/resolver.py)."""
         return bool(self.user_team) and self.user_team != self.team
 
 

@@ -162,7 +162,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
-    resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
+    resolver = RoleResolver(config.roles, grants=state.grants, cache=state.roles)
     policy = Policy(config.roles, resolver, state.switches)
     settings = loop_settings(config)
     estimate = CallEstimator(model.estimator, settings.price, config.llm.max_tokens)
