@@ -30,14 +30,15 @@ class Person:
     user: str
     channel: str | None  # None: anywhere (Home tab, console)
     # The person's own workspace as the event, click or command names it; "" when it names
-    # none. Never taken as this workspace: the directory (users.info) decides then.
+    # none, and then they are an outside person: it is never assumed to be this one.
     user_team: str = ""
 
     @property
     def external(self) -> bool:
-        """Named as from another workspace (a Slack Connect channel). Not external is not
-        yet inside: the resolver asks the directory (permissions/resolver.py)."""
-        return bool(self.user_team) and self.user_team != self.team
+        """An outside person: the surface names another workspace as theirs (a Slack
+        Connect channel) or none at all. Not external is not yet inside: the resolver asks
+        the directory (users.info) too (permissions/resolver.py)."""
+        return self.user_team != self.team
 
 
 class Policy:

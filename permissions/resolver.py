@@ -3,9 +3,9 @@ grants made by admins in Slack. Someone matching none holds the default role.
 
 Shared channels fail closed: this workspace's user groups and admin status count only for a
 person Slack's directory says is of this workspace (users.info's team, or its Enterprise Grid
-organisation). Someone the event names as from another workspace, whom the directory places
-elsewhere, or whom it cannot place (Slack not answering) is an outside person: the config's
-user IDs and the grants only.
+organisation). Someone the event names as from another workspace or names no workspace for,
+whom the directory places elsewhere, or whom it cannot place (Slack not answering) is an
+outside person: the config's user IDs and the grants only.
 
 The answer is cached (in Redis, by the caller's cache) for a short time, so a usual turn asks
 Slack nothing. When Slack cannot be asked, the Slack-based sources are skipped and logged:
@@ -54,8 +54,8 @@ class RoleResolver:
 
     async def resolve(self, team: str, user: str, *, external: bool = False) -> list[HeldRole]:
         """The roles ``user`` holds in ``team``. ``external``: the surface (event, click,
-        command) names another workspace as the person's; only the config's user IDs and
-        admins' grants count. Otherwise the directory decides whether they are of this
+        command) names another workspace as the person's, or none; only the config's user
+        IDs and admins' grants count. Otherwise the directory decides whether they are of this
         workspace; if it says not, or cannot say, they count as ``external`` too."""
         cached = Cached(None, "")
         if self.cache is not None:

@@ -49,7 +49,7 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
     """The tools the console's person may use: the same policy as in Slack (roles from the
     config and grants, switches); ``--role`` fixes the role."""
     roles = services.config.roles
-    person = Person(CONSOLE_TEAM, options.user or "console", None)
+    person = Person(CONSOLE_TEAM, options.user or "console", None, user_team=CONSOLE_TEAM)
     if options.role is not None:
         if options.role not in roles:
             known = ", ".join(roles) or "none are configured"

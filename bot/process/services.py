@@ -187,6 +187,7 @@ def model_sampler(
         await state.audit.add(AuditEntry(**entry))
 
     async def model_for(who: Requester) -> CappableChatModel:
-        return await budgets.guard_for(model, Person(who.team, who.user, who.channel), who.thread)
+        person = Person(who.team, who.user, who.channel, user_team=who.user_team)
+        return await budgets.guard_for(model, person, who.thread)
 
     return ModelSampler(model, count_tokens, audit, model_for)

@@ -2,10 +2,12 @@
 says which workspace each person is of) and the fake LLM (which records the tools it was
 offered), on the real Redis.
 
-A person counts as of this workspace only when users.info places them in the bot's (auth.test)
-workspace; an event, click or command that names no workspace is not taken as the bot's. Else
-they are an outside person: config user IDs and grants only, never this workspace's admin
-status or user groups, for their turns, `/agent`, the Stop button and approval clicks alike.
+A person counts as of this workspace only when the event, click or command names the bot's
+workspace as theirs and users.info places them there too (the bot's auth.test workspace, or
+its Enterprise Grid organisation). A surface that names no workspace, or another, makes them
+an outside person, and so does users.info placing them elsewhere or nowhere: config user IDs
+and grants only, never this workspace's admin status or user groups, for their turns,
+`/agent`, the Stop button and approval clicks alike.
 """
 
 from __future__ import annotations
@@ -72,39 +74,39 @@ def offered(app: SlackHarness, index: int) -> set[str]:
     return set(app.llm.offered_tools(index))
 
 
-async def test_a_message_naming_no_workspace_gets_its_author_the_roles_users_info_allows(
-    app: SlackHarness,
-) -> None:
-    app.llm.add(text("a"), text("b"), text("c"), text("d"))
-    for user, ts in (
-        ("U0PARTNER", "800.000001"),
-        ("U0STRAY", "801.000001"),
-        ("U0OWNER", "802.000001"),
+async def test_a_message_naming_no_workspace_is_an_outside_persons(app: SlackHarness) -> None:
+    app.llm.add(*(text(f"answer {n}") for n in range(6)))
+    for n, (user, named) in enumerate(
+        (
+            ("U0PARTNER", False),
+            ("U0STRAY", False),
+            ("U0OWNER", False),  # users.info places them here, but the event does not
+            ("U0OWNER", True),
+            ("U0PARTNER", True),  # the event names this workspace; users.info another
+            ("U0STRAY", True),  # users.info names no workspace for them
+        )
     ):
-        await app.post(app.envelope(unnamed(mention("hello", ts, user=user))))
+        ts = f"80{n}.000001"
+        event = mention("hello", ts, user=user)
+        await app.post(app.envelope(event if named else unnamed(event)))
         await app.answered("C0CHAN", ts)
-    # The owner elsewhere and the person Slack places nowhere: the default role's tools.
-    assert offered(app, 0) == set(MEMBER_TOOLS)
-    assert offered(app, 1) == set(MEMBER_TOOLS)
-    # An owner of this workspace keeps the admin role: users.info places them here.
-    assert "create_new_intent" in offered(app, 2)
-    # A message that names this workspace changes nothing for the owner elsewhere.
-    await app.post(app.envelope(mention("again", "803.000001", user="U0PARTNER")))
-    await app.answered("C0CHAN", "803.000001")
-    assert offered(app, 3) == set(MEMBER_TOOLS)
+    for n in (0, 1, 2, 4, 5):
+        assert offered(app, n) == set(MEMBER_TOOLS), n
+    # Only an owner of this workspace whom the event names as such holds the admin role.
+    assert "create_new_intent" in offered(app, 3)
 
 
 async def test_their_admin_commands_are_refused_whichever_workspace_the_command_names(
     app: SlackHarness,
 ) -> None:
-    for team in ("", TEAM):  # a command naming no workspace, or this one
-        reply = await app.command("disable calculate", user="U0PARTNER", team=team)
-        assert reply["text"] == REFUSED
-        whoami = (await app.command("whoami", user="U0PARTNER", team=team))["text"]
+    for user, team in (("U0PARTNER", ""), ("U0PARTNER", TEAM), ("U0OWNER", "")):
+        reply = await app.command("disable calculate", user=user, team=team)
+        assert reply["text"] == REFUSED, (user, team)
+        whoami = (await app.command("whoami", user=user, team=team))["text"]
         assert "• *member* — default role" in whoami and "S0OPS" not in whoami
-    mine = (await app.command("whoami", user="U0OWNER", team=""))["text"]
+    mine = (await app.command("whoami", user="U0OWNER", team=TEAM))["text"]
     assert "• *admin* — Slack workspace admin or owner" in mine
-    done = await app.command("disable calculate", user="U0OWNER", team="")
+    done = await app.command("disable calculate", user="U0OWNER", team=TEAM)
     assert done["text"] == "`calculate` is now off for everyone, from the next model call."
 
 
@@ -128,13 +130,15 @@ async def test_their_stop_click_naming_no_workspace_is_refused(app: SlackHarness
     progress = await running_progress(app, "810.000001")
     button = stop_button(progress)
     assert button is not None
-    # The click carries no user.team_id; users.info places the clicker in T0OTHER.
+    # A click naming this workspace, from someone users.info places in T0OTHER; then an
+    # owner of this workspace whose click names no workspace.
     assert await app.click("stop_turn", button["value"], "U0PARTNER", progress.ts) == 200
+    assert await app.click("stop_turn", button["value"], "U0OWNER", progress.ts, team=None) == 200
     await app.after_acks()
-    assert ephemerals(app) == [STOP_REFUSED]
+    assert ephemerals(app) == [STOP_REFUSED, STOP_REFUSED]
     answers = await app.answered("C0CHAN", "810.000001", within=10)
     assert [a.shown for a in answers] == ["Done waiting."]
-    # An owner of this workspace, clicking the same way, stops a turn.
+    # The owner's click naming this workspace stops a turn.
     slow_tools.CANCELLED.clear()
     app.llm.add(calls(("wait_a_while", {"seconds": 30}, "w2")), text("never"))
     await app.post(app.envelope(mention("wait long", "811.000001", user="U0ALICE")))
@@ -155,12 +159,13 @@ async def test_their_approval_click_naming_no_workspace_is_refused(app: SlackHar
     await app.post(app.envelope(mention("buy 3 ACME", "820.000001", user="U0ALICE")))
     card = await a_card(app, "820.000001")
     approve = buttons(card)["Approve place_order"]
-    await app.click("approval_approve", approve, "U0PARTNER", card.ts)  # no user.team_id
+    await app.click("approval_approve", approve, "U0PARTNER", card.ts)  # placed in T0OTHER
+    await app.click("approval_approve", approve, "U0OWNER", card.ts, team=None)
     await app.after_acks()
-    assert any("only <@U0ALICE>" in said for said in ephemerals(app))
+    assert len([said for said in ephemerals(app) if "only <@U0ALICE>" in said]) == 2
     request = await app.state.approvals.get(approve)
     assert request is not None and request.open and trading_tools.RUNS == []
-    # An owner of this workspace may decide: an admin by users.info.
+    # An owner of this workspace, the click naming it, may decide: an admin by users.info.
     await app.click("approval_approve", approve, "U0OWNER", card.ts)
     [answer] = await app.answered("C0CHAN", "820.000001", within=20)
     assert answer.shown == "Done: bought 3 ACME." and trading_tools.RUNS == ["place_order ACME 3"]
@@ -193,7 +198,7 @@ async def test_on_enterprise_grid_the_organisation_is_the_bots(slack_app: SlackH
     app = await slack_app.start(**CONFIG)
 
     async def whoami(user: str) -> str:
-        return str((await app.command("whoami", user=user, team=""))["text"])
+        return str((await app.command("whoami", user=user, team=TEAM))["text"])
 
     assert "• *admin* — Slack workspace admin or owner" in await whoami("U0ORGADMIN")
     sibling = await whoami("U0SIBLING")
