@@ -63,8 +63,9 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--metrics-port",
             type=int,
-            help="serve /healthz, /readyz and /metrics on this port too (run: default the "
-            "app's --port; worker: none unless given)",
+            help="serve /healthz, /readyz and /metrics on this port (run in HTTP mode: the "
+            "only place /metrics is served, the app's public --port has /healthz and /readyz; "
+            "run in Socket Mode: default the app's --port; worker: none unless given)",
         )
 
     check = commands.add_parser(
