@@ -33,9 +33,16 @@ _URL_QUERY = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s?#\"'<>]+)\?[^\s#\"'<
 
 
 def forms(secret: str) -> set[str]:
-    """``secret`` as written, and as it reads inside a JSON string and a URL."""
-    in_json = json.dumps(secret, ensure_ascii=False)[1:-1]
-    return {secret, in_json, quote(secret, safe=""), quote_plus(secret)}
+    """``secret`` as written, and as it reads inside a JSON string (either escaping), a
+    Python repr and a URL."""
+    return {
+        secret,
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        json.dumps(secret)[1:-1],
+        repr(secret)[1:-1],
+        quote(secret, safe=""),
+        quote_plus(secret),
+    }
 
 
 class Redactor:

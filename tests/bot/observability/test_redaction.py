@@ -31,6 +31,9 @@ def test_a_secret_is_replaced_as_written_inside_json_and_inside_a_url() -> None:
     assert redactor.redact(json.dumps({"k": 'pa"ss/word+1 x'})) == '{"k": "[redacted]"}'
     assert redactor.redact("http://h/?q=pa%22ss%2Fword%2B1%20x") == "http://h/?q=[redacted]"
     assert redactor.redact("http://h/?q=pa%22ss%2Fword%2B1+x") == "http://h/?q=[redacted]"
+    redactor.add(["clé-secrète"])
+    assert redactor.redact(json.dumps({"k": "clé-secrète"})) == '{"k": "[redacted]"}'
+    assert redactor.redact(repr("clé-secrète\n")) == "'[redacted]\\n'"
 
 
 def test_url_credentials_and_secret_named_parameters_are_always_replaced() -> None:
