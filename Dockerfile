@@ -21,6 +21,7 @@ ENV PATH="/app/.venv/bin:$PATH" PYTHONUNBUFFERED=1
 WORKDIR /app
 USER app
 EXPOSE 3000
-# Liveness on --port in HTTP and Socket Mode alike (/readyz for readiness, /metrics).
+# Liveness on --port in HTTP and Socket Mode alike (/readyz for readiness). /metrics is on
+# --port only in Socket Mode; in HTTP mode add --metrics-port N (Slack's port stays without it).
 HEALTHCHECK --interval=30s --timeout=3s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:3000/healthz')" || exit 1
 CMD ["slack-agent", "run", "--port", "3000"]

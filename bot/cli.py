@@ -14,6 +14,7 @@ from pathlib import Path
 from bot.config import ConfigError
 from bot.console.chat import ChatOptions
 from bot.observability import logs
+from bot.observability.redaction import print_redacted
 from bot.process import commands
 from bot.process.listen import Listen
 from tools.definition import busy_sync_tools
@@ -62,8 +63,9 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--metrics-port",
             type=int,
-            help="serve /healthz, /readyz and /metrics on this port too (run: default the "
-            "app's --port; worker: none unless given)",
+            help="serve /healthz, /readyz and /metrics on this port (run in HTTP mode: the "
+            "only place /metrics is served, the app's public --port has /healthz and /readyz; "
+            "run in Socket Mode: default the app's --port; worker: none unless given)",
         )
 
     check = commands.add_parser(
@@ -114,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "tools":
             return asyncio.run(commands.list_tools(args.config, args.json))
     except ConfigError as exc:
-        print(f"slack-agent: configuration error\n{exc}", file=sys.stderr)
+        print_redacted(f"slack-agent: configuration error\n{exc}", sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -29,12 +29,16 @@ class Person:
     team: str  # the bot's workspace, where this happens
     user: str
     channel: str | None  # None: anywhere (Home tab, console)
-    user_team: str = ""  # the person's own workspace (Slack Connect); "" when the same
+    # The person's own workspace as the event, click or command names it; "" when it names
+    # none, and then they are an outside person: it is never assumed to be this one.
+    user_team: str = ""
 
     @property
     def external(self) -> bool:
-        """From another workspace (a Slack Connect channel)."""
-        return bool(self.user_team) and self.user_team != self.team
+        """An outside person: the surface names another workspace as theirs (a Slack
+        Connect channel) or none at all. Not external is not yet inside: the resolver asks
+        the directory (users.info) too (permissions/resolver.py)."""
+        return self.user_team != self.team
 
 
 class Policy:

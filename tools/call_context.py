@@ -37,6 +37,8 @@ class Requester:
     channel: str | None = None
     thread: str | None = None
     asker: Asker | None = None  # how to ask them a question; None: nobody can be asked
+    # Their own workspace as the surface named it ("": none; see permissions.policy.Person).
+    user_team: str = ""
 
 
 class CallScope:

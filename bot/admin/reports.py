@@ -133,7 +133,9 @@ class AdminReports:
             user = user_id(args[0])
             if user is None:
                 return f"`{args[0]}` is not a person. Usage: `{self.command} usage [@user]`"
-            return await self._person_usage(Person(caller.team, user, None))
+            # Their limits as a person of this workspace would have them (users.info decides).
+            person = Person(caller.team, user, None, user_team=caller.team)
+            return await self._person_usage(person)
         limits = _standing(await self.state.budgets.standing(caller.team), "")
         people = await self.state.usage.report(caller.team, days=7)
         if not people:

@@ -18,6 +18,7 @@ from bot.check.slack import check_slack, check_socket_mode
 from bot.check.storage import check_redis
 from bot.config import AppConfig, ConfigError, Environment
 from bot.config.requirements import missing_settings, socket_mode, token_shape_problems
+from bot.observability.redaction import print_redacted
 from bot.process.services import Tools, config_path, load
 
 LIMIT_S = 45.0  # no single dependency may hold the command up longer
@@ -96,7 +97,8 @@ def _secret(value: SecretStr | None) -> str | None:
 
 
 async def check_command(cli_config: Path | None, as_json: bool) -> int:
-    """``slack-agent check``: print the findings; exit 1 on any problem."""
+    """``slack-agent check``: print the findings (every secret known replaced, also when
+    the config did not load); exit 1 on any problem."""
     findings = await run_checks(cli_config)
-    print(json_report(findings) if as_json else as_text(findings))
+    print_redacted(json_report(findings) if as_json else as_text(findings))
     return exit_code(findings)

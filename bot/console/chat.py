@@ -78,7 +78,8 @@ async def run_chat(
     asker = ConsoleAsker(lines, stderr) if interactive else None
     user = options.user or "console"
     toolset = for_requester(
-        approved, Requester(CONSOLE_TEAM, user, CONSOLE_CHANNEL, options.thread, asker)
+        approved,
+        Requester(CONSOLE_TEAM, user, CONSOLE_CHANNEL, options.thread, asker, CONSOLE_TEAM),
     )
     # The thread as this person may see it: others' results of tools they may not use are
     # withheld (the same rule as in Slack; with --role, the role decides).

@@ -1,6 +1,10 @@
 """``/healthz``, ``/readyz`` and ``/metrics`` as aiohttp routes, added to the app's own HTTP
 server or served on a listener of their own (``--metrics-port``, Socket Mode, workers).
 
+The app's HTTP server in HTTP mode is the one Slack reaches, so it is public: it serves
+``/healthz`` and ``/readyz`` but not ``/metrics``, which is only on ``--metrics-port`` (in
+Socket Mode nothing public listens, and ``--port`` serves all three).
+
 - ``/healthz``: liveness. 200 whenever the process answers; Redis is reported, not required
   (a Redis outage must not make an orchestrator restart every replica).
 - ``/readyz``: 200 when every readiness check holds, else 503; the JSON body names each
@@ -24,8 +28,14 @@ log = logging.getLogger(__name__)
 
 
 def add_routes(
-    app: web.Application, readiness: Readiness, ping_redis: Callable[[], Awaitable[Any]]
+    app: web.Application,
+    readiness: Readiness,
+    ping_redis: Callable[[], Awaitable[Any]],
+    *,
+    metrics: bool = True,
 ) -> None:
+    """``/healthz`` and ``/readyz``, and ``/metrics`` unless ``metrics`` is off."""
+
     async def healthz(request: web.Request) -> web.Response:
         try:
             await ping_redis()
@@ -38,7 +48,7 @@ def add_routes(
         report = await readiness.report()
         return web.json_response(report.as_json(), status=200 if report.ready else 503)
 
-    async def metrics(request: web.Request) -> web.Response:
+    async def prometheus_text(request: web.Request) -> web.Response:
         body = prometheus_client.generate_latest(prometheus_client.REGISTRY)
         return web.Response(
             body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST}
@@ -46,7 +56,8 @@ def add_routes(
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
+    if metrics:
+        app.router.add_get("/metrics", prometheus_text)
 
 
 class HealthServer:

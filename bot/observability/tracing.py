@@ -9,7 +9,8 @@ One trace per turn: the ingress span (the event accepted and queued) is the root
 ``traceparent`` travels inside the queued turn's JSON (``Turn.traceparent``), and the
 worker's ``turn`` span (one per attempt) is its child, with the model calls
 (``chat <model>``, GenAI semantic conventions), the tool calls (``execute_tool <name>``), the
-Slack deliveries (``slack.deliver``) and each Slack Web API call below it.
+Slack deliveries (``slack.deliver``) and each Slack Web API call below it. Spans leave the
+process redacted (bot/observability/span_export.py).
 """
 
 from __future__ import annotations
@@ -80,13 +81,16 @@ def build_provider(endpoint: str, service_name: str, environ: Mapping[str, str])
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    from bot.observability.span_export import RedactingSpanExporter
+
     from_environment = any(environ.get(name, "").strip() for name in ENDPOINT_VARIABLES)
     # The exporter reads the OTEL_ variables itself (the traces path included).
     exporter = OTLPSpanExporter() if from_environment else OTLPSpanExporter(traces_url(endpoint))
     provider = TracerProvider(
         resource=Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME", service_name)})
     )
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    # Every span redacted on its way out (no configured secret in any attribute).
+    provider.add_span_processor(BatchSpanProcessor(RedactingSpanExporter(exporter)))
     return provider
 
 

@@ -14,6 +14,7 @@ from bot.budget.budgets import Spender
 from bot.config import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
 from bot.observability import tracing
+from bot.observability.redaction import print_redacted
 from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
 from bot.state.persistence import check_persistence
@@ -49,7 +50,7 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
     """The tools the console's person may use: the same policy as in Slack (roles from the
     config and grants, switches); ``--role`` fixes the role."""
     roles = services.config.roles
-    person = Person(CONSOLE_TEAM, options.user or "console", None)
+    person = Person(CONSOLE_TEAM, options.user or "console", None, user_team=CONSOLE_TEAM)
     if options.role is not None:
         if options.role not in roles:
             known = ", ".join(roles) or "none are configured"
@@ -140,23 +141,28 @@ async def list_tools(config_file: Path | None, as_json: bool) -> int:
             }
             for t in listed
         ]
-        print(json.dumps(rows, indent=2))
+        print_redacted(json.dumps(rows, indent=2))
     else:
+        lines: list[str] = []
         for t in listed:
             flags = " (needs confirmation)" if t.confirm else ""
             title = f" — {t.title}" if t.title and t.title != t.name else ""
-            print(f"{t.name}{title}  [{t.source}]{flags}")
-            print(f"    {t.description.splitlines()[0] if t.description else ''}")
+            lines.append(f"{t.name}{title}  [{t.source}]{flags}")
+            lines.append(f"    {t.description.splitlines()[0] if t.description else ''}")
             hints = t.hints.labels()
             if hints:
-                print(f"    annotations: {', '.join(hints)}")
+                lines.append(f"    annotations: {', '.join(hints)}")
             if t.remote_name and t.remote_name != t.name:
-                print(f"    name on the server: {t.remote_name}")
-            print(f"    roles: {', '.join(who(t.name)) or 'none'}")
-            print(f"    parameters: {json.dumps(t.parameters)}")
+                lines.append(f"    name on the server: {t.remote_name}")
+            lines.append(f"    roles: {', '.join(who(t.name)) or 'none'}")
+            lines.append(f"    parameters: {json.dumps(t.parameters)}")
             if t.output_schema:
-                print(f"    returns: {json.dumps(t.output_schema)}")
+                lines.append(f"    returns: {json.dumps(t.output_schema)}")
+        if lines:
+            print_redacted("\n".join(lines))
     sys.stdout.flush()
     for name, why in down.items():
-        print(f"slack-agent: MCP server {name} {why}: its tools are not listed", file=sys.stderr)
+        print_redacted(
+            f"slack-agent: MCP server {name} {why}: its tools are not listed", sys.stderr
+        )
     return 1 if down else 0

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Listen:
-    """The app's host and port (HTTP mode: Slack's events and the endpoints; Socket Mode:
-    the endpoints), and ``metrics_port`` for the endpoints on a listener of their own."""
+    """The app's host and port (HTTP mode: Slack's events, /healthz and /readyz; Socket
+    Mode: the endpoints, /metrics included), and ``metrics_port`` for the endpoints on a
+    listener of their own (HTTP mode: the only one with /metrics)."""
 
     host: str = "0.0.0.0"
     port: int = 3000

@@ -79,7 +79,12 @@ async def run(
 
     The signal handlers come first, and the endpoints' own listener (Socket Mode, or
     --metrics-port) opens before Slack is asked anything: a process still connecting to
-    Slack answers /healthz (and /readyz says what it waits for) and stops at once."""
+    Slack answers /healthz (and /readyz says what it waits for) and stops at once.
+
+    /metrics is never public by default: in HTTP mode the app's --port (Slack's events)
+    serves /healthz and /readyz only, /metrics is on --metrics-port; in Socket Mode nothing
+    public listens, and the endpoints' listener (--metrics-port, else --port) serves all
+    three."""
     stop = stop_on_signals()
     services, slack = process.services, process.slack
     env = services.environment
@@ -117,9 +122,12 @@ async def run(
         else:
             secret = env.slack_signing_secret
             assert secret is not None  # build_slack_side(http=True) required it
-            runner = web.AppRunner(
-                http_app(slack.app, ping, secret.get_secret_value(), readiness), access_log=None
+            # Slack's events port is public: /metrics only where --metrics-port says.
+            metrics_here = listen.metrics_port == listen.port
+            app = http_app(
+                slack.app, ping, secret.get_secret_value(), readiness, metrics=metrics_here
             )
+            runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             await web.TCPSite(runner, listen.host, listen.port).start()
             log.warning(

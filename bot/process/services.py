@@ -17,8 +17,8 @@ from bot.config.requirements import Command, missing_message, missing_settings
 from bot.llm.client import OpenAIChatModel
 from bot.llm.pricing import Price, cost_of, price_for
 from bot.llm.usage import Usage
-from bot.observability.logs import REDACTOR
-from bot.observability.secrets import configured_secrets
+from bot.observability.redaction import REDACTOR
+from bot.observability.secrets import configured_secrets, named_in_file
 from bot.process.state import State, open_state
 from bot.state.audit import AuditEntry
 from permissions.policy import Person, Policy
@@ -107,13 +107,21 @@ def loop_settings(config: AppConfig) -> LoopSettings:
 
 def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]:
     """The config, the environment and the tools, all validated (MCP servers not yet
-    connected: call ``Tools.start``)."""
+    connected: call ``Tools.start``). Every secret known is kept out of every output from
+    here on: the environment's at once, the config's once it loads (when it does not, the
+    values of the variables its file names)."""
     environment = Environment()
+    REDACTOR.add(configured_secrets(environment))
     path = config_path(cli_config, environment)
-    config = load_config(path)
-    config = config.model_copy(
-        update={"mcp": mcp_servers(config.mcp, path.parent if path is not None else None)}
-    )
+    try:
+        config = load_config(path)
+        config = config.model_copy(
+            update={"mcp": mcp_servers(config.mcp, path.parent if path is not None else None)}
+        )
+    except ConfigError:
+        REDACTOR.add(named_in_file(path))
+        raise
+    REDACTOR.add(configured_secrets(environment, config))
     mcp = McpManager(config.mcp)
     try:
         registry = build_registry(config.tools)
@@ -133,7 +141,6 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
         if unpriced:
             raise ConfigError("invalid budgets\n" + "\n".join(f"  {p}" for p in unpriced))
     registry.add_source(mcp)
-    REDACTOR.add(configured_secrets(environment, config))  # never on a log line
     return config, environment, Tools(config, registry, mcp)
 
 
@@ -162,7 +169,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
-    resolver = RoleResolver(config.roles, grants=state.grants, cache=state.cache)
+    resolver = RoleResolver(config.roles, grants=state.grants, cache=state.roles)
     policy = Policy(config.roles, resolver, state.switches)
     settings = loop_settings(config)
     estimate = CallEstimator(model.estimator, settings.price, config.llm.max_tokens)
@@ -187,6 +194,7 @@ def model_sampler(
         await state.audit.add(AuditEntry(**entry))
 
     async def model_for(who: Requester) -> CappableChatModel:
-        return await budgets.guard_for(model, Person(who.team, who.user, who.channel), who.thread)
+        person = Person(who.team, who.user, who.channel, user_team=who.user_team)
+        return await budgets.guard_for(model, person, who.thread)
 
     return ModelSampler(model, count_tokens, audit, model_for)

@@ -53,9 +53,10 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         allow_broadcast=settings.allow_broadcast,
     )
     policy = services.policy
-    # Roles from user groups and workspace admin status need Slack.
-    policy.resolver.directory = SlackDirectory(client, state.cache)
     identity = BotIdentity(client)
+    # Roles from user groups and workspace admin status need Slack, and only count for
+    # people users.info places in the bot's own workspace (auth.test).
+    policy.resolver.directory = SlackDirectory(client, state.cache, identity)
     inbox = SlackInbox(
         client,
         SlackNames(client, state.cache),

@@ -16,7 +16,7 @@ from bot.state.grants import RoleGrants
 from bot.state.history import RedisHistory
 from bot.state.keys import Keys
 from bot.state.participation import ThreadParticipation
-from bot.state.role_cache import RedisCache
+from bot.state.role_cache import RedisCache, RoleCache
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 from bot.turn.store.approvals import Approvals
@@ -45,6 +45,7 @@ class State:
     asides: ThreadAsides
     pane: AgentPaneThreads
     cache: RedisCache
+    roles: RoleCache  # resolved roles, guarded by a generation per person
     stops: StopRequests
     elicitations: Elicitations
     approvals: Approvals
@@ -86,6 +87,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         asides=ThreadAsides(client, keys, config.history.idle_ttl_s),
         pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),
+        roles=RoleCache(client, keys),
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
         approvals=Approvals(client, keys),

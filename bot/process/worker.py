@@ -51,7 +51,9 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
         )
         allowed = ApprovalToolset(policy.toolset(registry, person), approver, needs)
         asker = SlackAsker(slack.client, state.elicitations, turn)
-        requester = Requester(turn.team, turn.user, turn.channel, turn.thread_ts, asker)
+        requester = Requester(
+            turn.team, turn.user, turn.channel, turn.thread_ts, asker, turn.author_team
+        )
         return for_requester(allowed, requester)
 
     return toolset_for

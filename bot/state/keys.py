@@ -52,6 +52,14 @@ class Keys:
     def cache(self, key: str) -> str:
         return f"{self.prefix}cache:{key}"
 
+    def roles(self, team: str, user: str, external: bool) -> str:
+        """A person's resolved roles, kept briefly (``external``: as from elsewhere)."""
+        return self.cache(f"roles:{team}:{user}" + (":external" if external else ""))
+
+    def roles_generation(self, team: str, user: str) -> str:
+        """Moved on by every grant, revoke and forget of the person's roles."""
+        return f"{self.prefix}roles-generation:{team}:{user}"
+
     def stop(self, thread: ThreadKey) -> str:
         return f"{self.prefix}stop:{thread}"
 

@@ -79,8 +79,9 @@ class Turn:
 
     @property
     def author_team(self) -> str:
-        """The workspace of the turn's author (Slack Connect: maybe not the bot's)."""
-        return (self.message.user_team if self.message else "") or self.team
+        """The workspace of the turn's author as the event named it (Slack Connect: maybe
+        not the bot's); "" when it named none, never assumed to be the bot's."""
+        return self.message.user_team if self.message else ""
 
     def to_json(self) -> str:
         extra: dict[str, Any] = {"new_thread": self.new_thread}

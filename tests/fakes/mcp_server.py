@@ -1,13 +1,15 @@
 """A real MCP server (the mcp SDK's MCPServer) for the tests, over stdio, streamable HTTP
 or the legacy SSE transport.
 
-Usage: python -m tests.fakes.mcp_server stdio [--start-delay S]
+Usage: python -m tests.fakes.mcp_server stdio [--start-delay S] [--token=T]
        python -m tests.fakes.mcp_server http PORT
        python -m tests.fakes.mcp_server sse PORT
 
 Environment: WAREHOUSE_STARTS (a file: each start appends "pid time"), WAREHOUSE_CRASH (set:
 crash with a traceback on stderr instead of starting), WAREHOUSE_EXTRA_TOOL (names,
 comma-separated: list one more tool under each, e.g. "delete.everything,delete_all").
+``--token``: said on stderr when it starts (and in the error when it crashes), as careless
+servers do.
 """
 
 from __future__ import annotations
@@ -293,14 +295,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("transport", choices=["stdio", "http", "sse"])
     parser.add_argument("port", nargs="?", type=int, default=0)
     parser.add_argument("--start-delay", type=float, default=0.0)
+    parser.add_argument("--token", default="")
     args = parser.parse_args(argv[1:])
+    if args.token:
+        print(f"warehouse: signing in with --token={args.token}", file=sys.stderr, flush=True)
     starts = os.environ.get("WAREHOUSE_STARTS")
     if starts:
         with open(starts, "a") as file:
             file.write(f"{os.getpid()} {time.time()}\n")
     if os.environ.get("WAREHOUSE_CRASH"):
         print("warehouse: loading the stock database", file=sys.stderr, flush=True)
-        raise RuntimeError("the stock database is locked")
+        refused = f" for --token={args.token}" if args.token else ""
+        raise RuntimeError(f"the stock database is locked{refused}")
     for name in filter(None, os.environ.get("WAREHOUSE_EXTRA_TOOL", "").split(",")):
         _extra_tool(name.strip())
     if args.start_delay:

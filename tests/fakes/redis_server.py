@@ -22,22 +22,27 @@ def free_port() -> int:
 class PrivateRedis:
     """``appendonly``: keep an append-only file written at every command (persistence that
     survives a restart on the same port and directory), off by default.
-    ``config_command``: False renames CONFIG away, as managed Redis services do."""
+    ``config_command``: False renames CONFIG away, as managed Redis services do.
+    ``password``: ``requirepass`` (the URL carries it)."""
 
-    def __init__(self, *, appendonly: bool = False, config_command: bool = True) -> None:
+    def __init__(
+        self, *, appendonly: bool = False, config_command: bool = True, password: str = ""
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed")
         self.binary = binary
         self.appendonly = appendonly
         self.config_command = config_command
+        self.password = password
         self.port = free_port()
         self.directory = tempfile.mkdtemp(prefix="slack-agent-redis-")
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        credentials = f":{self.password}@" if self.password else ""
+        return f"redis://{credentials}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         """Start (or start again, on the same port and directory) and wait for PONG."""
@@ -56,6 +61,8 @@ class PrivateRedis:
         ]
         if not self.config_command:
             arguments += ["--rename-command", "CONFIG", ""]
+        if self.password:
+            arguments += ["--requirepass", self.password]
         self.process = subprocess.Popen(
             arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -63,6 +70,10 @@ class PrivateRedis:
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    if self.password:
+                        sock.sendall(f"AUTH {self.password}\r\n".encode())
+                        if not sock.recv(16).startswith(b"+OK"):
+                            raise OSError("not ready")
                     sock.sendall(b"PING\r\n")
                     if sock.recv(16).startswith(b"+PONG"):
                         return

@@ -107,14 +107,18 @@ def button_click(
     message_ts: str,
     response_url: str,
     state: dict[str, Any] | None = None,
+    team: str | None = TEAM,
 ) -> dict[str, Any]:
     """The block_actions payload of a button press on a message in C0CHAN; ``state`` is the
-    values of the message's inputs (``{"values": {block_id: {action_id: {...}}}}``)."""
+    values of the message's inputs (``{"values": {block_id: {action_id: {...}}}}``);
+    ``team`` the clicker's own workspace as Slack names it (``user.team_id``; None: left
+    out)."""
+    clicker: dict[str, Any] = {"id": user} if team is None else {"id": user, "team_id": team}
     payload: dict[str, Any] = {
         "type": "block_actions",
         "token": "legacy",
         "api_app_id": "A0APP",
-        "user": {"id": user},
+        "user": clicker,
         "team": {"id": TEAM},
         "channel": {"id": "C0CHAN"},
         "container": {"type": "message", "message_ts": message_ts, "channel_id": "C0CHAN"},
@@ -271,9 +275,13 @@ class SlackHarness:
         user: str,
         message_ts: str,
         state: dict[str, Any] | None = None,
+        team: str | None = TEAM,
     ) -> int:
-        """Press a button as Slack would: a signed form post with a block_actions payload."""
-        payload = button_click(action_id, value, user, message_ts, self.slack.response_url, state)
+        """Press a button as Slack would: a signed form post with a block_actions payload
+        (``team``: the clicker's workspace, None to leave it out)."""
+        payload = button_click(
+            action_id, value, user, message_ts, self.slack.response_url, state, team
+        )
         return await self.click_payload(payload)
 
     async def click_payload(self, payload: dict[str, Any]) -> int:

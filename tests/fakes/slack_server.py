@@ -111,7 +111,10 @@ class FakeSlack:
         self.sessions: dict[tuple[str, str], list[str]] = {}  # (channel, thread) -> statuses
         self.user_stop_error = ""  # what a write to a stream the person stopped gets
         self.user_messages: dict[tuple[str, str], Message] = {}  # what people wrote
+        # users.info: each answered with team_id TEAM unless its entry names another (or
+        # sets it to None: a user object without one)
         self.users: dict[str, dict[str, Any]] = {}
+        self.enterprise = ""  # the Enterprise Grid organisation auth.test names ("": none)
         self.groups: dict[str, list[str]] = {}
         self.channels: dict[str, dict[str, Any]] = {}  # conversations.info
         self.files: dict[str, dict[str, Any]] = {}  # files.info, by id
@@ -333,6 +336,7 @@ class FakeSlack:
                 "team": "Test",
                 "user": "agent",
                 "url": "https://test.slack.com/",
+                **({"enterprise_id": self.enterprise} if self.enterprise else {}),
             }
         if method == "chat.postMessage":
             ts = self._next_ts()
@@ -422,7 +426,8 @@ class FakeSlack:
             user = self.users.get(str(args.get("user")))
             if user is None:
                 return {"ok": False, "error": "user_not_found"}
-            return {"ok": True, "user": user}
+            shown = {"team_id": TEAM, **user}
+            return {"ok": True, "user": {k: v for k, v in shown.items() if v is not None}}
         return {"ok": True}
 
     def _replies(self, channel: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ class Replica:
     def __init__(self, index: int, log_path: Path) -> None:
         self.index = index
         self.port = free_port()
+        self.metrics_port = free_port()  # /metrics: not on Slack's port in HTTP mode
         self.log_path = log_path
         self.process: asyncio.subprocess.Process | None = None
         self.up = False  # a load balancer would send it events
@@ -46,6 +47,8 @@ class Replica:
                 "run",
                 "--port",
                 str(self.port),
+                "--metrics-port",
+                str(self.metrics_port),
                 cwd=ROOT,
                 env={**env, "PYTHONUNBUFFERED": "1"},
                 stdin=asyncio.subprocess.DEVNULL,

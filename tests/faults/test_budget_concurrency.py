@@ -62,7 +62,7 @@ async def metric(replica: Replica, name: str) -> float:
     """The sum of a counter's series on one process's /metrics."""
     async with (
         aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{replica.port}/metrics") as response,
+        session.get(f"http://127.0.0.1:{replica.metrics_port}/metrics") as response,
     ):
         text = await response.text()
     pattern = re.compile(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", re.MULTILINE)

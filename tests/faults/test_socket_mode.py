@@ -6,6 +6,7 @@ against the fake Slack Web API, the fake Socket Mode server and the fake LLM.
 - a refused app or bot token: exit 2 within 15 s, with a message naming the variable;
 - SIGTERM while still connecting ends the process within the grace period;
 - /healthz, /readyz and /metrics served in Socket Mode and by a worker (--metrics-port);
+  in HTTP mode /metrics only on --metrics-port, never on Slack's public --port;
   /readyz flips to 503 while a real Redis is down, and back;
 - ``link_disabled`` with the token refused afterwards: /readyz fails and says why.
 """
@@ -343,9 +344,7 @@ async def test_sigterm_during_a_redis_outage_ends_within_the_grace_period(
     assert code == 0 and took < GRACE_S
 
 
-async def test_http_mode_serves_the_endpoints_on_its_port_and_the_metrics_port(
-    launch: Launcher,
-) -> None:
+async def test_http_mode_serves_metrics_only_on_the_metrics_port(launch: Launcher) -> None:
     app_port, metrics_port = free_port(), free_port()
     app = await launch.start(
         "run",
@@ -358,8 +357,13 @@ async def test_http_mode_serves_the_endpoints_on_its_port_and_the_metrics_port(
         app.port = port
         code, body = await app.endpoint("/readyz")
         assert code == 200 and set(body["checks"]) == {"redis", "worker"}
-        assert (await app.endpoint("/metrics"))[0] == 200
         assert (await app.endpoint("/healthz"))[0] == 200
+    # Slack's events port is public: no /metrics there.
+    app.port = app_port
+    assert (await app.endpoint("/metrics"))[0] == 404
+    app.port = metrics_port
+    code, body = await app.endpoint("/metrics")
+    assert code == 200 and "python_info" in body
     code, took = await app.sigterm()
     assert code == 0 and took < GRACE_S
 

@@ -1,6 +1,7 @@
 """fetch_url's DNS: one lookup per connection, and the connection goes only to addresses
-that lookup returned and the address rule let through, so a DNS answer that changes between
-a check and the connect (DNS rebinding) cannot reach an internal address."""
+that lookup returned and the address rule (address_rule.py) let through, so a DNS answer
+that changes between a check and the connect (DNS rebinding) cannot reach an internal
+address."""
 
 from __future__ import annotations
 
@@ -10,30 +11,18 @@ import socket
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+from tools.builtin.address_rule import Address, judge
 
 
 class AddressRefused(OSError):
     """The host points only to addresses fetch_url may not reach; the message says why."""
 
 
-def internal(address: Address) -> bool:
-    """Private, loopback or reserved: reachable only when the allow-list names the host."""
-    return address.is_private or address.is_loopback or address.is_reserved
-
-
 def refusal(host: str, address: Address, exact: bool) -> str | None:
-    """Why ``address`` may not be reached for ``host``, or None. Link-local addresses (cloud
-    metadata services live there) are always refused; internal ones unless the allow-list
-    names the host exactly, without wildcards."""
-    if address.is_link_local or address.is_multicast or address.is_unspecified:
-        return f"{host} points to a link-local or reserved address; refused."
-    if internal(address) and not exact:
-        return (
-            f"{host} points to an internal address ({address}); only hosts named exactly "
-            "in the allow-list may be internal."
-        )
-    return None
+    """Why ``address`` may not be reached for ``host`` (the rule that refused it), or None.
+    ``exact``: the allow-list names the host exactly (see :mod:`address_rule`)."""
+    refused = judge(address, exact)
+    return None if refused is None else refused.message(host)
 
 
 class CheckedResolver(AbstractResolver):

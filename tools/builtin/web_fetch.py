@@ -66,12 +66,19 @@ def _matching_pattern(url: str, patterns: list[str]) -> str | None:
 
 
 def check_literal_address(url: str, exact: bool) -> None:
-    """Refuse an internal IP address written in the URL (SSRF). Host names are checked by
-    :class:`CheckedResolver` when the connection is made, on the very addresses it uses."""
+    """Refuse an IP address written in the URL that the address rule refuses (SSRF). aiohttp
+    connects to such a host without a DNS lookup, so this is its only check. Host names are
+    checked by :class:`CheckedResolver` when the connection is made, on the very addresses
+    it uses."""
     host = urlsplit(url).hostname or ""
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
+        # aiohttp takes a host of digits and dots, or with a colon, for an address and does
+        # not look it up: one that is not a canonical address ("127.1", "2130706433") is
+        # refused here, whatever aiohttp's version then makes of it.
+        if ":" in host or host.replace(".", "").isdigit():
+            raise ToolError(f"{host} is not an IP address written in the usual form.") from None
         return
     why = refusal(host, address, exact)
     if why is not None:

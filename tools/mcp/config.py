@@ -49,6 +49,12 @@ def substitute(text: str) -> str:
     return _VARIABLE.sub(value, text)
 
 
+def substituted(text: str) -> list[str]:
+    """The values :func:`substitute` puts into ``text``: each ``${NAME}``'s variable that is
+    set (the caller's secrets to keep out of its output)."""
+    return [os.environ[m.group(1)] for m in _VARIABLE.finditer(text) if m.group(1) in os.environ]
+
+
 def transport_named(spelling: str) -> Transport | None:
     """The transport a spelling means (``http``, ``streamable-http``, ``sse``, ...)."""
     found = _TRANSPORT_SPELLINGS.get(spelling.strip().lower())
@@ -150,6 +156,12 @@ class McpServerConfig(BaseModel):
             except EnvironmentVariableMissing as exc:
                 raise ValueError(f"args[{index}]: {exc}") from None
         return self
+
+    def substitutions(self) -> list[str]:
+        """Every value ``${NAME}`` substitution puts into any of its settings."""
+        given = [self.command, self.cwd, self.url, *self.args]
+        given += [*self.headers.values(), *self.env.values()]
+        return [value for text in given if text is not None for value in substituted(text)]
 
     @property
     def reachable(self) -> bool:

@@ -32,12 +32,12 @@ class ServerStderr:
         self.last_lines: deque[str] = deque(maxlen=KEEP_LINES)
 
     def line(self, text: str) -> None:
-        text = text.rstrip()
+        text = shortened(text.rstrip())
         if not text:
             return
-        self.last_lines.append(text[:LINE_CHARS])
+        self.last_lines.append(text)
         level = logging.DEBUG if self.quiet else logging.INFO
-        server_log.log(level, "%s: %s", self.name, text[:LINE_CHARS])
+        server_log.log(level, "%s: %s", self.name, text)
 
     def last_words(self) -> str:
         """The last line it wrote, if any (often the error that stopped it)."""
@@ -74,3 +74,14 @@ class ServerStderr:
             if not raw:
                 return
             self.line(raw.decode("utf-8", errors="replace"))
+
+
+def shortened(text: str) -> str:
+    """``text`` cut to about :data:`LINE_CHARS`, between words: a word (a token, a
+    ``--token=…`` argument) is shown whole or not at all, so the log's redaction of secrets
+    (bot/observability/redaction.py) never meets half of one."""
+    if len(text) <= LINE_CHARS:
+        return text
+    cut = max(text.rfind(space, 0, LINE_CHARS + 1) for space in " \t")
+    kept = text[:cut].rstrip() if cut > 0 else ""
+    return f"{kept} … ({len(text) - len(kept)} more characters)".lstrip()

@@ -1,5 +1,7 @@
-"""HTTP mode: Slack's requests on POST /slack/events; /healthz, /readyz and /metrics
-(bot/health/endpoints.py) on the same port.
+"""HTTP mode: Slack's requests on POST /slack/events; /healthz and /readyz
+(bot/health/endpoints.py) on the same port. This port is public (Slack reaches it), so
+/metrics is not served here unless asked for (``metrics``: ``--metrics-port`` given as
+the same port).
 
 A request Slack did not sign gets 401 before its body is parsed; a signed body Bolt cannot
 read gets 400 with one warning (no traceback); everything else goes to Bolt.
@@ -30,6 +32,8 @@ def http_app(
     ping_redis: Callable[[], Awaitable[Any]],
     signing_secret: str,
     readiness: Readiness | None = None,
+    *,
+    metrics: bool = False,
 ) -> web.Application:
     verifier = SignatureVerifier(signing_secret)
 
@@ -55,5 +59,5 @@ def http_app(
     app.router.add_post(EVENTS_PATH, events)
     if readiness is None:
         readiness = Readiness({"redis": redis_check(ping_redis)})
-    add_routes(app, readiness, ping_redis)
+    add_routes(app, readiness, ping_redis, metrics=metrics)
     return app

@@ -48,7 +48,7 @@ def budgets_on(
     config: BudgetsConfig | None = None,
     clock: MovableClock | None = None,
 ) -> Budgets:
-    policy = Policy(ROLES, RoleResolver(ROLES, grants=state.grants, cache=state.cache))
+    policy = Policy(ROLES, RoleResolver(ROLES, grants=state.grants, cache=state.roles))
     return Budgets(
         config or BudgetsConfig(),
         ROLES,

@@ -353,7 +353,11 @@ async def test_a_claude_desktop_servers_file(tmp_path: Path) -> None:
     assert code == 0, err
     listed = {row["name"]: row for row in json.loads(out)}
     assert listed["time_get_current_time"]["source"] == "mcp time"
-    assert "Europe/Berlin" in json.dumps(listed["time_get_current_time"]["parameters"])
+    # The server was started with the substituted value (its tool's description quotes
+    # it); `tools` prints it redacted, as every value substituted from ${NAME}.
+    parameters = json.dumps(listed["time_get_current_time"]["parameters"])
+    assert "Use '[redacted]' as local timezone" in parameters
+    assert "Europe/Berlin" not in out
 
 
 async def test_a_script_declines_questions_and_shows_progress(

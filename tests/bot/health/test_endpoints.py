@@ -109,6 +109,10 @@ async def test_routes_join_an_existing_app() -> None:
     add_routes(app, Readiness(), fine)
     paths = {route.resource.canonical for route in app.router.routes() if route.resource}
     assert {"/healthz", "/readyz", "/metrics"} <= paths
+    public = web.Application()  # HTTP mode's events port
+    add_routes(public, Readiness(), fine, metrics=False)
+    paths = {route.resource.canonical for route in public.router.routes() if route.resource}
+    assert paths == {"/healthz", "/readyz"}
 
 
 async def test_a_port_in_use_is_a_clear_configuration_error(

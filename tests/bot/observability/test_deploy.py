@@ -71,3 +71,24 @@ def test_the_alerts_cover_dead_letters_the_oldest_turn_and_the_error_rate() -> N
     for name, rule in rules.items():
         assert rule["labels"]["severity"] and rule["annotations"]["summary"]
         assert f"### {name}" in runbook, f"the runbook does not explain {name}"
+
+
+KUBERNETES = ROOT / "deploy" / "kubernetes" / "slack-agent.yaml"
+
+
+def test_the_kubernetes_example_probes_the_app_port_and_scrapes_the_metrics_port() -> None:
+    deployment, service = yaml.safe_load_all(KUBERNETES.read_text())
+    pod = deployment["spec"]["template"]
+    [container] = pod["spec"]["containers"]
+    command = container["command"]
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    flag = {name: command[command.index(name) + 1] for name in ("--port", "--metrics-port")}
+    assert ports == {"http": int(flag["--port"]), "metrics": int(flag["--metrics-port"])}
+    # The probes stay on the app's port, where /healthz and /readyz are in both modes.
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    # /metrics (only on --metrics-port in HTTP mode) is scraped there, never exposed.
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == flag["--metrics-port"]
+    assert annotations["prometheus.io/path"] == "/metrics"
+    assert [port["targetPort"] for port in service["spec"]["ports"]] == ["http"]

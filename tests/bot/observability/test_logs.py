@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bot.cli import main
 from bot.observability import logs
 from bot.observability.context import ROUND, TurnContext, tool_context, turn_context
+from bot.observability.redaction import Redactor
 from tests.fakes.llm_server import calls, text
 from tests.fakes.mcp_servers import HttpMcpServer
 from tests.fakes.slack_harness import SlackHarness, mention
@@ -83,7 +84,7 @@ def test_log_format_must_be_text_or_json(
 
 
 def test_the_redactor_replaces_every_secret_whole() -> None:
-    redactor = logs.Redactor()
+    redactor = Redactor()
     redactor.add(["xoxb-1-abcdef", "xoxb-1-abcdefgh", "short", None])
     assert redactor.redact("a xoxb-1-abcdefgh b xoxb-1-abcdef c short") == (
         "a [redacted] b [redacted] c short"

@@ -31,6 +31,7 @@ class Collector:
 
     def __init__(self) -> None:
         self.spans: list[Span] = []
+        self.bodies: list[bytes] = []  # each export request as it came
         self.port = free_port()
         self.runner: web.AppRunner | None = None
 
@@ -46,8 +47,10 @@ class Collector:
         await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
 
     async def export(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        self.bodies.append(body)
         message = ExportTraceServiceRequest()
-        message.ParseFromString(await request.read())
+        message.ParseFromString(body)
         for resource_spans in message.resource_spans:
             service = next(
                 a.value.string_value

@@ -14,6 +14,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from bot.llm import LLMError, OpenAIChatModel
 from bot.observability import tracing
+from bot.observability.span_export import RedactingSpanExporter
 from bot.process.run import assemble
 from bot.process.services import build_services
 from bot.turn.model import Turn
@@ -136,7 +137,8 @@ def test_the_configured_endpoint_gets_the_traces_path() -> None:
     try:
         [processor] = provider._active_span_processor._span_processors
         exporter = processor.span_exporter  # type: ignore[attr-defined]
-        assert exporter._endpoint == "http://c:4318/v1/traces"
+        assert isinstance(exporter, RedactingSpanExporter)  # every span redacted on its way
+        assert exporter.inner._endpoint == "http://c:4318/v1/traces"  # type: ignore[attr-defined]
         assert provider.resource.attributes["service.name"] == "bot"
     finally:
         provider.shutdown()

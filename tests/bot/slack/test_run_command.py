@@ -141,6 +141,40 @@ async def test_run_serves_http_answers_and_stops_cleanly(
     assert "xoxb-test" not in err and "sk-test" not in err and SECRET not in err
 
 
+async def get(port: int, path: str) -> int:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
+        return response.status
+
+
+async def test_http_mode_keeps_metrics_off_slacks_public_port(
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+    tmp_path: Path,
+    key_prefix: str,
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    config = http_config(tmp_path, key_prefix)
+    port = free_port()
+    process = await spawn(
+        processes, environment(fake_slack, fake_llm, config), "run", "--port", str(port)
+    )
+    await healthy(port)
+    await until_true(lambda: readiness_ok(port), 20)
+    assert await get(port, "/healthz") == 200
+    assert await get(port, "/metrics") == 404  # nothing but Slack's events and the probes
+    process.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(process.wait(), 30) == 0
+    err = (await process.stderr.read()).decode()  # type: ignore[union-attr]
+    assert "health and metrics on" not in err  # no other listener was opened
+
+
+async def readiness_ok(port: int) -> bool:
+    return await get(port, "/readyz") == 200
+
+
 async def test_ingress_and_workers_scale_apart(
     fake_slack: FakeSlack,
     fake_llm: FakeLLM,

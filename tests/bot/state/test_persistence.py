@@ -54,7 +54,7 @@ def test_from_info_without_aof_is_unknown(info: dict[str, Any]) -> None:
 def make_private_redis() -> Iterator[Callable[..., PrivateRedis]]:
     started: list[PrivateRedis] = []
 
-    def make(**options: bool) -> PrivateRedis:
+    def make(**options: Any) -> PrivateRedis:
         server = PrivateRedis(**options)
         started.append(server)
         server.start()

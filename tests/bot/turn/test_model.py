@@ -36,7 +36,7 @@ def test_an_entry_without_a_message_or_with_an_unknown_kind_still_loads() -> Non
     bare = {"team": "T1", "channel": "C1", "thread_ts": "1.1", "user": "U1", "text": "hi"}
     turn = Turn.from_json(json.dumps({**bare, "kind": "carrier-pigeon", "extra": {}}))
     assert turn.kind is TurnKind.MENTION and turn.message is None and not turn.new_thread
-    assert turn.author_team == "T1"
+    assert turn.author_team == ""  # not named: never taken as the bot's workspace
     odd = Turn.from_json(json.dumps({**bare, "extra": {"message": {"files": "not a list"}}}))
     assert odd.message is None  # answered from its text
     assert odd.text == "hi"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
+from urllib.parse import quote
 
 import pytest
 from aiohttp import web
@@ -141,22 +142,43 @@ async def test_the_tool_describes_its_hosts(site: str) -> None:
     assert result["title"] == "Flour guide"
 
 
+LOOPBACK = r"refused by the loopback rule \(127\.0\.0\.0/8\): fetched only from a host"
+
+
 async def test_internal_addresses_need_an_exact_allow_entry(site: str) -> None:
     port = site.rsplit(":", 1)[1]
     # A glob that happens to cover a loopback address is not enough...
-    with pytest.raises(ToolError, match="internal address"):
+    with pytest.raises(ToolError, match=LOOPBACK):
         await fetch_text(f"{site}/page", FetchUrlConfig(allowed_hosts=["127.0.0.*"]))
+    with pytest.raises(ToolError, match=LOOPBACK):
+        await fetch_text(f"{site}/page", FetchUrlConfig(allowed_hosts=["*"]))
     # ...nor is a name that resolves to one.
-    with pytest.raises(ToolError, match="internal address"):
+    with pytest.raises(ToolError, match=r"localhost points to .*loopback rule"):
         await fetch_text(f"http://localhost:{port}/page", FetchUrlConfig(allowed_hosts=["local*"]))
     # Naming the host exactly allows it (an intranet wiki, say).
     exact = FetchUrlConfig(allowed_hosts=["localhost"])
     assert (await fetch_text(f"http://localhost:{port}/page", exact))["title"] == "Flour guide"
-    # Link-local (cloud metadata) never.
-    with pytest.raises(ToolError, match="link-local"):
-        await fetch_text(
-            "http://169.254.169.254/latest/", FetchUrlConfig(allowed_hosts=["169.254.169.254"])
-        )
+    # Link-local and cloud metadata never, named exactly or not.
+    for host in ("169.254.169.254", "100.100.100.200", "[fd00:ec2::254]", "[fe80::1%25eth0]"):
+        named = FetchUrlConfig(allowed_hosts=[host.strip("[]")])
+        for config in (named, FetchUrlConfig(allowed_hosts=["*"])):
+            with pytest.raises(ToolError, match=r"rule .*: never fetched"):
+                await fetch_text(f"http://{host}/latest/", config)
+
+
+async def test_a_literal_address_is_judged_in_every_form(site: str) -> None:
+    """aiohttp connects to a literal address without a lookup: the rule sees it first, in
+    whichever form it is written; a form that is not the usual one is refused outright."""
+    port = site.rsplit(":", 1)[1]
+    anything = FetchUrlConfig(allowed_hosts=["*"])
+    for host in ("[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[::127.0.0.1]", "[64:ff9b::7f00:1]"):
+        with pytest.raises(
+            ToolError, match=r"\((IPv4-mapped|IPv4-compatible|NAT64) 127\.0\.0\.1\)"
+        ):
+            await fetch_text(f"http://{host}:{port}/page", anything)
+    for host in ("127.1", "2130706433", "017.0.0.1", "127.0.0.1."):
+        with pytest.raises(ToolError, match="not an IP address written in the usual form"):
+            await fetch_text(f"http://{host}:{port}/page", anything)
 
 
 class ChangingDns(AbstractResolver):
@@ -195,7 +217,11 @@ async def test_a_name_that_rebinds_between_lookups_never_reaches_the_internal_ad
     port = site.rsplit(":", 1)[1]
     # 127.0.0.2 stands in for a public address here (nothing listens on it); 127.0.0.1,
     # where the site is, stays internal.
-    monkeypatch.setattr(checked_resolver, "internal", lambda address: str(address) != "127.0.0.2")
+    monkeypatch.setattr(
+        checked_resolver,
+        "refusal",
+        lambda host, address, exact: None if str(address) == "127.0.0.2" else "internal",
+    )
     dns = ChangingDns("127.0.0.2", "127.0.0.1")
     config = FetchUrlConfig(allowed_hosts=["*.example"])
     with pytest.raises(ToolError, match="Could not fetch") as refused:
@@ -208,13 +234,77 @@ async def test_a_name_that_resolves_inside_is_refused_at_connect_time(site: str)
     port = site.rsplit(":", 1)[1]
     dns = ChangingDns("127.0.0.1")
     glob = FetchUrlConfig(allowed_hosts=["*.example"])
-    with pytest.raises(ToolError, match=r"rebind\.example points to an internal address"):
+    with pytest.raises(ToolError, match=r"rebind\.example points to 127\.0\.0\.1, refused by"):
         await fetch_text(f"http://rebind.example:{port}/page", glob, dns)
-    metadata = ChangingDns("169.254.169.254")
     exact = FetchUrlConfig(allowed_hosts=["meta.example"])
-    with pytest.raises(ToolError, match="link-local"):
-        await fetch_text(f"http://meta.example:{port}/page", exact, metadata)
+    for metadata in ("169.254.169.254", "::ffff:169.254.169.254", "100.100.100.200"):
+        with pytest.raises(ToolError, match="cloud metadata rule"):
+            await fetch_text(f"http://meta.example:{port}/page", exact, ChangingDns(metadata))
+    with pytest.raises(ToolError, match="CGNAT rule"):
+        await fetch_text(f"http://cgnat.example:{port}/page", glob, ChangingDns("100.64.0.1"))
     # Named exactly, an internal host is reachable (an intranet wiki, say).
     wiki = FetchUrlConfig(allowed_hosts=["wiki.example"])
     page = await fetch_text(f"http://wiki.example:{port}/page", wiki, ChangingDns("127.0.0.1"))
     assert page["title"] == "Flour guide"
+
+
+class NamedDns(ChangingDns):
+    """Answers each name its own address."""
+
+    def __init__(self, **addresses: str) -> None:
+        super().__init__("")
+        self.addresses = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        self.answers = [self.addresses[host.split(".")[0]]]
+        return await super().resolve(host, port, family)
+
+
+@pytest.fixture
+async def redirector() -> AsyncIterator[tuple[int, list[str]]]:
+    """/to?to=URL redirects there; every request's path is recorded."""
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.path)
+        if request.path == "/to":
+            raise web.HTTPFound(request.query["to"])
+        return web.Response(text="reached", content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, shutdown_timeout=0.2)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    try:
+        yield tcp._server.sockets[0].getsockname()[1], seen  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_redirect_to_a_refused_address_is_refused_before_connecting(
+    redirector: tuple[int, list[str]],
+) -> None:
+    """www.example stands in for a public host (named exactly, so its loopback address is
+    allowed); where it redirects is judged before any connection is made. The real thing,
+    public address included, is in test_fetch_netns.py."""
+    port, seen = redirector
+    dns = NamedDns(www="127.0.0.1", inside="127.0.0.1", meta="169.254.169.254")
+    config = FetchUrlConfig(allowed_hosts=["www.example", "meta.example", "*"])
+    targets = {
+        f"http://inside.example:{port}/target": "loopback rule",  # through the glob
+        f"http://meta.example:{port}/target": "cloud metadata rule",  # named exactly
+        f"http://[::ffff:127.0.0.1]:{port}/target": r"\(IPv4-mapped 127\.0\.0\.1\)",
+        f"http://127.0.0.1:{port}/target": "loopback rule",
+    }
+    for target, rule in targets.items():
+        hop = f"http://www.example:{port}/to?to={quote(target, safe='')}"
+        with pytest.raises(ToolError, match=rule):
+            await fetch_text(hop, config, dns)
+    assert seen == ["/to"] * len(targets)  # the redirects were served; no target was
+    # The same server, reached by the redirect when the target is allowed:
+    allowed = f"http://www.example:{port}/to?to={quote(f'http://www.example:{port}/x')}"
+    assert (await fetch_text(allowed, config, dns))["text"] == "reached"

@@ -30,7 +30,8 @@ def register(app: AsyncApp, stops: StopRequests, policy: Policy, later: AfterAck
             log.warning("a Stop button with an unreadable value")
             return
         clicker = (body.get("user") or {}).get("id") or ""
-        clicker_team = (body.get("user") or {}).get("team_id") or ""  # Slack Connect: theirs
+        # Slack Connect: the clicker's own workspace; "" (none named) is never taken as ours
+        clicker_team = (body.get("user") or {}).get("team_id") or ""
         if clicker == turn.get("user"):
             await stops.request(thread, clicker)  # one Redis write: done before the ack
             return

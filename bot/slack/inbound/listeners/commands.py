@@ -21,7 +21,8 @@ def register(app: AsyncApp, command: str, commands: AdminCommands, later: AfterA
         ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext
     ) -> None:
         # In a shared channel (Slack Connect) the command's team_id is the caller's own
-        # workspace; the bot's is the one it is installed in (auth.test).
+        # workspace; the bot's is the one it is installed in (auth.test). None named: an
+        # outside person (permissions/policy.py Person.external).
         caller_team = body.get("team_id") or ""
         installed = context.authorize_result.team_id if context.authorize_result else None
         caller = Caller(

@@ -25,7 +25,10 @@ def register(
     ) -> None:
         if event.get("tab") not in (None, "home"):
             return
-        person = Person(context.team_id or "", event.get("user") or "", None)
+        # app_home_opened names no author's workspace, but the Home tab opens only in a
+        # workspace the app is installed in: the event's own (users.info still decides).
+        team = context.team_id or ""
+        person = Person(team, event.get("user") or "", None, user_team=team)
 
         async def publish() -> None:
             held = [(h.role, h.source) for h in await policy.held(person)] if policy.roles else []
