@@ -120,6 +120,29 @@ class McpServerConfig(BaseModel):
         "destructiveHint: false needs it).",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _sampling_as_a_section(cls, data: Any) -> Any:
+        """``sampling: {max_tokens: N, max_requests_per_call: N, enabled: true}`` is the same
+        as ``sampling: true`` with ``sampling_max_tokens`` and
+        ``sampling_max_requests_per_call`` (``enabled`` defaults to true)."""
+        if not isinstance(data, dict) or not isinstance(data.get("sampling"), dict):
+            return data
+        section = dict(data["sampling"])
+        unknown = sorted(set(section) - {"enabled", "max_tokens", "max_requests_per_call"})
+        if unknown:
+            raise ValueError(
+                f"sampling: unknown key {unknown[0]!r} "
+                "(use enabled, max_tokens, max_requests_per_call)"
+            )
+        flat = {**data, "sampling": section.get("enabled", True)}
+        for key in ("max_tokens", "max_requests_per_call"):
+            if key in section:
+                if f"sampling_{key}" in data:
+                    raise ValueError(f"give sampling.{key} or sampling_{key}, not both")
+                flat[f"sampling_{key}"] = section[key]
+        return flat
+
     @field_validator("transport", mode="before")
     @classmethod
     def _transport_spelling(cls, value: Any) -> Any:

@@ -104,6 +104,18 @@ def test_no_file_and_an_empty_file_give_defaults(tmp_path: Path) -> None:
         ),
         ("mcp: {servers: {x: {command: a, sampling_max_tokens: 0}}}", "sampling_max_tokens"),
         ("mcp: {servers: {x: {url: 'http://b', prefix: 'bad prefix'}}}", "mcp.servers.x.prefix"),
+        (
+            "mcp: {servers: {x: {command: a, sampling: {max_requests: 2}}}}",
+            "mcp.servers.x: sampling: unknown key 'max_requests'",
+        ),
+        (
+            "mcp: {servers: {x: {command: a, sampling: {max_requests_per_call: 0}}}}",
+            "mcp.servers.x.sampling_max_requests_per_call",
+        ),
+        (
+            "mcp: {servers: {x: {command: a, sampling: {max_tokens: 9}, sampling_max_tokens: 9}}}",
+            "give sampling.max_tokens or sampling_max_tokens, not both",
+        ),
     ],
 )
 def test_errors_name_the_key(text: str, expected: str) -> None:
@@ -111,6 +123,32 @@ def test_errors_name_the_key(text: str, expected: str) -> None:
         parse_config(text, "acme.yaml")
     assert str(caught.value).startswith("acme.yaml: ")
     assert expected in str(caught.value)
+
+
+def test_sampling_as_a_switch_or_a_section() -> None:
+    """``sampling.max_requests_per_call`` (and ``sampling.max_tokens``) may be written as a
+    section, which switches sampling on, or flat beside ``sampling: true``."""
+    servers = parse_config(
+        """
+mcp:
+  servers:
+    flat: {command: a, sampling: true, sampling_max_requests_per_call: 3}
+    section: {command: a, sampling: {max_requests_per_call: 2, max_tokens: 50}}
+    switched_off: {command: a, sampling: {enabled: false, max_requests_per_call: 4}}
+    default: {command: a}
+""",
+        "acme.yaml",
+    ).mcp.servers
+    seen = {
+        name: (s.sampling, s.sampling_max_requests_per_call, s.sampling_max_tokens)
+        for name, s in servers.items()
+    }
+    assert seen == {
+        "flat": (True, 3, 1000),
+        "section": (True, 2, 50),
+        "switched_off": (False, 4, 1000),
+        "default": (False, 5, 1000),
+    }
 
 
 def test_a_missing_file(tmp_path: Path) -> None:
