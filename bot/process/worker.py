@@ -8,13 +8,14 @@ from bot.llm.client import ChatModel
 from bot.process.services import Services
 from bot.process.slack import SlackSide
 from bot.process.state import State
+from bot.slack.client import TurnClient
 from bot.slack.outbound.asker import SlackAsker
 from bot.turn.agent import Agent, ModelFor, ToolsetFor
 from bot.turn.approval import TurnApprover
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
-from bot.turn.responder import Responder
+from bot.turn.responder import Deadline, Responder
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
@@ -39,7 +40,7 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
         services.config,
     )
 
-    async def toolset_for(turn: Turn, entry_id: str) -> Toolset:
+    async def toolset_for(turn: Turn, entry_id: str, deadline: Deadline) -> Toolset:
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
 
         async def needs(tool: Tool) -> bool:
@@ -50,7 +51,7 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
             state.approvals, state.audit, turn, entry_id, timeout_s=config.approval.timeout_s
         )
         allowed = ApprovalToolset(policy.toolset(registry, person), approver, needs)
-        asker = SlackAsker(slack.client, state.elicitations, turn)
+        asker = SlackAsker(TurnClient(slack.client, deadline), state.elicitations, turn)
         requester = Requester(
             turn.team, turn.user, turn.channel, turn.thread_ts, asker, turn.author_team
         )

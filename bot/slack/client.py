@@ -29,6 +29,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.observability.slack_client import InstrumentedWebClient, method_of, rate_limited
 from bot.slack.outbound.broadcasts import defuse
+from bot.turn.responder import Deadline
 
 CREATES = ("chat.postMessage", "chat.startStream")
 
@@ -130,6 +131,24 @@ WRITES = frozenset(
         "chat.scheduleMessage",
     }
 )
+
+
+class TurnClient(AsyncWebClient):
+    """The Slack client of one turn (its view, its notice): every call is made within the
+    owner's lease (``deadline``, bot/turn/store/lease.py). A call is not started unless it
+    can end before the lease does, less a margin, with nothing awaited between that check
+    and sending it; one still running then (a slow Slack, retries after a 429) is cut off.
+    Either way the turn's attempt ends (``Aborted``) and its next owner carries on. What it
+    sends goes through ``base`` (defused, counted, retried)."""
+
+    def __init__(self, base: AsyncWebClient, deadline: Deadline) -> None:
+        super().__init__(token=base.token, base_url=base.base_url, timeout=base.timeout)
+        self.base = base
+        self.deadline = deadline
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        async with self.deadline.bounded(f"Slack's {api_method}"):
+            return await self.base.api_call(api_method, **kwargs)
 
 
 def web_client(token: str, api_url: str, *, allow_broadcast: bool = False) -> AsyncWebClient:

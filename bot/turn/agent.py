@@ -12,6 +12,7 @@ from bot.agent.messages import user_message
 from bot.llm.client import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.turn.model import Turn
+from bot.turn.responder import Deadline
 from tools.toolset import Toolset
 
 
@@ -24,7 +25,9 @@ class TurnInput:
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
-ToolsetFor = Callable[[Turn, str], Awaitable[Toolset]]  # the turn and its entry id
+# The turn, its entry id, and its owner's lease (what the tools say in Slack, a question
+# an MCP server asks, is said within it).
+ToolsetFor = Callable[[Turn, str, Deadline], Awaitable[Toolset]]
 ContextFor = Callable[[Turn], Awaitable[str]]
 MessageFor = Callable[[Turn], Awaitable[TurnInput]]
 ModelFor = Callable[[Turn], Awaitable[ChatModel]]

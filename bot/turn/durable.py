@@ -2,7 +2,9 @@
 
 Redis being away (beyond redis-py's own retries) is waited out while the lease holds; a
 lost lease or a shutdown ends the attempt with :class:`Aborted`, and the next owner
-continues from what was saved. Safe because every move and save is idempotent.
+continues from what was saved. Each try is bounded by the lease (a Redis that hangs, its
+packets silently dropped, is given up on at the lease's end, not after its socket
+timeouts). Safe because every move and save is idempotent.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class Durably:
         delay = REDIS_RETRY_START_S
         while True:
             try:
-                return await write()
+                async with self.lease.bounded(f"a write of turn {self.entry_id}"):
+                    return await write()
             except REDIS_DOWN as exc:
                 if not self.lease.valid():
                     raise Aborted(f"turn {self.entry_id}: Redis away, lease gone") from exc

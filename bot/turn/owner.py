@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 
 from opentelemetry import trace
@@ -103,13 +104,25 @@ class TurnOwner:
     # --- the Fence the Slack view writes through -----------------------------------------
 
     def valid(self) -> bool:
-        return self.lease.valid() and not (self.handing_back and self.handing_back.is_set())
+        return self.lease.valid() and not self._handing_back()
+
+    def time_left(self) -> float:
+        return 0.0 if self._handing_back() else self.lease.time_left()
+
+    def bounded(self, what: str) -> AbstractAsyncContextManager[None]:
+        if self._handing_back():
+            raise Aborted(f"turn {self.entry_id}: handed back ({what})")
+        return self.lease.bounded(what)
+
+    def _handing_back(self) -> bool:
+        return self.handing_back is not None and self.handing_back.is_set()
 
     async def save_delivery(self, record: DeliveryRecord) -> None:
         if not self.valid():
             raise Aborted(f"turn {self.entry_id}: the lease is gone")
         try:
-            await self.owned.save(delivery=record)
+            async with self.bounded("saving the delivery record"):
+                await self.owned.save(delivery=record)
         except Stale as exc:
             self.lease.lost.set()
             raise Aborted(f"lost the lock of {self.turn.thread_key}") from exc
@@ -157,7 +170,7 @@ class TurnOwner:
             log.debug("could not uncount the attempt of %s", self.entry_id, exc_info=True)
 
     async def _run(self) -> TurnEnd | None:
-        record = await self.owned.begin()
+        record = await self.durably(self.owned.begin)
         self._attempts = record.attempts
         span = trace.get_current_span()
         if span.is_recording():
@@ -205,7 +218,7 @@ class TurnOwner:
         self, view: TurnView, record: TurnRecord
     ) -> TurnRecord | Waiting | DeadLettered:
         agent, turn = self.agent, self.turn
-        toolset = await agent.toolset_for(turn, self.entry_id)
+        toolset = await agent.toolset_for(turn, self.entry_id, self)
         scope = requester_scope(turn.user, toolset)  # withholds what this person may not see
         history = await self.stores.history.for_model(
             turn.thread_key, agent.history_budget, agent.estimator, scope

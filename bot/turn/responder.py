@@ -60,7 +60,20 @@ class Undeliverable(Exception):
     """Slack will never take it (the channel is gone, the bot was removed, ...)."""
 
 
-class Fence(Protocol):
+class Deadline(Protocol):
+    """How long an owner may still speak for a turn (its lease, bot/turn/store/lease.py)."""
+
+    def time_left(self) -> float:
+        """Seconds a call made for the turn may still take (0: none may be started)."""
+        ...
+
+    def bounded(self, what: str) -> AbstractAsyncContextManager[None]:
+        """Run one Slack call, or one Redis step on the way to one: :class:`Aborted` at once
+        when there is no time left for it, and when it is still running at the deadline."""
+        ...
+
+
+class Fence(Deadline, Protocol):
     def valid(self) -> bool:
         """Whether this owner may still write to Slack (its lease holds), without a round
         trip."""
@@ -101,6 +114,7 @@ class Responder(Protocol):
         """The view of one turn, picking up from what an earlier attempt recorded."""
         ...
 
-    async def post_notice(self, notice: Notice) -> None:
-        """Post a notice (and close what its turn left open). Raises like ``deliver``."""
+    async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
+        """Post a notice (and close what its turn left open), every call within the
+        thread's lease (``deadline``). Raises like ``deliver``, and :class:`Aborted`."""
         ...

@@ -20,7 +20,7 @@ from bot.process.worker import build_worker as assemble
 from bot.turn.agent import Agent
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
-from bot.turn.responder import DeliveryFailed, DeliveryRecord, Fence, Settled
+from bot.turn.responder import Deadline, DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tools import StaticToolset, Tool, Toolset
@@ -61,7 +61,7 @@ class MemoryResponder:
     ) -> AsyncIterator[MemoryView]:
         yield MemoryView(self, turn, delivery)
 
-    async def post_notice(self, notice: Notice) -> None:
+    async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
         self.gave_up.append(notice)
 
     def texts(self) -> list[str]:
@@ -92,7 +92,8 @@ class ListView:
             return
         self.record["posting"] = True
         await self.fence.save_delivery(self.record)
-        await self.state.client.rpush(self.key, item)
+        async with self.fence.bounded("pushing the answer"):  # as Slack calls are
+            await self.state.client.rpush(self.key, item)
         self.record["posted"] = True
         await self.fence.save_delivery(self.record)
 
@@ -113,8 +114,10 @@ class ListResponder:
     ) -> AsyncIterator[ListView]:
         yield ListView(self.state, self.key, entry_id, delivery, fence)
 
-    async def post_notice(self, notice: Notice) -> None:
-        await self.state.client.rpush(self.key, json.dumps({"turn": notice.id, "text": "GAVE UP"}))
+    async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
+        item = json.dumps({"turn": notice.id, "text": "GAVE UP"})
+        async with deadline.bounded("pushing the notice"):  # as Slack calls are
+            await self.state.client.rpush(self.key, item)
 
 
 async def delivered_texts(state: State, key: str) -> list[str]:
@@ -142,7 +145,7 @@ def make_worker(
 ) -> Worker:
     chosen = toolset or StaticToolset(tools)
 
-    async def toolset_for(turn: Turn, entry_id: str) -> Toolset:
+    async def toolset_for(turn: Turn, entry_id: str, deadline: Deadline) -> Toolset:
         return chosen
 
     agent = Agent(model, LoopSettings(system_prompt="test"), toolset_for, 16000, TokenEstimator())

@@ -13,6 +13,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config.schema import SlackConfig
+from bot.slack.client import TurnClient
 from bot.slack.errors import error_code, is_temporary, sorted_for_delivery
 from bot.slack.identity import BotIdentity
 from bot.slack.outbound.blocks import answer_blocks, message_text, turn_blocks, turn_text
@@ -23,7 +24,7 @@ from bot.slack.outbound.tagging import Me, OwnMessage, find_own, first_message, 
 from bot.slack.outbound.tasks import ToolTask, settle_task, task_chunk
 from bot.slack.outbound.view import SlackTurnView
 from bot.turn.model import Turn
-from bot.turn.responder import DeliveryRecord, Fence
+from bot.turn.responder import Aborted, Deadline, DeliveryRecord, Fence
 from bot.turn.store.approvals import Approvals
 from bot.turn.store.notices import Notice
 from bot.turn.store.stops import StopRequests
@@ -62,7 +63,7 @@ class SlackResponder:
     ) -> AsyncIterator[SlackTurnView]:
         ledger = DeliveryLedger(SlackDelivery.from_record(delivery), fence)
         view = SlackTurnView(
-            self.client,
+            TurnClient(self.client, fence),
             turn,
             entry_id,
             ledger,
@@ -80,10 +81,12 @@ class SlackResponder:
         finally:
             await view.close()
 
-    async def post_notice(self, notice: Notice) -> None:
+    async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
         """Close what the turn left open (a stream, the turn's message or the Stop button's
         message while they still offer a stop, also ones whose ts was never learnt), then
-        post the notice once: a notice taken before is looked for first."""
+        post the notice once: a notice taken before is looked for first. Every call is made
+        within the thread's lease (``deadline``)."""
+        client = TurnClient(self.client, deadline)
         record = SlackDelivery.from_record(notice.delivery)
         turn = Turn(notice.team, notice.channel, notice.thread_ts, "", "", notice.message_ts)
         found: list[OwnMessage] | None = None
@@ -91,7 +94,7 @@ class SlackResponder:
         async def own() -> list[OwnMessage]:
             nonlocal found
             if found is None:
-                found = await find_own(self.client, turn, self.me)
+                found = await find_own(client, turn, self.me)
             return found
 
         with sorted_for_delivery():
@@ -99,7 +102,7 @@ class SlackResponder:
                 first = first_message(await own(), notice.message_ts, record.segment, record.after)
                 record.found(first.ts, streaming=first.streaming)
             if record.ts and record.message in (MessageState.STREAMING, MessageState.POSTED):
-                await self._close_turn_message(notice, record)
+                await self._close_turn_message(client, notice, record)
             if record.control is ControlState.POSTING:
                 ts = next(
                     (
@@ -115,11 +118,11 @@ class SlackResponder:
                     record.control_not_found()
             if record.control is ControlState.SHOWN:
                 await self._quietly(
-                    self.client.chat_delete(channel=notice.channel, ts=record.control_ts)
+                    client.chat_delete(channel=notice.channel, ts=record.control_ts)
                 )
             if self.settings.agent_sessions:
                 await self._quietly(
-                    self.client.agents_sessions_setStatus(
+                    client.agents_sessions_setStatus(
                         channel_id=notice.channel, thread_ts=notice.thread_ts, status="active"
                     )
                 )
@@ -127,7 +130,7 @@ class SlackResponder:
                 return
             if notice.taken > 1 and any(m.is_for(notice.message_ts, "notice") for m in await own()):
                 return
-            await self.client.chat_postMessage(
+            await client.chat_postMessage(
                 channel=notice.channel,
                 thread_ts=notice.thread_ts,
                 text=message_text(notice.text),
@@ -135,7 +138,9 @@ class SlackResponder:
                 metadata=tag(notice.message_ts, notice.id, "notice"),
             )
 
-    async def _close_turn_message(self, notice: Notice, record: SlackDelivery) -> None:
+    async def _close_turn_message(
+        self, client: AsyncWebClient, notice: Notice, record: SlackDelivery
+    ) -> None:
         """The turn's message stops offering a stop and says it could not finish."""
         ts = record.ts
         tasks = [ToolTask.from_record(task) for task in record.tasks]
@@ -144,7 +149,7 @@ class SlackResponder:
                 settle_task(task, None)
         if record.message is MessageState.STREAMING:
             await self._quietly(
-                self.client.chat_stopStream(
+                client.chat_stopStream(
                     channel=notice.channel,
                     ts=ts,
                     chunks=[task_chunk(task) for task in tasks] or None,
@@ -154,7 +159,7 @@ class SlackResponder:
             )
             return
         await self._quietly(
-            self.client.chat_update(
+            client.chat_update(
                 channel=notice.channel,
                 ts=ts,
                 text=turn_text(tasks, STOPPED_NOTE, True),
@@ -169,7 +174,7 @@ class SlackResponder:
         over) is fine; what it refuses for now is raised."""
         try:
             await call
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, Aborted):
             raise
         except Exception as exc:
             if is_temporary(exc):

@@ -73,12 +73,18 @@ class SlackTurnView:
             title_thread=turn.kind is TurnKind.ASSISTANT and turn.new_thread,
         )
 
+        self.fence = ledger.fence
+
         async def was_stopped(ts: str) -> bool:
-            return stops is not None and await stops.stream_stopped(turn.channel, ts)
+            if stops is None:
+                return False
+            async with self.fence.bounded("asking whether the stream was stopped"):
+                return await stops.stream_stopped(turn.channel, ts)
 
         async def stop_turn() -> None:
             if stops is not None:
-                await stops.request(turn.thread_key, turn.user)
+                async with self.fence.bounded("asking the turn to stop"):
+                    await stops.request(turn.thread_key, turn.user)
 
         self.answer = AnswerWriter(
             client,
@@ -100,7 +106,9 @@ class SlackTurnView:
         and show on its approval cards what was decided (or expired) meanwhile."""
         await self.answer.resume()
         if self.ledger.record.cards and self.approvals is not None:
-            await refresh(self.client, self.approvals, await self.approvals.of_turn(self.entry_id))
+            async with self.fence.bounded("showing what was decided on its cards"):
+                requests = await self.approvals.of_turn(self.entry_id)
+                await refresh(self.client, self.approvals, requests)
 
     async def observe(self, event: AgentEvent) -> None:
         if isinstance(event, RoundStarted):
@@ -129,25 +137,29 @@ class SlackTurnView:
             if not self._started:  # resumed after the loop: find out about the session again
                 self._started = True
                 await self.status.start()
-            await finish(self.answer, settled)
+            # Its Redis steps as well as its Slack calls end with the lease.
+            async with self.fence.bounded("delivering the answer"):
+                await finish(self.answer, settled)
 
     async def park(self, requests: list[ApprovalRequest]) -> None:
         """The turn waits for people to decide ``requests``: its message so far is closed
         (no stream stays open while it waits), and the approval card goes below it."""
-        if self.approvals is None:
+        approvals = self.approvals
+        if approvals is None:
             raise RuntimeError("this view was built without the approvals store")
         with sorted_for_delivery():
             await self.background.settle()
-            await set_aside(self.answer)
-            await show_card(
-                self.client,
-                self.turn,
-                self.entry_id,
-                self.ledger,
-                self.approvals,
-                requests,
-                self.answer.who_am_i,
-            )
+            async with self.fence.bounded("showing the approval card"):
+                await set_aside(self.answer)
+                await show_card(
+                    self.client,
+                    self.turn,
+                    self.entry_id,
+                    self.ledger,
+                    approvals,
+                    requests,
+                    self.answer.who_am_i,
+                )
 
     def delivery(self) -> DeliveryRecord:
         return self.ledger.record.to_record()

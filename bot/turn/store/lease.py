@@ -8,9 +8,19 @@ lock and marks the entry as long idle, so another worker claims it at its next l
 of waiting for the takeover time.
 
 Redis is the judge of ownership (every write to the turn's record checks the token), but a
-Slack call cannot be fenced by Redis: :meth:`ThreadLease.valid` says, without a round trip,
-whether the lease can still be trusted (no failed renewal, and well inside the TTL since the
-last renewal that worked).
+Slack call cannot be fenced by Redis. So the lease keeps a local deadline, measured from the
+moment the last renewal that worked was *sent* (Redis set the lock's expiry later than that):
+
+    renewal sent at r ──── calls end: r + 0.7 T ── deadline D: r + 0.8 T ── lock expires
+                                                                            ≥ r + T = D + 2 M
+
+:meth:`ThreadLease.valid` says, without a round trip, whether D is still ahead (and no
+renewal failed for good). :meth:`ThreadLease.bounded` runs one Slack call, or one Redis
+step on the way to one: it refuses to start (``Aborted``) unless the call can end a margin
+M (a tenth of the TTL) before D, with nothing awaited between that check and the call, and
+cuts the call off at D - M; a renewal moves that cut-off along. Another owner can take the
+thread only once the lock has expired in Redis, at least D + 2 M: whatever this owner sent
+has ended 3 M (3 s with the default 10 s TTL) before the next owner's first write.
 """
 
 from __future__ import annotations
@@ -25,10 +35,12 @@ from bot.state.connection import Redis
 from bot.state.errors import REDIS_DOWN
 from bot.state.keys import Keys
 from bot.turn.model import ThreadKey
+from bot.turn.responder import Aborted
 
 log = logging.getLogger(__name__)
 
-TRUSTED_SHARE = 0.8  # of the TTL after a renewal, the lease counts as held
+TRUSTED_SHARE = 0.8  # of the TTL after a renewal, the lease counts as held (deadline D)
+MARGIN_SHARE = 0.1  # of the TTL: calls made under the lease end this long before D
 HANDED_BACK_IDLE_MS = 10**12  # an entry handed back looks idle for ages: claimed at once
 RETRY_RENEW_S = 0.5  # after a failed renewal (Redis away), the next try comes this soon
 
@@ -95,7 +107,9 @@ class ThreadLease:
         self.consumer = consumer
         self.entry = ""  # the stream entry of the turn being worked on
         self.lost = asyncio.Event()  # set when another owner may have the thread now
+        self.margin_s = MARGIN_SHARE * locks.ttl_ms / 1000
         self._trusted_until = renewed_at + TRUSTED_SHARE * locks.ttl_ms / 1000
+        self._bounds: set[asyncio.Timeout] = set()  # calls under way, cut off at calls_end
         # ``lost`` fires by itself when the lease runs out, even while a renewal hangs.
         self._expiry = asyncio.get_running_loop().call_at(self._trusted_until, self._expire)
 
@@ -113,6 +127,36 @@ class ThreadLease:
             return False
         return True
 
+    @property
+    def calls_end(self) -> float:
+        """The loop time by which every call made under this lease must have ended."""
+        return self._trusted_until - self.margin_s
+
+    def time_left(self) -> float:
+        """Seconds a call may still take under this lease (0: none may be started)."""
+        if not self.valid():
+            return 0.0
+        return max(self.calls_end - asyncio.get_running_loop().time(), 0.0)
+
+    @contextlib.asynccontextmanager
+    async def bounded(self, what: str) -> AsyncIterator[None]:
+        """Run one call (a Slack call, or a Redis step on the way to one) within the lease:
+        :class:`Aborted` at once when it could not end before :attr:`calls_end`, and when
+        it is still running then (moved along by every renewal)."""
+        if self.time_left() <= 0:
+            raise Aborted(f"{what}: no time left in the lease of {self.key}")
+        timeout = asyncio.timeout_at(self.calls_end)
+        self._bounds.add(timeout)
+        try:
+            async with timeout:
+                yield
+        except TimeoutError as exc:
+            if timeout.expired():
+                raise Aborted(f"{what}: cut off at the end of the lease of {self.key}") from exc
+            raise
+        finally:
+            self._bounds.discard(timeout)
+
     async def renew(self) -> bool:
         loop = asyncio.get_running_loop()
         asked_at = loop.time()
@@ -125,6 +169,9 @@ class ThreadLease:
             self._trusted_until = asked_at + TRUSTED_SHARE * locks.ttl_ms / 1000
             self._expiry.cancel()
             self._expiry = loop.call_at(self._trusted_until, self._expire)
+            for timeout in self._bounds:
+                if not timeout.expired():
+                    timeout.reschedule(self.calls_end)
         return bool(renewed)
 
     async def release(self) -> bool:

@@ -223,7 +223,7 @@ class Worker:
             return
         try:
             async with lease.kept_alive() as lost:
-                outcome = await unless(self.responder.post_notice(notice), lost)
+                outcome = await unless(self.responder.post_notice(notice, lease), lost)
             if isinstance(outcome, Interrupted):
                 return  # due again once its take runs out
         except DeliveryFailed as exc:

@@ -20,9 +20,10 @@ from bot.slack.outbound.delivery import (
 )
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.tagging import FirstMessage, OwnMessage, first_message
+from tests.fakes.deadline import NoDeadline
 
 
-class SlowFence:
+class SlowFence(NoDeadline):
     """Each save takes the next delay from ``delays``; keeps what Redis would hold last."""
 
     def __init__(self, *delays: float) -> None:

@@ -22,12 +22,13 @@ from bot.state.commands import Commands
 from bot.turn.model import Turn, TurnKind
 from bot.turn.responder import DeliveryFailed, Settled
 from bot.turn.store.notices import Notice
+from tests.fakes.deadline import NoDeadline
 from tests.fakes.in_memory_slack import InMemorySlack
 from tests.fakes.slack_server import FakeSlack, Message
 from tests.waiting import until
 
 
-class Fence:
+class Fence(NoDeadline):
     """Always valid; keeps the last saved delivery record; can fail saves like Redis."""
 
     def __init__(self) -> None:
@@ -244,10 +245,10 @@ async def test_a_notice_closes_what_its_turn_left_and_is_posted_once(
         await pipe.execute()
     responder = SlackResponder(slack.client, SlackConfig())
     [first] = await state.notices.take_due(lease_s=0)
-    await responder.post_notice(first)  # the worker died before marking it done
+    await responder.post_notice(first, NoDeadline())  # the worker died before marking it done
     [again] = await state.notices.take_due(lease_s=0)
     assert again.taken == 2
-    await responder.post_notice(again)
+    await responder.post_notice(again, NoDeadline())
     await state.notices.done(again)
     shown = kinds(slack.thread("300.000001"))
     assert shown == [
