@@ -38,6 +38,7 @@ class Call:
     args: dict[str, Any]
     at: float  # time.monotonic() when the call arrived
     status: int = 200  # the HTTP status it was answered with
+    token: str = ""  # the bearer token it came with
 
 
 @dataclass
@@ -120,6 +121,8 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}  # files.info, by id
         self.file_bytes: dict[str, tuple[bytes, str]] = {}  # id -> (content, content type)
         self.latency_s = 0.0
+        # Slow to answer these methods: the call takes effect at once, its answer comes late
+        self.method_latency_s: dict[str, float] = {}
         self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}  # more methods
         self.refused_tokens: dict[str, str] = {}  # token -> the error every call with it gets
         self.granted_scopes: set[str] | None = None  # sent as x-oauth-scopes when set
@@ -290,7 +293,8 @@ class FakeSlack:
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await _arguments(request)
-        call = Call(method, args, time.monotonic())
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        call = Call(method, args, time.monotonic(), token=token)
         self.calls.append(call)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
@@ -309,16 +313,18 @@ class FakeSlack:
             return web.json_response(
                 {"ok": False, "error": failure.error}, status=failure.status, headers=headers
             )
-        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
         if token in self.refused_tokens:
             return web.json_response({"ok": False, "error": self.refused_tokens[token]})
         headers = {}
         if self.granted_scopes is not None:
             headers["x-oauth-scopes"] = ",".join(sorted(self.granted_scopes))
         try:
-            return web.json_response(self._answer(method, args), headers=headers)
+            answer = self._answer(method, args)
         except Refused as refused:
-            return web.json_response({"ok": False, "error": refused.error})
+            answer = {"ok": False, "error": refused.error}
+        if method in self.method_latency_s:
+            await asyncio.sleep(self.method_latency_s[method])
+        return web.json_response(answer, headers=headers)
 
     def _next_ts(self) -> str:
         return f"{1_800_000_000 + next(self._ts)}.000100"

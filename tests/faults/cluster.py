@@ -41,8 +41,9 @@ from bot.config.schema import AppConfig
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import app_environment
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack_server import Call, FakeSlack
 from tests.faults.invariants import Report, Run, check, first_asked, left_behind, sessions_left
+from tests.faults.proxy import CutProxy
 from tests.faults.replicas import Replica
 from tests.faults.router import RETRY_DELAYS_S, Router, Sent
 from tests.faults.script import Answers, Plan, Question
@@ -108,6 +109,7 @@ class Cluster:
         config: dict[str, Any] | None = None,
         plan: Callable[[Question], Plan] | None = None,
         persistent_redis: bool = False,
+        partitionable: bool = False,
         retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
         duplicates: float = 0.0,
         seed: int = 0,
@@ -123,6 +125,9 @@ class Cluster:
         self.llm.otherwise = self.answers
         self.redis = PrivateRedis(appendonly=persistent_redis)
         self.replicas = [Replica(i, directory / f"replica-{i}.log") for i in range(1, replicas + 1)]
+        # With ``partitionable``, each replica reaches Redis through its own proxy.
+        self.proxies: dict[int, CutProxy] = {}
+        self._partitionable = partitionable
         self.router = Router(
             self.slack,
             lambda: [r.port for r in self.replicas if r.up],
@@ -172,7 +177,13 @@ class Cluster:
             LOG_LEVEL="INFO",
         )
         for replica in self.replicas:
-            await replica.start(env)
+            own = {"SLACK_BOT_TOKEN": replica.token}  # Slack calls counted per replica
+            if self._partitionable:
+                proxy = CutProxy("127.0.0.1", self.redis.port)
+                await proxy.start()
+                self.proxies[replica.index] = proxy
+                own["REDIS_URL"] = proxy.url
+            await replica.start({**env, **own})
         await asyncio.gather(*(r.healthy(START_TIMEOUT_S) for r in self.replicas))
 
     async def stop(self) -> None:
@@ -181,6 +192,7 @@ class Cluster:
         await asyncio.gather(*self._conversations, return_exceptions=True)
         await self.router.aclose()
         await asyncio.gather(*(r.kill() for r in self.replicas), return_exceptions=True)
+        await asyncio.gather(*(p.stop() for p in self.proxies.values()), return_exceptions=True)
         if self._client is not None:
             await self._client.aclose()
         if self._started:
@@ -271,6 +283,29 @@ class Cluster:
         await replica.kill()
         return at
 
+    def cut(self, replica: Replica) -> float:
+        """Partition ``replica`` from Redis (packets silently dropped); returns when."""
+        return self.proxies[replica.index].cut()
+
+    def heal(self, replica: Replica) -> float:
+        """End the partition (connections that lived through it are reset); returns when."""
+        return self.proxies[replica.index].heal()
+
+    def slack_calls(self, replica: Replica, *, after: float, thread_ts: str) -> list[Call]:
+        """Slack calls ``replica`` made for the thread ``thread_ts`` since ``after``."""
+        return [
+            call
+            for call in self.slack.calls
+            if call.token == replica.token and call.at > after and self._in(call, thread_ts)
+        ]
+
+    def _in(self, call: Call, thread_ts: str) -> bool:
+        args = call.args
+        if thread_ts in (args.get("thread_ts"), args.get("ts")):
+            return True
+        message = self.slack.messages.get((str(args.get("channel")), str(args.get("ts"))))
+        return message is not None and message.thread_ts == thread_ts
+
     async def restart_redis(self, down_s: float) -> tuple[float, float]:
         """Stop Redis gracefully (it writes its append-only file), start it again on the same
         port and directory ``down_s`` later; return when it stopped and when it was back."""
@@ -323,6 +358,11 @@ class Cluster:
         outcome = await self._settle(probes, clean=False, until=self.deadline - 1.0)
         self.notes.append(f"probes: {outcome} {time.monotonic() - started:.1f} s later")
         return await self.report(fault_end)
+
+    async def settled(self, within_s: float) -> str:
+        """Wait until every message so far is answered, nothing is left behind or pending,
+        and all is quiet (see :meth:`_settle`); returns how it ended."""
+        return await self._settle(self.router.sent, clean=True, until=time.monotonic() + within_s)
 
     async def report(self, fault_end: float | None) -> Report:
         runs: list[Run] = []

@@ -31,6 +31,11 @@ class Replica:
         self.exited_at: float | None = None  # time.monotonic(), once it is known to be gone
 
     @property
+    def token(self) -> str:
+        """Its own bot token, so the fake Slack tells its calls from the others'."""
+        return f"xoxb-replica-{self.index}"
+
+    @property
     def name(self) -> str:
         return f"replica {self.index} (port {self.port}, pid {self.pid})"
 
@@ -72,6 +77,31 @@ class Replica:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{self.name} did not come up:\n{self.tail()}")
                 await asyncio.sleep(0.1)
+
+    async def wait_ready(self, ready: bool, within_s: float) -> bool:
+        """Wait until /readyz says ``ready`` (200) or not (503); False if it did not say so
+        within ``within_s``."""
+        deadline = time.monotonic() + within_s
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1)) as session:
+            while time.monotonic() < deadline:
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    url = f"http://127.0.0.1:{self.port}/readyz"
+                    async with session.get(url) as response:
+                        if (response.status == 200) == ready:
+                            return True
+                await asyncio.sleep(0.1)
+        return False
+
+    def freeze(self) -> None:
+        """SIGSTOP: alive, holding its connections, doing nothing; no events sent to it."""
+        self.up = False
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.up = True
 
     def signal(self, sig: signal.Signals) -> float:
         """Send ``sig`` (the load balancer stops sending it events); return when."""

@@ -3,6 +3,7 @@ Redis, and the router's Slack-like delivery (against a stub replica)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
@@ -10,7 +11,10 @@ from dataclasses import dataclass, field
 
 import pytest
 import redis
+import redis.asyncio
 from aiohttp import web
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from bot.config.schema import AppConfig
 from tests.fakes.fault_tools import slow_step, sync_step
@@ -19,11 +23,13 @@ from tests.fakes.redis_server import PrivateRedis, free_port
 from tests.fakes.slack_server import FakeSlack
 from tests.faults.cluster import BASE_CONFIG, merged, supported
 from tests.faults.invariants import Run
+from tests.faults.proxy import CutProxy
 from tests.faults.router import Router
 from tests.faults.script import Answers, Plan, Question, Step
 from tests.waiting import until
 
 pytestmark = pytest.mark.faults
+NO_RETRY = Retry(NoBackoff(), 0)
 
 
 # --- the model script ----------------------------------------------------------------------
@@ -291,3 +297,39 @@ async def test_no_replica_up_counts_as_a_failed_connection(fake_slack: FakeSlack
         await router.aclose()
     assert [a.reason for a in router.attempts] == ["connection_failed"] * 2
     assert router.given_up == ["Evt1m1"]
+
+
+# --- the proxy that partitions a replica from Redis ------------------------------------------
+
+
+async def test_the_proxy_passes_drops_silently_then_resets_what_lived_through_the_cut() -> None:
+    target = redis.asyncio.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    port = target.connection_pool.connection_kwargs["port"]
+    proxy = CutProxy("127.0.0.1", port)
+    await proxy.start()
+    client = redis.asyncio.Redis(port=proxy.port, socket_timeout=0.5, retry=NO_RETRY)
+    try:
+        assert await client.ping()  # passes
+        proxy.cut()
+        with pytest.raises(redis.exceptions.TimeoutError):
+            await client.ping()  # no answer, and no reset either: it times out
+        assert proxy.dropped_bytes > 0
+        # A new connection during the cut is accepted, and hears nothing.
+        fresh = redis.asyncio.Redis(port=proxy.port, socket_timeout=0.5, retry=NO_RETRY)
+        with pytest.raises(redis.exceptions.TimeoutError):
+            await fresh.ping()
+        await fresh.aclose()
+        before = proxy.dropped_bytes
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"PING\r\n")
+        await writer.drain()
+        await until(lambda: proxy.dropped_bytes == before + 6, timeout=2)  # its ping is lost
+        proxy.heal()
+        with pytest.raises(ConnectionResetError):
+            await asyncio.wait_for(reader.read(100), 2)  # reset at the heal, not answered
+        writer.close()
+        assert await client.ping()  # a new connection passes again
+    finally:
+        await client.aclose()
+        await proxy.stop()
+        await target.aclose()

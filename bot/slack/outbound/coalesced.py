@@ -118,6 +118,17 @@ class CoalescedMessage:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await writer
 
+    async def quiet(self) -> None:
+        """Stop writing in the background, without cutting a write in flight short: that
+        one ends first (its outcome is recorded), one not yet started is not made."""
+        async with self._lock:  # held: no background write is half done
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.cancel()
+        if writer is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await writer
+
     async def settle(self) -> None:
         """Wait until a write in flight has finished (its outcome is then recorded)."""
         async with self._lock:

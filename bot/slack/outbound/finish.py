@@ -107,6 +107,10 @@ async def _finish_first(
         ended = await _end_own_stream(writer, stream, text, settled, feedback)
         if ended:
             return ended
+    if writer.message is not None:
+        # A background edit or post must not run beside what follows: looking for a post
+        # with an unknown outcome while one is in flight would find nothing and forget it.
+        await writer.message.quiet()
     await writer.earlier.tidy()
     if record.stopped:
         stopped = await _leave_as_stopped(writer)

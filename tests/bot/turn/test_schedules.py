@@ -9,13 +9,17 @@ A crash marks the process dead, so every later Redis or Slack call it would make
 also strike right after a Redis command or a Slack call took effect, before the process
 learned the answer, and a Slack call can take effect and then time out while the process
 lives on: the cases an idempotency key would cover, which Slack does not have.
-A Redis drop loses a command before it is sent, or its reply after it ran.
+A Redis drop loses a command before it is sent, or its reply after it ran. A partition
+leaves a process alive but cut off from Redis: its commands and replies are lost for a
+while (nothing answers, nothing resets), then every connection that lived through it is
+reset.
 
 Invariants, once the faults stop and two healthy processes finish the work: every message
 has exactly one answer and nothing else; answers follow the order of the messages in each
 thread; no stream is left open and no progress message keeps its Stop button; each thread's
 history holds every turn once, delivered, with every tool call paired with its result; no
-tool call ran more than twice.
+tool call ran more than twice; a partitioned process made no Slack call once its leases
+could no longer cover one, until the partition healed.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -34,7 +39,7 @@ from typing import Any
 import pytest
 import redis.asyncio as redis_asyncio
 import redis.exceptions
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bot.agent.messages import repair
@@ -45,7 +50,7 @@ from bot.slack.outbound.responder import SlackResponder
 from bot.state.connection import connect
 from bot.state.history import UNDELIVERED
 from bot.turn.model import ThreadKey, Turn
-from bot.turn.store.lease import ThreadLocks
+from bot.turn.store.lease import ThreadLease, ThreadLocks
 from tests.conftest import REDIS_URL
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.in_memory_slack import InMemorySlack
@@ -56,6 +61,7 @@ from tools import tool
 
 LEASE_S = 0.6
 CLAIM_IDLE_S = 0.5
+ANSWER_S = 0.1  # the model thinks this long before it answers
 THREADS = 2
 PROCESSES = 2
 CONVERGE_S = 45.0
@@ -110,11 +116,27 @@ class Unconfirmed:
 
 
 @dataclass(frozen=True)
+class Partition:
+    process: int
+    ms: int  # how long its Redis traffic is silently dropped
+
+
+@dataclass(frozen=True)
 class Pause:
     ms: int
 
 
-Step = Send | Kill | KillAfterRedis | KillAfterSlack | DropRedis | FailSlack | Unconfirmed | Pause
+Step = (
+    Send
+    | Kill
+    | KillAfterRedis
+    | KillAfterSlack
+    | DropRedis
+    | FailSlack
+    | Unconfirmed
+    | Partition
+    | Pause
+)
 
 processes = st.integers(0, PROCESSES - 1)
 steps = st.one_of(
@@ -127,6 +149,7 @@ steps = st.one_of(
     st.builds(DropRedis, processes, st.integers(1, 3), st.booleans()),
     st.builds(FailSlack, st.integers(1, 6)),
     st.builds(Unconfirmed, st.sampled_from(SLACK_METHODS)),
+    st.builds(Partition, processes, st.integers(200, 2500)),
     st.builds(Pause, st.integers(0, 400)),
 )
 
@@ -141,6 +164,15 @@ class Faults:
     drops: list[bool] = field(default_factory=list)  # pending drops: reply lost or not
     slack_kill: str = ""  # die right after the next call of this method
     loop: asyncio.AbstractEventLoop | None = None
+    cut_until: float = 0.0  # time.monotonic(): Redis traffic is dropped until then
+    cuts: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each
+    slack_calls: list[tuple[float, str]] = field(default_factory=list)  # (when, method)
+    acquired: list[float] = field(default_factory=list)  # when it took a thread's lock
+
+    def cut(self, seconds: float) -> None:
+        now = time.monotonic()
+        self.cut_until = now + seconds
+        self.cuts.append((now, self.cut_until))
 
     def die(self) -> None:
         self.dead = True
@@ -155,8 +187,20 @@ class Faults:
 
 def faulty_connection(faults: Faults) -> type[redis_asyncio.Connection]:
     class FaultyConnection(redis_asyncio.Connection):
+        async def _through_cut(self, what: str) -> None:
+            """During a partition: nothing comes back until it heals, then a reset."""
+            if time.monotonic() >= faults.cut_until:
+                return
+            # The heal comes from another thread (the schedule's): polled, not awaited.
+            while time.monotonic() < faults.cut_until:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+            faults.check()
+            await self.disconnect()
+            raise redis.exceptions.ConnectionError(f"{what} lost in a partition (injected)")
+
         async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
             faults.check()
+            await self._through_cut("command")
             if faults.drops and not faults.drops[0]:
                 faults.drops.pop(0)
                 await self.disconnect()
@@ -166,6 +210,7 @@ def faulty_connection(faults: Faults) -> type[redis_asyncio.Connection]:
         async def read_response(self, *args: Any, **kwargs: Any) -> Any:
             faults.check()
             response = await super().read_response(*args, **kwargs)
+            await self._through_cut("reply")
             if faults.redis_countdown > 0:
                 faults.redis_countdown -= 1
                 if faults.redis_countdown == 0:
@@ -195,6 +240,7 @@ class World:
 
     def before_slack(self, faults: Faults, method: str) -> int | None:
         faults.check()
+        faults.slack_calls.append((time.monotonic(), method))
         with self.slack_lock:
             if self.slack_failures > 0 and method != "auth.test":
                 self.slack_failures -= 1
@@ -220,9 +266,24 @@ class World:
             if messages[-1]["role"] == "user":
                 arguments = json.dumps({"label": label})
                 return ModelResponse("", [ToolCall(f"call-{label}", "note", arguments)])
+            await asyncio.sleep(ANSWER_S)  # a window for a partition between the rounds
             return ModelResponse(f"answer to {label}. " + "More words follow here. " * 8)
 
         return FunctionModel(respond)
+
+
+class RecordedLocks(ThreadLocks):
+    """Thread locks that note when the process took one (a new lease to speak under)."""
+
+    def __init__(self, client: Any, keys: Any, ttl_s: float, faults: Faults) -> None:
+        super().__init__(client, keys, ttl_s)
+        self.faults = faults
+
+    async def try_acquire(self, thread: ThreadKey, consumer: str) -> ThreadLease | None:
+        lease = await super().try_acquire(thread, consumer)
+        if lease is not None:
+            self.faults.acquired.append(time.monotonic())
+        return lease
 
 
 class SimProcess:
@@ -271,7 +332,7 @@ class SimProcess:
         config = AppConfig.model_validate({"redis": {"key_prefix": world.prefix}})
         handle = connect(REDIS_URL, 64, connection_class=faulty_connection(faults))
         state = build_state(handle, config)
-        state.locks = ThreadLocks(state.client, state.keys, LEASE_S)
+        state.locks = RecordedLocks(state.client, state.keys, LEASE_S, faults)
         client = InMemorySlack(
             world.slack,
             world.slack_lock,
@@ -322,6 +383,7 @@ async def play(schedule: list[Step], streaming: bool) -> None:
     for number in range(PROCESSES):
         fleet.append(SimProcess(world, number, generation))
         fleet[-1].start()
+    everyone = list(fleet)  # every process that ever ran
     sent: dict[int, list[str]] = {t: [] for t in range(THREADS)}
     for thread in range(THREADS):
         world.slack.add_user_message(f"C{thread}", ROOT, "U1", "a thread")
@@ -351,6 +413,7 @@ async def play(schedule: list[Step], streaming: bool) -> None:
                 generation += 1
                 fleet[step.process] = SimProcess(world, step.process, generation)
                 fleet[step.process].start()
+                everyone.append(fleet[step.process])
             elif isinstance(step, KillAfterRedis):
                 fleet[step.process].faults.redis_countdown = step.commands
             elif isinstance(step, KillAfterSlack):
@@ -360,6 +423,8 @@ async def play(schedule: list[Step], streaming: bool) -> None:
             elif isinstance(step, FailSlack):
                 with world.slack_lock:
                     world.slack_failures += step.calls
+            elif isinstance(step, Partition):
+                fleet[step.process].faults.cut(step.ms / 1000)
             elif isinstance(step, Unconfirmed):
                 with world.slack_lock:
                     world.unconfirmed.append(step.method)
@@ -371,12 +436,13 @@ async def play(schedule: list[Step], streaming: bool) -> None:
             world.unconfirmed.clear()
         for number, process in enumerate(fleet):
             process.faults.redis_countdown, process.faults.slack_kill = 0, ""
-            process.faults.drops.clear()
+            process.faults.drops.clear()  # a partition heals at its own time
             if process.faults.dead:
                 process.kill()
                 generation += 1
                 fleet[number] = SimProcess(world, number, generation)
                 fleet[number].start()
+                everyone.append(fleet[number])
 
         async def settled() -> bool:
             broken = [p.error for p in fleet if p.error is not None]
@@ -388,6 +454,7 @@ async def play(schedule: list[Step], streaming: bool) -> None:
         await until_true(settled, CONVERGE_S)
         await asyncio.to_thread(stop_all, fleet)
         await check(world, observer, sent)
+        check_silent_when_cut_off(everyone)
     finally:
         await asyncio.to_thread(stop_all, fleet)
         keys = [key async for key in observer.client.scan_iter(match=f"{prefix}*")]
@@ -430,6 +497,30 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
     assert all(runs <= 2 for runs in world.runs.values()), world.runs
 
 
+# A call allowed under a lease was checked before its end (at most 0.7 of the TTL after a
+# renewal sent before the cut); it reaches the fake Slack within this much more.
+CALL_SLACK_S = 0.1
+
+
+def check_silent_when_cut_off(processes: Sequence[SimProcess]) -> None:
+    """No process wrote to Slack for a turn after its lease was gone: once cut off from
+    Redis, from 0.7 of the TTL after the cut (no lease it held could cover a call any more)
+    until it took a thread's lock again, after the heal."""
+    for process in processes:
+        faults = process.faults
+        for start, end in faults.cuts:
+            silent_from = start + 0.7 * LEASE_S + CALL_SLACK_S
+            if end <= silent_from:
+                continue  # too short to lose a lease
+            silent_until = min((t for t in faults.acquired if t > start), default=float("inf"))
+            spoke = [
+                f"{method} +{at - start:.2f} s"
+                for at, method in faults.slack_calls
+                if silent_from < at < silent_until
+            ]
+            assert not spoke, f"{process.name}, cut off for {end - start:.2f} s, called {spoke}"
+
+
 @settings(
     # SCHEDULE_EXAMPLES=500 for a long search; CI runs the default.
     max_examples=int(os.environ.get("SCHEDULE_EXAMPLES", "25")),
@@ -437,6 +528,16 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(schedule=st.lists(steps, min_size=1, max_size=10), streaming=st.booleans())
+# Found by the search (each failed about one run in three): a background post still in flight
+# when the end looked for it, found nothing and forgot it; the answer was posted twice, or
+# kept its Stop button.
+@example(schedule=[Send(0), FailSlack(5), Pause(308)], streaming=False)
+@example(
+    schedule=[Send(0), Unconfirmed("chat.postMessage"), FailSlack(5), Pause(308)], streaming=False
+)
+# Cut off from Redis while the model thinks, then again mid-answer.
+@example(schedule=[Send(0), Pause(60), Partition(0, 1500), Partition(1, 1500)], streaming=True)
+@example(schedule=[Send(1), Pause(150), Partition(0, 900), Pause(400)], streaming=True)
 def test_every_message_is_answered_once_and_in_order_through_any_schedule(
     schedule: list[Step], streaming: bool
 ) -> None:

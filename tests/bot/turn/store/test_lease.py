@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 from bot.process.state import State
 from bot.turn.model import Turn
+from bot.turn.responder import Aborted
 from tests.fakes.redis_server import PrivateRedis
-from tests.waiting import until_true
+from tests.waiting import until, until_true
 
 
 def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Turn:
@@ -121,3 +124,74 @@ async def test_a_resent_acquire_keeps_the_lock(state: State) -> None:
     # The reply to SET NX was lost and redis-py sent it again: the same token holds it.
     assert await state.locks._acquire(keys=[lease.key], args=[lease.token, 1000]) == 1
     assert await state.locks._acquire(keys=[lease.key], args=["someone-else", 1000]) == 0
+
+
+async def test_a_call_under_the_lease_is_refused_once_no_time_is_left(
+    make_state: Callable[..., State],
+) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.2})
+    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    assert lease is not None
+    # Calls may run until 0.7 of the TTL (0.84 s) after the renewal was sent: a tenth before the
+    # deadline (0.8), which is itself two tenths before the lock expires in Redis.
+    assert 0.7 < lease.time_left() <= 0.84
+    async with lease.bounded("a quick call"):
+        pass
+    await until(lambda: lease.time_left() == 0.0, timeout=2)
+    assert lease.valid()  # the deadline is still ahead, but no call could end before it
+    with pytest.raises(Aborted, match="no time left"):
+        async with lease.bounded("a late call"):
+            raise AssertionError("a call was started with no time left")
+
+
+async def test_a_call_still_running_at_the_end_of_the_lease_is_cut_off_before_the_lock_expires(
+    make_state: Callable[..., State],
+) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.2})
+    thread = message("", "").thread_key
+    lease = await state.locks.try_acquire(thread, "w1")
+    assert lease is not None
+    loop = asyncio.get_running_loop()
+    with pytest.raises(Aborted, match="cut off"):
+        async with lease.bounded("a hanging call"):
+            await asyncio.sleep(10)
+    assert loop.time() >= lease.calls_end
+    # When the call was given up, the lock still had at least two margins to live: nobody
+    # else could have started writing for the thread yet.
+    left_ms = await state.client.pttl(state.keys.lock(thread))
+    assert left_ms >= 2 * lease.margin_s * 1000 - 100  # less the time this check took
+
+
+async def test_renewals_move_the_cut_off_of_a_running_call_along(
+    make_state: Callable[..., State],
+) -> None:
+    state = make_state(queue={"lock_ttl_s": 1.2})
+    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    assert lease is not None
+    first_end = lease.calls_end
+    async with lease.kept_alive() as lost:
+        async with lease.bounded("a long call"):
+            await asyncio.sleep(2.6)  # more than two TTLs: only renewals keep it going
+        assert not lost.is_set()
+    assert lease.calls_end > first_end + 1.2
+
+
+async def test_a_call_running_while_renewals_hang_is_cut_off_on_time(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url, queue={"lock_ttl_s": 1.2})
+    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    assert lease is not None
+    loop = asyncio.get_running_loop()
+    async with lease.kept_alive():
+        private_redis.pause()  # the network drops everything: renewals never come back
+        try:
+            with pytest.raises(Aborted, match="cut off"):
+                async with lease.bounded("a call made during the cut"):
+                    await asyncio.sleep(10)
+            cut_at = loop.time()
+        finally:
+            private_redis.resume()
+    # Cut at the last good renewal's calls_end: well before the lock could expire.
+    assert cut_at < lease.calls_end + 0.2
+    assert lease.time_left() == 0.0
