@@ -28,7 +28,7 @@ from bot.config.schema import AppConfig
 from bot.llm import ModelResponse, ToolCall, Usage
 from bot.process.state import State, open_state
 from bot.turn.model import Turn
-from bot.turn.responder import DeliveryRecord, Fence, Settled
+from bot.turn.responder import Deadline, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tests.fakes.function_model import FunctionModel
@@ -81,7 +81,7 @@ class Responder:
     def delivery(self) -> DeliveryRecord:
         return {}
 
-    async def post_notice(self, notice: Notice) -> None:
+    async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
         raise AssertionError("a benchmark turn failed")
 
 

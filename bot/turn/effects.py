@@ -70,11 +70,13 @@ def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnRe
 def delivered_effects(
     stores: TurnStores, turn: Turn, entry_id: str, messages: list[dict[str, Any]]
 ) -> Commands:
-    """The turn in its thread's history, as the person saw it."""
+    """The turn in its thread's history, as the person saw it; and, in the same step, the
+    queue forgets it (:func:`done_effects`)."""
     commands = Commands()
     stores.history.append_to(
         commands, turn.thread_key, messages, turn=entry_id, delivered=True, user=turn.user
     )
+    _forget(commands, stores, turn, entry_id)
     return commands
 
 

@@ -2,7 +2,7 @@
 
 The owner reads the turn's record and carries it forward, one fenced move at a time::
 
-    begin ─► (running) run the loop ─► settle ─► deliver (retried) ─► delivered ─► done
+    begin ─► (running) run the loop ─► settle ─► deliver (retried) ─► done (delivered)
                    │    ▲                                 └─ too long ─► dead-lettered
                    └─ park ─► (awaiting approval: nothing held) ─► resumed on a decision
 
@@ -210,8 +210,6 @@ class TurnOwner:
                     return ran  # parked, or given up while showing the approval card
                 record = ran
             delivery = await self._deliver(view, record)
-        if isinstance(delivery, Delivered):
-            await self._done()
         return delivery
 
     async def _run_loop(
@@ -308,12 +306,16 @@ class TurnOwner:
             return await self._dead_letter(
                 record, view.delivery(), shown.reason, shown.notice, kind=shown.kind
             )
+        # Delivered and done in one step: in the history, and gone from the queue.
         commands = effects.delivered_effects(self.stores, self.turn, self.entry_id, record.messages)
-        await self.durably(lambda: self.owned.move(TurnState.DELIVERED, {}, commands))
+        await self.durably(
+            lambda: self.owned.move(TurnState.DONE, {}, commands, keep_s=FINISHED_KEEP_S)
+        )
         telemetry.delivered(record.reason)
         return Delivered()
 
     async def _done(self) -> None:
+        """A turn an earlier build left delivered: the queue forgets it."""
         commands = effects.done_effects(self.stores, self.turn, self.entry_id)
         await self.durably(
             lambda: self.owned.move(TurnState.DONE, {}, commands, keep_s=FINISHED_KEEP_S)

@@ -54,9 +54,11 @@ TRANSITIONS: dict[TurnState, frozenset[TurnState]] = {
     TurnState.AWAITING_APPROVAL: frozenset(
         {TurnState.AWAITING_APPROVAL, TurnState.RUNNING, TurnState.DEAD_LETTERED}
     ),
-    TurnState.ANSWERED: frozenset({TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
-    TurnState.FAILED: frozenset({TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
-    TurnState.CANCELLED: frozenset({TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
+    # settled -> done: delivered and acknowledged in one step. -> delivered -> done is how
+    # earlier builds did it in two; a record left delivered by one is still carried on.
+    TurnState.ANSWERED: frozenset({TurnState.DONE, TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
+    TurnState.FAILED: frozenset({TurnState.DONE, TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
+    TurnState.CANCELLED: frozenset({TurnState.DONE, TurnState.DELIVERED, TurnState.DEAD_LETTERED}),
     TurnState.DELIVERED: frozenset({TurnState.DONE}),
     TurnState.DONE: frozenset(),
     TurnState.DEAD_LETTERED: frozenset(),

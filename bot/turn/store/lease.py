@@ -75,6 +75,13 @@ RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+# Free the lock if it is ours, and count the thread's unfinished turns in the same step: one
+# queued before it are found by this look, one queued after it finds the lock free.
+# KEYS: lock, the thread's queue; ARGV: token
+RELEASE_AND_LOOK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return redis.call('ZCARD', KEYS[2])
+"""
 
 
 class ThreadLocks:
@@ -85,6 +92,7 @@ class ThreadLocks:
         self._heartbeat = client.register_script(HEARTBEAT)
         self._hand_back = client.register_script(HAND_BACK)
         self._release = client.register_script(RELEASE)
+        self._release_and_look = client.register_script(RELEASE_AND_LOOK)
         self._acquire = client.register_script(ACQUIRE)
 
     async def try_acquire(self, thread: ThreadKey, consumer: str) -> ThreadLease | None:
@@ -182,6 +190,15 @@ class ThreadLease:
         except REDIS_DOWN:
             log.warning("could not release %s; it frees itself when its TTL ends", self.key)
             return False
+
+    async def release_and_look(self, thread_queue: str) -> int:
+        """Free the lock if we still own it; how many turns the thread still has queued
+        (``thread_queue``: its key). Raises when Redis cannot be reached (the lock then
+        frees itself when its TTL ends)."""
+        self._expiry.cancel()
+        return int(
+            await self.locks._release_and_look(keys=[self.key, thread_queue], args=[self.token])
+        )
 
     async def hand_back(self) -> None:
         """Let another worker take the thread now: free the lock, and make the turn's entry

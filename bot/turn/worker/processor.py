@@ -67,22 +67,31 @@ class ThreadProcessor:
             await self._discard_unreadable(entry_id)
             return
         thread = turn.thread_key
+        read: dict[str, Turn] = {entry_id: turn}  # no need to read it from the stream again
         while not self.handing_back.is_set():
             lease = await self.locks.try_acquire(thread, self.consumer)
             if lease is None:
                 return  # the owner works through this thread, this entry included
             try:
                 async with lease.kept_alive():
-                    waiting = await self._drain(thread, lease)
-            finally:
-                if lease.lost.is_set() or self.handing_back.is_set():
-                    await lease.hand_back()
-                else:
-                    await lease.release()
-            if waiting or lease.lost.is_set() or not await self.stores.queue.has_pending(thread):
+                    waiting = await self._drain(thread, lease, read)
+            except BaseException:
+                await self._let_go(lease)
+                raise
+            if lease.lost.is_set() or self.handing_back.is_set():
+                await lease.hand_back()
+                return
+            pending = await lease.release_and_look(self.stores.queue.keys.thread_queue(thread))
+            if waiting or not pending:
                 return
 
-    async def _drain(self, thread: ThreadKey, lease: ThreadLease) -> bool:
+    async def _let_go(self, lease: ThreadLease) -> None:
+        if lease.lost.is_set() or self.handing_back.is_set():
+            await lease.hand_back()
+        else:
+            await lease.release()
+
+    async def _drain(self, thread: ThreadKey, lease: ThreadLease, read: dict[str, Turn]) -> bool:
         """Run the thread's turns in order; True when it stopped at a turn that waits for a
         person (the thread's later turns wait behind it)."""
         queue = self.stores.queue
@@ -96,7 +105,8 @@ class ThreadProcessor:
                 self.stores, head
             ):
                 return True
-            entry = await queue.fetch(head)
+            known = read.pop(head, None)
+            entry = (head, known) if known is not None else await queue.fetch(head)
             if entry is None or entry[1] is None:
                 if entry is None:
                     # A finished turn leaves the set in the same step, so this entry was

@@ -45,7 +45,7 @@ async def test_no_call_is_started_once_the_lease_has_no_time_left(
     base = web_client("xoxb-test", fake_slack.api_url)
     client = TurnClient(base, lease)
     await until(lambda: lease.time_left() == 0.0, timeout=2)
-    with pytest.raises(Aborted, match="chat.appendStream"):
+    with pytest.raises(Aborted, match=r"chat\.appendStream"):
         await client.chat_appendStream(channel="C1", ts="1.1", markdown_text="late")
     await base.chat_postMessage(channel="C1", text="a marker, sent without the lease")
     assert [c.method for c in fake_slack.calls] == ["chat.postMessage"]

@@ -40,15 +40,19 @@ def test_the_happy_path_and_the_side_exits() -> None:
         TurnState.QUEUED,
         TurnState.RUNNING,
         TurnState.ANSWERED,
-        TurnState.DELIVERED,
         TurnState.DONE,
     ]
     for here, there in itertools.pairwise(path):
         assert there in TRANSITIONS[here]
     for settled in SETTLED:
-        assert TRANSITIONS[settled] == {TurnState.DELIVERED, TurnState.DEAD_LETTERED}
+        assert TRANSITIONS[settled] == {
+            TurnState.DONE,
+            TurnState.DELIVERED,  # as earlier builds did, then done
+            TurnState.DEAD_LETTERED,
+        }
     # Nothing is delivered before the loop settled it, and nothing goes back to the queue.
     assert sources(TurnState.DELIVERED) == SETTLED
+    assert sources(TurnState.DONE) == {*SETTLED, TurnState.DELIVERED}
     assert sources(TurnState.QUEUED) == frozenset()
     assert TurnState.DEAD_LETTERED in TRANSITIONS[TurnState.QUEUED]
     assert TurnState.DEAD_LETTERED not in TRANSITIONS[TurnState.DELIVERED]
