@@ -168,7 +168,7 @@ class Supervisor:
             ran_s = time.monotonic() - started
             delay = slot.backoff.after_exit(ran_s)
             log.warning(
-                "worker process %d %s after %.1f s; starting it again in %.1f s",
+                "worker process %d %s after %.1f s; starting it again in %g s",
                 slot.number,
                 ended,
                 ran_s,
@@ -188,7 +188,7 @@ class Supervisor:
             await asyncio.wait_for(process.wait(), self.stop_within_s)
         except TimeoutError:
             log.warning(
-                "worker process %d (pid %d) did not stop within %.0f s; killing it",
+                "worker process %d (pid %d) did not stop within %g s; killing it",
                 slot.number,
                 process.pid,
                 self.stop_within_s,
