@@ -7,7 +7,9 @@ test Redis (this test's own key prefix).
 - a worker process SIGKILLed mid-turn is started again, and the turn is answered once
   (another worker process takes it over after its lease);
 - a SIGKILLed supervisor leaves no worker process alive;
-- SIGTERM: the turn running finishes within the grace period, every process exits 0.
+- SIGTERM: the turn running finishes within the grace period, every process exits 0;
+- turn work that holds a worker process's event loop does not hold the ingress's acks (it
+  does with ``--workers 0``, where they share the loop).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import yaml
 
 from bot.process.state import State
 from tests.conftest import REDIS_URL
-from tests.fakes.llm_server import FakeLLM, text
+from tests.fakes.llm_server import FakeLLM, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
 from tests.fakes.slack_server import FakeSlack
@@ -116,32 +118,37 @@ class Launcher:
         key_prefix: str,
     ) -> None:
         self.apps, self.tmp_path = apps, tmp_path
-        config = tmp_path / "agent.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "redis": {"key_prefix": key_prefix},
-                    "llm": {"model": "fake-model", "max_retries": 0},
-                    "slack": {"streaming": False},
-                    "queue": {
-                        "lock_ttl_s": LEASE_S,
-                        "claim_idle_s": LEASE_S,
-                        "shutdown_grace_s": GRACE_S,
-                    },
-                }
-            )
-        )
-        self.env = app_environment(fake_slack.api_url, fake_llm.base_url, REDIS_URL, config)
+        self.slack, self.llm = fake_slack, fake_llm
+        self.settings: dict[str, Any] = {
+            "redis": {"key_prefix": key_prefix},
+            "llm": {"model": "fake-model", "max_retries": 0},
+            "slack": {"streaming": False},
+            "queue": {"lock_ttl_s": LEASE_S, "claim_idle_s": LEASE_S, "shutdown_grace_s": GRACE_S},
+            "tools": {"modules": ["tests.fakes.loop_hog_tools"]},
+        }
+        self.hog_marker = tmp_path / "holding-the-loop"
 
-    async def start(self, *args: str, port: int) -> App:
-        log = self.tmp_path / f"process-{len(self.apps) + 1}.log"
+    async def start(self, *args: str, port: int, queue: dict[str, float] | None = None) -> App:
+        number = len(self.apps) + 1
+        settings = {**self.settings, "queue": {**self.settings["queue"], **(queue or {})}}
+        config = self.tmp_path / f"agent-{number}.yaml"
+        config.write_text(yaml.safe_dump(settings))
+        env = app_environment(
+            self.slack.api_url,
+            self.llm.base_url,
+            REDIS_URL,
+            config,
+            LOOP_HOG_MARKER=str(self.hog_marker),
+            PYTHONUNBUFFERED="1",
+        )
+        log = self.tmp_path / f"process-{number}.log"
         with log.open("w") as sink:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
                 "bot.cli",
                 *args,
-                env={**self.env, "PYTHONUNBUFFERED": "1"},
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=sink,
                 stderr=sink,
@@ -150,13 +157,14 @@ class Launcher:
         self.apps.append(app)
         return app
 
-    async def run(self, workers: int) -> tuple[App, int]:
+    async def run(self, workers: int, queue: dict[str, float] | None = None) -> tuple[App, int]:
         """``run --workers N`` in HTTP mode; the app and its --metrics-port."""
         port, metrics_port = free_port(), free_port()
         app = await self.start(
             "run",
             *("--workers", str(workers), "--port", str(port), "--metrics-port", str(metrics_port)),
             port=port,
+            queue=queue,
         )
         return app, metrics_port
 
@@ -329,3 +337,31 @@ async def test_worker_processes_without_ingress(
 async def ingress_ready(app: App) -> bool:
     code, _ = await app.endpoint("/readyz")
     return code == 200
+
+
+HOLD_S = 3.0
+LONG_LEASE = {"lock_ttl_s": 30, "claim_idle_s": 30}  # held loops renew no lease
+
+
+@pytest.mark.parametrize("workers", [1, 0])
+async def test_turn_work_holding_a_loop_holds_acks_only_in_a_single_process(
+    launch: Launcher, fake_slack: FakeSlack, fake_llm: FakeLLM, workers: int
+) -> None:
+    fake_llm.add(calls(("hold_the_loop", {"seconds": HOLD_S})), text("Held."), text("Second."))
+    app, _ = await launch.run(workers=workers, queue=LONG_LEASE)
+    if workers:
+        await until_true(lambda: app.ready_with(alive=workers), 40)
+    else:
+        await until_true(lambda: ingress_ready(app), 40)
+    assert (await send_mention(app.port, "hold it", "704.000001"))[0] == 200
+    await until(launch.hog_marker.exists, 20)  # the turn's tool now holds its loop
+    status, ack_s = await send_mention(app.port, "another question", "705.000001")
+    assert status == 200
+    print(f"\n--workers {workers}: ack while a turn holds its loop {ack_s * 1000:.0f} ms")
+    if workers:
+        assert ack_s < 1.0  # the ingress's loop is its own
+    else:
+        assert ack_s > 1.0  # the ack waited for the turn's tool to let go
+    await until(lambda: answers(fake_slack, "705.000001") == ["Second."], 30)
+    app.process.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(app.process.wait(), 30) == 0
