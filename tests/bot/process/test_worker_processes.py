@@ -340,7 +340,7 @@ async def ingress_ready(app: App) -> bool:
 
 
 HOLD_S = 3.0
-LONG_LEASE = {"lock_ttl_s": 30, "claim_idle_s": 30}  # held loops renew no lease
+LONG_LEASE: dict[str, float] = {"lock_ttl_s": 30, "claim_idle_s": 30}  # held loops renew no lease
 
 
 @pytest.mark.parametrize("workers", [1, 0])
