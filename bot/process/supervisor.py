@@ -4,10 +4,11 @@ config and environment) kept running beside this process.
 A worker process that ends while the supervisor runs, whatever its exit, is started again
 after a backoff (bot/process/restarts.py: soon after a steady one, later and later while
 each dies young), and each restart is logged and counted. A stop is passed on to every
-worker process as SIGTERM: each stops reading the queue and hands its turns back as any
-worker does (``queue.shutdown_grace_s``); one still running ``stop_within_s`` later is
-killed. The worker processes hold on to the supervisor's lifeline (bot/process/lifeline.py):
-if the supervisor is killed, they die at once.
+worker process as SIGTERM (each runs in a session of its own, so a terminal's Ctrl-C
+reaches them through the supervisor only): each stops reading the queue and hands its turns
+back as any worker does (``queue.shutdown_grace_s``); one still running ``stop_within_s``
+later is killed. The worker processes hold on to the supervisor's lifeline
+(bot/process/lifeline.py): if the supervisor is killed, they die at once.
 """
 
 from __future__ import annotations
@@ -151,6 +152,10 @@ class Supervisor:
                     env=environment,
                     stdin=asyncio.subprocess.DEVNULL,
                     pass_fds=(lifeline.read_fd,),
+                    # Signals reach it only through the supervisor (a terminal's Ctrl-C
+                    # goes to the supervisor's group alone), so a stop is never mistaken
+                    # for a death to restart from.
+                    start_new_session=True,
                 )
             except OSError as exc:
                 ended = f"could not be started ({exc})"
