@@ -9,9 +9,14 @@ Each turn: the model asks for one slow tool, then answers. Prints:
   divided by the critical path: 2 LLM calls + the tool;
 - Slack Web API calls per turn, by method.
 
-By default it runs once with 1 thread and once with 50.
+By default it runs once with 1 thread and once with 50. ``--workers N`` is passed to
+`slack-agent run` (its default otherwise: a worker process per CPU beside the ingress; 0: the
+worker loop in the ingress's process); the measuring starts once every worker process has
+started. ``--burst N`` instead posts N mentions at once, each on a new connection, and
+prints the acks' p50, p99 and maximum (then waits for every answer, as above).
 
 Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
+     uv run python -m benchmarks.slack_turns --burst 200 --workers 0   (or 1, 2)
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import aiohttp
 import yaml
 
 from benchmarks.redis_prefix import delete_prefix
+from bot.process.worker_count import cpu_count
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
@@ -70,7 +76,32 @@ async def wait_healthy(session: aiohttp.ClientSession, port: int) -> None:
     raise RuntimeError("the app did not start")
 
 
-async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
+class Output:
+    """The app's stderr, passed through; counts the worker processes that have started
+    (each logs "slack-agent worker started" at WARNING)."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self.workers_started = 0
+        self.task = asyncio.create_task(self._relay(stream))
+
+    async def _relay(self, stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            sys.stderr.buffer.write(line)
+            sys.stderr.flush()
+            if b"slack-agent worker started" in line:
+                self.workers_started += 1
+
+    async def workers(self, count: int) -> None:
+        deadline = time.monotonic() + 60
+        while self.workers_started < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.workers_started} of {count} worker processes started")
+            await asyncio.sleep(0.1)
+
+
+async def main(
+    threads: int, llm_ms: int, tool_ms: int, workers: int | None = None, burst: bool = False
+) -> None:
     def respond(request: dict[str, Any]) -> Reply:
         if request["messages"][-1]["role"] == "tool":
             return text("There are 12 in stock.", delay_s=llm_ms / 1000)
@@ -102,13 +133,26 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
         LOG_LEVEL="WARNING",
     )
     port = free_port()
+    chosen = ["--workers", str(workers)] if workers is not None else []
     app = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "run", "--port", str(port), env=env
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "run",
+        "--port",
+        str(port),
+        *chosen,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
     )
-    connector = aiohttp.TCPConnector(limit=0)
+    assert app.stderr is not None
+    output = Output(app.stderr)
+    # A burst: every mention on a connection of its own, as Slack sends them.
+    connector = aiohttp.TCPConnector(limit=0, force_close=burst)
     try:
         async with aiohttp.ClientSession(connector=connector) as session:
             await wait_healthy(session, port)
+            await output.workers(workers if workers is not None else cpu_count())
             await post_event(session, port, "C0WARM", "1.000001")  # auth.test, connections
             while not answered(slack, "C0WARM"):
                 await asyncio.sleep(0.05)
@@ -131,6 +175,7 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
     finally:
         app.send_signal(signal.SIGTERM)
         await app.wait()
+        await output.task
         await delete_prefix(REDIS_URL, prefix)
         await slack.stop()
         await llm.stop()
@@ -149,12 +194,14 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
     per_turn = len([c for c in slack.calls if c.method != "auth.test"]) / threads
 
     print(
-        f"{threads} concurrent threads; LLM {llm_ms} ms a call, tool {tool_ms} ms; "
-        f"critical path {ideal} ms (2 rounds)"
+        f"{'burst of ' if burst else ''}{threads} concurrent threads; "
+        f"workers {'default' if workers is None else workers}; LLM {llm_ms} ms a call, "
+        f"tool {tool_ms} ms; critical path {ideal} ms (2 rounds)"
     )
     print(f"{'measure':<34} {'p50':>9} {'p99':>9}")
     print(
         f"{'ack latency (ms)':<34} {statistics.median(acks):>9.1f} {percentile(acks, 0.99):>9.1f}"
+        f"   max {max(acks):.1f}"
     )
     print(
         f"{'first visible feedback (ms)':<34} {statistics.median(feedback):>9.1f} "
@@ -199,7 +246,25 @@ if __name__ == "__main__":
     )
     parser.add_argument("--llm-ms", type=int, default=200)
     parser.add_argument("--tool-ms", type=int, default=300)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="passed to `slack-agent run --workers` (default: not passed, one per CPU)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=int,
+        metavar="N",
+        help="post N mentions at once, each on a new connection (instead of --threads)",
+    )
     args = parser.parse_args()
-    for count in args.threads:
-        asyncio.run(main(count, args.llm_ms, args.tool_ms))
+    if args.workers is not None and args.workers < 0:
+        parser.error(f"argument --workers: {args.workers} is below 0")
+    if args.burst is not None and args.burst < 1:
+        parser.error(f"argument --burst: {args.burst} is below 1")
+    runs = [args.burst] if args.burst is not None else args.threads
+    for count in runs:
+        asyncio.run(
+            main(count, args.llm_ms, args.tool_ms, args.workers, burst=args.burst is not None)
+        )
         print()

@@ -17,6 +17,7 @@ from bot.observability import logs
 from bot.observability.redaction import print_redacted
 from bot.process import commands
 from bot.process.listen import Listen
+from bot.process.worker_count import cpu_count
 from tools.definition import busy_sync_tools
 
 
@@ -51,7 +52,16 @@ def parser() -> argparse.ArgumentParser:
     _config_option(run)
     run.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on")
     run.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000)")
-    run.add_argument(
+    turns = run.add_mutually_exclusive_group()
+    turns.add_argument(
+        "--workers",
+        type=process_count,
+        metavar="N",
+        help="answer the turns in N worker processes beside this one, which only takes "
+        "Slack's events and restarts a worker process that dies (default: one per CPU, "
+        f"{cpu_count()} here; 0: the worker loop runs in this process; no REDIS_URL: 0)",
+    )
+    turns.add_argument(
         "--no-worker",
         action="store_true",
         help="only take Slack's events; leave the turns to `slack-agent worker` processes",
@@ -59,6 +69,16 @@ def parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="run only workers: answer queued turns")
     _config_option(worker)
+    worker.add_argument(
+        "--processes",
+        type=process_count,
+        metavar="N",
+        help="N worker processes under this one, which restarts one that dies (default: one "
+        f"per CPU, {cpu_count()} here; 0: the worker loop runs in this process; no "
+        "REDIS_URL: 0)",
+    )
+    # Given by a supervisor to its worker processes: the read end of its lifeline.
+    worker.add_argument("--supervisor-pipe", type=int, metavar="FD", help=argparse.SUPPRESS)
     for command in (run, worker):
         command.add_argument(
             "--metrics-port",
@@ -78,6 +98,17 @@ def parser() -> argparse.ArgumentParser:
     _config_option(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
     return root
+
+
+def process_count(text: str) -> int:
+    """A number of processes: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below 0 (give 0 or more processes)")
+    return value
 
 
 def _config_option(command: argparse.ArgumentParser) -> None:
@@ -104,11 +135,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             listen = Listen(args.host, args.port, args.metrics_port)
             return _exit_now_if_stuck(
-                asyncio.run(commands.run_app(args.config, listen, with_worker=not args.no_worker))
+                asyncio.run(
+                    commands.run_app(
+                        args.config, listen, with_worker=not args.no_worker, workers=args.workers
+                    )
+                )
             )
         if args.command == "worker":
             listen = Listen(metrics_port=args.metrics_port)
-            return _exit_now_if_stuck(asyncio.run(commands.run_workers(args.config, listen)))
+            return _exit_now_if_stuck(
+                asyncio.run(
+                    commands.run_workers(
+                        args.config,
+                        listen,
+                        processes=args.processes,
+                        supervisor_pipe=args.supervisor_pipe,
+                    )
+                )
+            )
         if args.command == "check":
             from bot.check.runner import check_command
 

@@ -6,10 +6,14 @@ The app's HTTP server in HTTP mode is the one Slack reaches, so it is public: it
 Socket Mode nothing public listens, and ``--port`` serves all three).
 
 - ``/healthz``: liveness. 200 whenever the process answers; Redis is reported, not required
-  (a Redis outage must not make an orchestrator restart every replica).
+  (a Redis outage must not make an orchestrator restart every replica), and so are a
+  supervisor's worker processes (``workers``: alive, wanted, restarts), which it restarts
+  itself.
 - ``/readyz``: 200 when every readiness check holds, else 503; the JSON body names each
   check and what is wrong.
-- ``/metrics``: Prometheus text of the default registry (``prometheus_client.REGISTRY``).
+- ``/metrics``: Prometheus text of the default registry (``prometheus_client.REGISTRY``), or
+  of the registry given (a supervisor's: its own metrics and its worker processes',
+  bot/observability/process_metrics.py).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import prometheus_client
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from bot.config import ConfigError
 from bot.health.readiness import Readiness
@@ -33,8 +38,11 @@ def add_routes(
     ping_redis: Callable[[], Awaitable[Any]],
     *,
     metrics: bool = True,
+    registry: CollectorRegistry = prometheus_client.REGISTRY,
+    workers: Callable[[], dict[str, int] | None] | None = None,
 ) -> None:
-    """``/healthz`` and ``/readyz``, and ``/metrics`` unless ``metrics`` is off."""
+    """``/healthz`` and ``/readyz``, and ``/metrics`` (of ``registry``) unless ``metrics`` is
+    off; ``workers`` adds what a supervisor says of its worker processes to ``/healthz``."""
 
     async def healthz(request: web.Request) -> web.Response:
         try:
@@ -42,14 +50,18 @@ def add_routes(
             redis = "ok"
         except Exception as exc:
             redis = f"unreachable ({type(exc).__name__})"
-        return web.json_response({"ok": True, "redis": redis})
+        body: dict[str, Any] = {"ok": True, "redis": redis}
+        reported = workers() if workers is not None else None
+        if reported is not None:
+            body["workers"] = reported
+        return web.json_response(body)
 
     async def readyz(request: web.Request) -> web.Response:
         report = await readiness.report()
         return web.json_response(report.as_json(), status=200 if report.ready else 503)
 
     async def prometheus_text(request: web.Request) -> web.Response:
-        body = prometheus_client.generate_latest(prometheus_client.REGISTRY)
+        body = prometheus_client.generate_latest(registry)
         return web.Response(
             body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST}
         )
@@ -64,10 +76,17 @@ class HealthServer:
     """The three endpoints on a listener of their own."""
 
     def __init__(
-        self, readiness: Readiness, ping_redis: Callable[[], Awaitable[Any]], host: str, port: int
+        self,
+        readiness: Readiness,
+        ping_redis: Callable[[], Awaitable[Any]],
+        host: str,
+        port: int,
+        *,
+        registry: CollectorRegistry = prometheus_client.REGISTRY,
+        workers: Callable[[], dict[str, int] | None] | None = None,
     ) -> None:
         app = web.Application()
-        add_routes(app, readiness, ping_redis)
+        add_routes(app, readiness, ping_redis, registry=registry, workers=workers)
         self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         self.host, self.port = host, port
         self.started = False

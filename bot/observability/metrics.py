@@ -1,6 +1,10 @@
 """Every Prometheus metric the bot exports, in one place.
 
-They live in prometheus_client's default registry, which ``/metrics`` serves. Labels carry
+They live in prometheus_client's default registry, which ``/metrics`` serves; a worker
+process under a supervisor records them in the supervisor's multiprocess directory instead,
+and the supervisor's ``/metrics`` adds them to its own (bot/observability/process_metrics.py:
+counters and histograms add up; every gauge is ``livemax``, the largest of the live
+processes). Labels carry
 only names the operator chose or the code fixed (model, tool, Slack method, outcome kinds),
 never a person's text or IDs.
 
@@ -77,11 +81,13 @@ QUEUE_DEPTH = Gauge(
     PREFIX + "queue_depth",
     "Turns accepted and not finished (queued or running), read from Redis; the same value "
     "on every replica: aggregate with max, not sum.",
+    multiprocess_mode="livemax",
 )
 QUEUE_OLDEST_SECONDS = Gauge(
     PREFIX + "queue_oldest_turn_age_seconds",
     "Age of the oldest turn accepted and not finished, read from Redis (0 when none); the "
     "same value on every replica: aggregate with max.",
+    multiprocess_mode="livemax",
 )
 TAKEOVERS = Counter(
     PREFIX + "turns_taken_over",
@@ -94,6 +100,16 @@ DEAD_LETTERS = Counter(
     PREFIX + "dead_letters",
     "Turns given up, by reason: attempts, delivery_timeout, undeliverable, unreadable.",
     ["reason"],
+)
+WORKER_PROCESSES = Gauge(
+    PREFIX + "worker_processes",
+    "Worker processes alive under this supervisor (`run --workers N`, `worker --processes "
+    "N`); 0 in a process that runs its worker loop itself.",
+    multiprocess_mode="livemax",
+)
+WORKER_RESTARTS = Counter(
+    PREFIX + "worker_restarts",
+    "Worker processes this supervisor started again after one died.",
 )
 SLACK_CALLS = Counter(PREFIX + "slack_api_calls", "Slack Web API calls, by method.", ["method"])
 SLACK_ERRORS = Counter(

@@ -6,6 +6,7 @@ what it checks with ``services.load`` (``bot/check/runner.py``)."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,9 +15,13 @@ from bot.budget.budgets import Spender
 from bot.config import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
 from bot.observability import tracing
+from bot.observability.process_metrics import WorkerMetrics
 from bot.observability.redaction import print_redacted
+from bot.process.lifeline import hold_on
 from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
+from bot.process.supervisor import Supervisor, WorkerLaunch
+from bot.process.worker_count import cpu_count, worker_processes
 from bot.state.persistence import check_persistence
 from permissions.policy import Person
 from permissions.rules import roles_allowing
@@ -24,6 +29,10 @@ from permissions.sources import role_names
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
+
+    from bot.process.workers import Workers
+
+STOP_MARGIN_S = 5.0  # beyond a worker's own grace and hand-back, before it is killed
 
 
 async def chat(config: Path | None, options: ChatOptions) -> int:
@@ -61,42 +70,111 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
     return ConsoleTools(services.policy.toolset(services.registry, person, held), held)
 
 
-async def run_app(config: Path | None, listen: Listen, *, with_worker: bool) -> int:
+async def run_app(
+    config: Path | None, listen: Listen, *, with_worker: bool, workers: int | None
+) -> int:
     """``slack-agent run``: Slack's events (Socket Mode with SLACK_APP_TOKEN, else HTTP),
-    and the worker unless ``with_worker`` is off."""
-    from bot.process.run import assemble, run  # the Slack side: only for the Slack commands
+    and the turns answered by ``workers`` worker processes under this one's supervision
+    (None: one per CPU; 0: the worker loop in this process), or by other processes when
+    ``with_worker`` is off."""
+    # The Slack side and the worker: only for the Slack commands.
+    from bot.process.run import assemble, run
+    from bot.process.workers import WorkerLoop
 
     services = build_services(config, "run")
     socket_mode = services.environment.slack_app_token is not None
     traces = _start_tracing(services)
+    metrics_files: WorkerMetrics | None = None
     try:
+        embedded = services.state.handle.embedded
+        count = (
+            worker_processes(workers, option="--workers", embedded=embedded, cpus=cpu_count())
+            if with_worker
+            else 0
+        )
         process = assemble(services, http=not socket_mode)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.start()
-        await run(process, socket_mode=socket_mode, listen=listen, with_worker=with_worker)
+        answering: Workers | None = None
+        if count:
+            metrics_files = WorkerMetrics()
+            answering = supervisor(count, config, services, metrics_files)
+        elif with_worker:
+            answering = WorkerLoop(process.worker)
+        await run(process, socket_mode=socket_mode, listen=listen, workers=answering)
         return 0
     finally:
         await services.aclose()
+        if metrics_files is not None:
+            metrics_files.close()
         if traces is not None:
             traces.shutdown()  # sends the spans still buffered
 
 
-async def run_workers(config: Path | None, listen: Listen) -> int:
-    """``slack-agent worker``: only the queue's turns."""
-    from bot.process.run import assemble, run_worker_only
+async def run_workers(
+    config: Path | None,
+    listen: Listen,
+    *,
+    processes: int | None,
+    supervisor_pipe: int | None = None,
+) -> int:
+    """``slack-agent worker``: only the queue's turns, in ``processes`` worker processes under
+    this one's supervision (None: one per CPU; 0: the worker loop in this process).
+    ``supervisor_pipe``: this is a supervisor's worker process, to die with it."""
+    from bot.process.run import assemble, run_workers_only
+    from bot.process.workers import WorkerLoop
 
+    if supervisor_pipe is not None:
+        hold_on(supervisor_pipe)
     services = build_services(config, "worker")
     traces = _start_tracing(services)
+    metrics_files: WorkerMetrics | None = None
     try:
+        embedded = services.state.handle.embedded
+        count = worker_processes(
+            processes, option="--processes", embedded=embedded, cpus=cpu_count()
+        )
+        if count:
+            await check_persistence(
+                services.state.handle, services.config.redis.require_persistence
+            )
+            metrics_files = WorkerMetrics()
+            await run_workers_only(
+                services, supervisor(count, config, services, metrics_files), listen
+            )
+            return 0
         process = assemble(services, http=False)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.start()
-        await run_worker_only(process, listen)
+        await run_workers_only(services, WorkerLoop(process.worker), listen)
         return 0
     finally:
         await services.aclose()
+        if metrics_files is not None:
+            metrics_files.close()
         if traces is not None:
             traces.shutdown()
+
+
+def supervisor(
+    count: int, config: Path | None, services: Services, metrics_files: WorkerMetrics
+) -> Supervisor:
+    """``count`` worker processes: ``slack-agent worker --processes 0`` with this process's
+    config file, environment and log level; each given the time a worker takes to stop
+    (``queue.shutdown_grace_s``, then handing turns back) before it is killed."""
+    from bot.turn.worker.consumer import HAND_BACK_WAIT_S
+
+    level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+    arguments = ["--log-level", str(level), "worker", "--processes", "0"]
+    if config is not None:
+        arguments += ["--config", str(config)]
+    stop_within_s = services.config.queue.shutdown_grace_s + HAND_BACK_WAIT_S + STOP_MARGIN_S
+    return Supervisor(
+        count,
+        WorkerLaunch(tuple(arguments)),
+        stop_within_s=stop_within_s,
+        metrics_files=metrics_files,
+    )
 
 
 def _start_tracing(services: Services) -> TracerProvider | None:

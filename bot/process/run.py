@@ -1,5 +1,6 @@
-"""How a Slack process runs: the ingress (HTTP or Socket Mode) and its worker, or the
-worker alone, until SIGINT or SIGTERM; then intake stops and running turns finish."""
+"""How a Slack process runs: the ingress (HTTP or Socket Mode) and what answers its turns
+(the worker loop in this process, or worker processes under its supervision), or the
+workers alone, until SIGINT or SIGTERM; then intake stops and running turns finish."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import signal
 from dataclasses import dataclass
 
 from aiohttp import web
+from prometheus_client import REGISTRY
 
 from bot.agent.cancellation import Interrupted, unless
 from bot.health.endpoints import HealthServer
-from bot.health.readiness import Readiness, redis_check, worker_check
+from bot.health.readiness import Readiness, redis_check
 from bot.process.listen import Listen
 from bot.process.services import Services
 from bot.process.slack import SlackSide, build_slack_side
 from bot.process.worker import slack_worker
+from bot.process.workers import Workers
 from bot.slack.inbound.http import http_app
 from bot.slack.inbound.socket.pool import SocketPool
 from bot.slack.tokens import verify_tokens
@@ -49,37 +52,27 @@ def stop_on_signals() -> asyncio.Event:
     return stop
 
 
-class Started:
-    """The worker loop's task once it runs (readiness asks before and after)."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.task: asyncio.Task[None] | None = None
-
-    def alive(self) -> bool:
-        task = self.task
-        return task is not None and not task.done() and self.worker.alive
-
-
 def readiness_for(
-    process: SlackProcess, worker: Started | None, pool: SocketPool | None
+    services: Services, workers: Workers | None, pool: SocketPool | None
 ) -> Readiness:
-    readiness = Readiness({"redis": redis_check(process.services.state.client.ping)})
-    if worker is not None:
-        readiness.add("worker", worker_check(worker.alive))
+    readiness = Readiness({"redis": redis_check(services.state.client.ping)})
+    if workers is not None:
+        readiness.add("worker", workers.problem)
     if pool is not None:
         readiness.add("socket", pool.problem)
     return readiness
 
 
 async def run(
-    process: SlackProcess, *, socket_mode: bool, listen: Listen, with_worker: bool
+    process: SlackProcess, *, socket_mode: bool, listen: Listen, workers: Workers | None
 ) -> None:
-    """Serve until SIGINT or SIGTERM, then stop taking events and let running turns finish.
+    """Serve until SIGINT or SIGTERM, then stop taking events and let running turns finish
+    (``workers``: what answers the turns, None when other processes do).
 
     The signal handlers come first, and the endpoints' own listener (Socket Mode, or
     --metrics-port) opens before Slack is asked anything: a process still connecting to
-    Slack answers /healthz (and /readyz says what it waits for) and stops at once.
+    Slack answers /healthz (and /readyz says what it waits for) and stops at once. The
+    workers start once Slack has taken the tokens.
 
     /metrics is never public by default: in HTTP mode the app's --port (Slack's events)
     serves /healthz and /readyz only, /metrics is on --metrics-port; in Socket Mode nothing
@@ -97,16 +90,18 @@ async def run(
         if socket_mode and app_token is not None
         else None
     )
-    worker = Started(process.worker) if with_worker else None
-    readiness = readiness_for(process, worker, pool)
+    readiness = readiness_for(services, workers, pool)
     ping = services.state.client.ping
+    registry = workers.registry() if workers is not None else REGISTRY
+    reported = workers.health if workers is not None else None
     health_port = (listen.metrics_port or listen.port) if socket_mode else listen.metrics_port
     health = (
-        HealthServer(readiness, ping, listen.host, health_port)
+        HealthServer(readiness, ping, listen.host, health_port, registry=registry, workers=reported)
         if health_port is not None and (socket_mode or health_port != listen.port)
         else None
     )
     runner: web.AppRunner | None = None
+    working: asyncio.Task[None] | None = None
     try:
         if health is not None:
             await health.start()
@@ -114,8 +109,8 @@ async def run(
             return
         if isinstance(await unless(slack.identity.share_with(slack.app), stop), Interrupted):
             return
-        if worker is not None:
-            worker.task = asyncio.create_task(process.worker.run(stop))
+        if workers is not None:
+            working = asyncio.create_task(workers.run(stop))
         if pool is not None:
             pool.start()
             log.warning("slack-agent connecting in Socket Mode (%d connections)", len(pool.slots))
@@ -125,7 +120,13 @@ async def run(
             # Slack's events port is public: /metrics only where --metrics-port says.
             metrics_here = listen.metrics_port == listen.port
             app = http_app(
-                slack.app, ping, secret.get_secret_value(), readiness, metrics=metrics_here
+                slack.app,
+                ping,
+                secret.get_secret_value(),
+                readiness,
+                metrics=metrics_here,
+                registry=registry,
+                workers=reported,
             )
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
@@ -140,28 +141,34 @@ async def run(
         if runner is not None:
             await runner.cleanup()
         await slack.later.close()
-        if worker is not None and worker.task is not None:
+        if working is not None:
             stop.set()
-            await worker.task
+            await working
         if health is not None:
             await health.stop()
 
 
-async def run_worker_only(process: SlackProcess, listen: Listen) -> None:
+async def run_workers_only(services: Services, workers: Workers, listen: Listen) -> None:
+    """``slack-agent worker``: the workers until SIGINT or SIGTERM; the endpoints on
+    --metrics-port when given."""
     stop = stop_on_signals()
     log.warning("slack-agent worker started")
-    worker = Started(process.worker)
-    worker.task = worker_task = asyncio.create_task(process.worker.run(stop))
+    working = asyncio.create_task(workers.run(stop))
     health: HealthServer | None = None
     try:
         if listen.metrics_port is not None:
-            readiness = readiness_for(process, worker, None)
-            ping = process.services.state.client.ping
-            health = HealthServer(readiness, ping, listen.host, listen.metrics_port)
+            health = HealthServer(
+                readiness_for(services, workers, None),
+                services.state.client.ping,
+                listen.host,
+                listen.metrics_port,
+                registry=workers.registry(),
+                workers=workers.health,
+            )
             await health.start()
-        await worker_task
+        await working
     finally:
         stop.set()
-        await worker_task
+        await working
         if health is not None:
             await health.stop()

@@ -1,5 +1,8 @@
 """One ``slack-agent run`` process: started with its own port and log file, checked through
-/healthz, and stopped the ways a deployment stops things (SIGTERM, SIGKILL)."""
+/healthz, and stopped the ways a deployment stops things (SIGTERM, SIGKILL).
+
+Each replica runs with ``--workers 0``: its worker loop in the same process, so the pid a
+tool run records is the replica's, and killing the replica kills the turns it runs."""
 
 from __future__ import annotations
 
@@ -50,6 +53,8 @@ class Replica:
                 "-m",
                 "bot.cli",
                 "run",
+                "--workers",
+                "0",
                 "--port",
                 str(self.port),
                 "--metrics-port",

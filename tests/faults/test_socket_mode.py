@@ -147,7 +147,7 @@ class Launcher:
 
     async def run(self, **config: Any) -> Process:
         port = free_port()
-        return await self.start("run", "--port", str(port), port=port, **config)
+        return await self.start("run", "--workers", "0", "--port", str(port), port=port, **config)
 
 
 @pytest.fixture
@@ -305,6 +305,8 @@ async def test_readyz_follows_a_redis_outage_in_socket_mode_and_in_a_worker(
     metrics_port = free_port()
     worker = await launch.start(
         "worker",
+        "--processes",
+        "0",
         "--metrics-port",
         str(metrics_port),
         redis_url=private_redis.url,
@@ -348,7 +350,7 @@ async def test_http_mode_serves_metrics_only_on_the_metrics_port(launch: Launche
     app_port, metrics_port = free_port(), free_port()
     app = await launch.start(
         "run",
-        *("--port", str(app_port), "--metrics-port", str(metrics_port)),
+        *("--workers", "0", "--port", str(app_port), "--metrics-port", str(metrics_port)),
         port=metrics_port,
         socket_mode=False,
     )

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import REGISTRY, CollectorRegistry
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
@@ -34,6 +35,8 @@ def http_app(
     readiness: Readiness | None = None,
     *,
     metrics: bool = False,
+    registry: CollectorRegistry = REGISTRY,
+    workers: Callable[[], dict[str, int] | None] | None = None,
 ) -> web.Application:
     verifier = SignatureVerifier(signing_secret)
 
@@ -59,5 +62,5 @@ def http_app(
     app.router.add_post(EVENTS_PATH, events)
     if readiness is None:
         readiness = Readiness({"redis": redis_check(ping_redis)})
-    add_routes(app, readiness, ping_redis, metrics=metrics)
+    add_routes(app, readiness, ping_redis, metrics=metrics, registry=registry, workers=workers)
     return app

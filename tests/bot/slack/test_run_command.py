@@ -194,7 +194,7 @@ async def test_ingress_and_workers_scale_apart(
     await until_true(lambda: queued(state), 10)
     assert await readiness_checks(port) == {"redis": "ok"}
     assert fake_llm.requests == []  # the ingress process only queued it
-    worker = await spawn(processes, env, "worker")
+    worker = await spawn(processes, env, "worker", "--processes", "0")
     await until(lambda: answers(fake_slack, "301.000001") == ["Answered by a worker process."], 30)
     # Only the worker process ever read the queue (a consumer stays in the group once it has
     # read): the ingress process never took the turn.
