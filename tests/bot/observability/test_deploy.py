@@ -12,6 +12,7 @@ import yaml
 from prometheus_client import REGISTRY
 
 import bot.observability.metrics  # noqa: F401  (defines the metrics)
+from bot.config.schema import AppConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / "deploy" / "grafana" / "slack-agent.json"
@@ -92,3 +93,56 @@ def test_the_kubernetes_example_probes_the_app_port_and_scrapes_the_metrics_port
     assert annotations["prometheus.io/port"] == flag["--metrics-port"]
     assert annotations["prometheus.io/path"] == "/metrics"
     assert [port["targetPort"] for port in service["spec"]["ports"]] == ["http"]
+
+
+def manifests(name: str) -> dict[str, dict[str, Any]]:
+    """The objects of deploy/kubernetes/<name>, by kind."""
+    return {doc["kind"]: doc for doc in yaml.safe_load_all((KUBERNETES.parent / name).read_text())}
+
+
+def container_of(deployment: dict[str, Any]) -> dict[str, Any]:
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    return dict(container)
+
+
+def test_ingress_and_workers_are_separate_deployments_with_probes_and_budgets() -> None:
+    ingress, workers = manifests("ingress.yaml"), manifests("workers.yaml")
+    for objects, command, port in (
+        (ingress, ["slack-agent", "run", "--no-worker"], "http"),
+        (workers, ["slack-agent", "worker", "--processes"], "metrics"),
+    ):
+        deployment = objects["Deployment"]
+        container = container_of(deployment)
+        assert container["command"][: len(command)] == command
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        flags = container["command"]
+        assert ports["metrics"] == int(flags[flags.index("--metrics-port") + 1])
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port}
+        assert container["resources"]["requests"]["cpu"]
+        assert container["resources"]["requests"]["memory"]
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert deployment["spec"]["selector"]["matchLabels"] == labels
+        budget = objects["PodDisruptionBudget"]
+        assert budget["spec"]["selector"]["matchLabels"] == labels
+        assert budget["spec"]["minAvailable"] >= 1
+    # Only the ingress is reachable from outside, and only on the app's port.
+    service = ingress["Service"]
+    assert service["spec"]["selector"] == ingress["Deployment"]["spec"]["selector"]["matchLabels"]
+    assert [port["targetPort"] for port in service["spec"]["ports"]] == ["http"]
+    # Running turns get queue.shutdown_grace_s, then the supervisor's 10 s, before the kill.
+    grace = AppConfig().queue.shutdown_grace_s
+    assert workers["Deployment"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > (
+        grace + 10
+    )
+
+
+def test_the_workers_scale_on_a_queue_depth_the_bot_exports() -> None:
+    workers = manifests("workers.yaml")
+    autoscaler = workers["HorizontalPodAutoscaler"]
+    assert autoscaler["spec"]["scaleTargetRef"]["name"] == workers["Deployment"]["metadata"]["name"]
+    [metric] = autoscaler["spec"]["metrics"]
+    assert metric["external"]["metric"]["name"] in exported()
+    assert (
+        autoscaler["spec"]["minReplicas"] >= workers["PodDisruptionBudget"]["spec"]["minAvailable"]
+    )
