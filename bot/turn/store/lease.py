@@ -36,6 +36,7 @@ from bot.state.errors import REDIS_DOWN
 from bot.state.keys import Keys
 from bot.turn.model import ThreadKey
 from bot.turn.responder import Aborted
+from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
 
 log = logging.getLogger(__name__)
 
@@ -71,16 +72,38 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
 return 0
 """
+# ACQUIRE, and a look at the thread's queue in the same step: {1, head, state}, {1} (nothing
+# queued), or 0 (someone else holds the thread).
+# KEYS: lock, thread's current, thread queue; ARGV: token, ttl ms, records prefix
+ACQUIRE_AND_LOOK = (
+    HEAD_FUNCTION
+    + """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+    and redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local found = head(KEYS[2], KEYS[3], ARGV[3])
+if found then return {1, found[1], found[2]} end
+return {1}
+"""
+)
+# The next turn of the thread, or, when nothing is queued, the lock freed in the same step:
+# a turn queued before it is found, one queued after it finds the thread free.
+# Returns {head, state}, {} (freed), or {'stale'} (the lock is not ours).
+# KEYS: lock, thread's current, thread queue; ARGV: token, records prefix
+NEXT_OR_RELEASE = (
+    HEAD_FUNCTION
+    + """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {'stale'} end
+local found = head(KEYS[2], KEYS[3], ARGV[2])
+if found then return found end
+redis.call('DEL', KEYS[1])
+return {}
+"""
+)
 RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
-"""
-# Free the lock if it is ours, and count the thread's unfinished turns in the same step: one
-# queued before it are found by this look, one queued after it finds the lock free.
-# KEYS: lock, the thread's queue; ARGV: token
-RELEASE_AND_LOOK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return redis.call('ZCARD', KEYS[2])
 """
 
 
@@ -92,17 +115,31 @@ class ThreadLocks:
         self._heartbeat = client.register_script(HEARTBEAT)
         self._hand_back = client.register_script(HAND_BACK)
         self._release = client.register_script(RELEASE)
-        self._release_and_look = client.register_script(RELEASE_AND_LOOK)
         self._acquire = client.register_script(ACQUIRE)
+        self._acquire_and_look = client.register_script(ACQUIRE_AND_LOOK)
+        self._next_or_release = client.register_script(NEXT_OR_RELEASE)
 
-    async def try_acquire(self, thread: ThreadKey, consumer: str) -> ThreadLease | None:
+    async def try_acquire(
+        self, thread: ThreadKey, consumer: str, *, look: QueueLook | None = None
+    ) -> ThreadLease | None:
+        """The thread's lease, or None when someone else holds it. With ``look``, the
+        thread's queue is looked at in the same step (:attr:`ThreadLease.first`)."""
         token = secrets.token_hex(16)
         key = self.keys.lock(thread)
         loop = asyncio.get_running_loop()
         asked_at = loop.time()
-        if await self._acquire(keys=[key], args=[token, self.ttl_ms]):
-            return ThreadLease(self, key, token, consumer, asked_at)
-        return None
+        if look is None:
+            if await self._acquire(keys=[key], args=[token, self.ttl_ms]):
+                return ThreadLease(self, key, token, consumer, asked_at)
+            return None
+        reply = await self._acquire_and_look(
+            keys=[key, look.current, look.queue], args=[token, self.ttl_ms, look.records]
+        )
+        if not reply:
+            return None
+        lease = ThreadLease(self, key, token, consumer, asked_at)
+        lease.first = (str(reply[1]), str(reply[2])) if len(reply) == 3 else None
+        return lease
 
 
 class ThreadLease:
@@ -114,6 +151,8 @@ class ThreadLease:
         self.token = token
         self.consumer = consumer
         self.entry = ""  # the stream entry of the turn being worked on
+        self.first: Head | None = None  # the thread's next turn, as seen when it was taken
+        self.released = False  # let go of (the heartbeat stops)
         self.lost = asyncio.Event()  # set when another owner may have the thread now
         self.margin_s = MARGIN_SHARE * locks.ttl_ms / 1000
         self._trusted_until = renewed_at + TRUSTED_SHARE * locks.ttl_ms / 1000
@@ -191,14 +230,21 @@ class ThreadLease:
             log.warning("could not release %s; it frees itself when its TTL ends", self.key)
             return False
 
-    async def release_and_look(self, thread_queue: str) -> int:
-        """Free the lock if we still own it; how many turns the thread still has queued
-        (``thread_queue``: its key). Raises when Redis cannot be reached (the lock then
-        frees itself when its TTL ends)."""
-        self._expiry.cancel()
-        return int(
-            await self.locks._release_and_look(keys=[self.key, thread_queue], args=[self.token])
+    async def next_or_release(self, look: QueueLook) -> Head | None:
+        """The thread's next turn; or, when nothing is queued, the lock freed in the same
+        step (None). :class:`Aborted` when the lock is no longer ours."""
+        locks = self.locks
+        reply = await locks._next_or_release(
+            keys=[self.key, look.current, look.queue], args=[self.token, look.records]
         )
+        if reply and reply[0] == "stale":
+            self.lost.set()
+            raise Aborted(f"lost the lock of {self.key}")
+        if not reply:
+            self.released = True
+            self._expiry.cancel()
+            return None
+        return str(reply[0]), str(reply[1])
 
     async def hand_back(self) -> None:
         """Let another worker take the thread now: free the lock, and make the turn's entry
@@ -241,11 +287,15 @@ class ThreadLease:
         wait = interval
         while not self.lost.is_set():
             await asyncio.sleep(wait)
+            if self.released:
+                return
             try:
                 # A renewal that hangs past the lease's end is no renewal.
                 async with asyncio.timeout_at(max(self._trusted_until, loop.time() + 0.05)):
                     renewed = await self.renew()
                 if not renewed:
+                    if self.released:
+                        return  # let go of meanwhile
                     log.warning("lost %s to another owner", self.key)
                     self.lost.set()
                     return

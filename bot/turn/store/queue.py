@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.exceptions
@@ -54,17 +55,33 @@ if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return 1
 """
 
-# KEYS: thread's current, thread queue; ARGV: the turn records' key prefix
-# The started turn (and its state), else the pending one written first.
-HEAD = """
-local current = redis.call('GET', KEYS[1])
-if current then
-  return {current, redis.call('HGET', ARGV[1] .. current, 'state') or ''}
+# The head of a thread's queue: the started turn (and its state), else the pending one
+# written first; false when there is none. Part of the lease's scripts (lease.py), which look
+# at the queue in the same step as they take or let go of the thread.
+HEAD_FUNCTION = """
+local function head(current_key, queue_key, records_prefix)
+  local current = redis.call('GET', current_key)
+  if current then
+    return {current, redis.call('HGET', records_prefix .. current, 'state') or ''}
+  end
+  local first = redis.call('ZRANGE', queue_key, 0, 0)
+  if first[1] then return {first[1], ''} end
+  return false
 end
-local first = redis.call('ZRANGE', KEYS[2], 0, 0)
-if first[1] then return {first[1], ''} end
-return false
 """
+
+
+@dataclass(frozen=True)
+class QueueLook:
+    """The keys a look at a thread's queue reads: its current pointer, its queue, and the
+    prefix of the turn records (for the started turn's state)."""
+
+    current: str
+    queue: str
+    records: str
+
+
+Head = tuple[str, str]  # the entry id of the turn to work on next, and its record's state
 
 Entry = tuple[str, Turn | None]  # None: an entry whose payload could not be read
 
@@ -77,7 +94,6 @@ class TurnQueue:
         self.max_len = max_len
         self._enqueue = client.register_script(ENQUEUE)
         self._forget = client.register_script(FORGET)
-        self._head = client.register_script(HEAD)
         # Wakes in-process workers at once (the embedded Redis cannot block on reads).
         self.arrived = asyncio.Event()
 
@@ -165,16 +181,11 @@ class TurnQueue:
             return str(current)
         return str(first[0]) if first else None
 
-    async def head_and_state(self, thread: ThreadKey) -> tuple[str, str] | None:
-        """:meth:`head` and, for a started turn, its record's state (one round trip)."""
-        reply = await self._head(
-            keys=[self.keys.thread_current(thread), self.keys.thread_queue(thread)],
-            args=[self.keys.turn("")],
+    def look(self, thread: ThreadKey) -> QueueLook:
+        """What a lease reads to look at ``thread``'s queue (lease.py)."""
+        return QueueLook(
+            self.keys.thread_current(thread), self.keys.thread_queue(thread), self.keys.turn("")
         )
-        return (str(reply[0]), str(reply[1])) if reply else None
-
-    async def has_pending(self, thread: ThreadKey) -> bool:
-        return bool(await self.client.zcard(self.keys.thread_queue(thread)))
 
     async def fetch(self, entry_id: str) -> Entry | None:
         """The entry, or None when it is gone (finished and deleted)."""

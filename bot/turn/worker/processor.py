@@ -27,6 +27,7 @@ from bot.turn.owner import Timing, TurnOwner
 from bot.turn.responder import Aborted, Responder
 from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease, ThreadLocks
+from bot.turn.store.queue import QueueLook
 from bot.turn.worker.stops import StopWatcher
 
 log = logging.getLogger(__name__)
@@ -68,43 +69,45 @@ class ThreadProcessor:
             return
         thread = turn.thread_key
         read: dict[str, Turn] = {entry_id: turn}  # no need to read it from the stream again
-        while not self.handing_back.is_set():
-            lease = await self.locks.try_acquire(thread, self.consumer)
-            if lease is None:
-                return  # the owner works through this thread, this entry included
-            try:
-                async with lease.kept_alive():
-                    waiting = await self._drain(thread, lease, read)
-            except BaseException:
-                await self._let_go(lease)
-                raise
-            if lease.lost.is_set() or self.handing_back.is_set():
+        look = self.stores.queue.look(thread)
+        lease = await self.locks.try_acquire(thread, self.consumer, look=look)
+        if lease is None:
+            return  # the owner works through this thread, this entry included
+        try:
+            async with lease.kept_alive():
+                await self._drain(thread, lease, look, read)
+        finally:
+            if lease.released:
+                pass  # let go of with nothing queued, in the same step as the last look
+            elif lease.lost.is_set() or self.handing_back.is_set():
                 await lease.hand_back()
-                return
-            pending = await lease.release_and_look(self.stores.queue.keys.thread_queue(thread))
-            if waiting or not pending:
-                return
+            else:
+                await lease.release()  # a turn waiting for a person holds the rest back
 
-    async def _let_go(self, lease: ThreadLease) -> None:
-        if lease.lost.is_set() or self.handing_back.is_set():
-            await lease.hand_back()
-        else:
-            await lease.release()
-
-    async def _drain(self, thread: ThreadKey, lease: ThreadLease, read: dict[str, Turn]) -> bool:
-        """Run the thread's turns in order; True when it stopped at a turn that waits for a
-        person (the thread's later turns wait behind it)."""
+    async def _drain(
+        self, thread: ThreadKey, lease: ThreadLease, look: QueueLook, read: dict[str, Turn]
+    ) -> None:
+        """Run the thread's turns in order, until none is left (the lease is then released
+        in the same step as the last look), one waits for a person (the thread's later
+        turns wait behind it), the lease is lost, or the process hands its turns back."""
         queue = self.stores.queue
         failures = 0
+        found, lease.first = lease.first, None
         while lease.valid() and not self.handing_back.is_set():
-            found = await queue.head_and_state(thread)
             if found is None:
-                return False
+                try:
+                    found = await lease.next_or_release(look)
+                except Aborted as exc:
+                    log.info("stopped working on %s: %s", thread, exc)
+                    return
+                if found is None:
+                    return  # nothing left; the lease is released
             head, state = found
+            found = None
             if state == TurnState.AWAITING_APPROVAL and await parking.still_waiting(
                 self.stores, head
             ):
-                return True
+                return
             known = read.pop(head, None)
             entry = (head, known) if known is not None else await queue.fetch(head)
             if entry is None or entry[1] is None:
@@ -133,18 +136,17 @@ class ThreadProcessor:
                     end = await owner.run()
                 failures = 0
                 if isinstance(end, Waiting):
-                    return True
+                    return
             except Aborted as exc:
                 log.info("stopped working on %s: %s", thread, exc)
-                return False
+                return
             except Exception:
                 failures += 1
                 log.exception("turn %s in %s failed; trying it again", head, thread)
                 if not await sleep_unless(
                     self.failure_backoff_s * failures, lease.lost, self.handing_back
                 ):
-                    return False
-        return False
+                    return
 
     async def _discard_unreadable(self, entry_id: str) -> None:
         log.error("dead-lettering turn %s: its payload is unreadable", entry_id)

@@ -51,6 +51,7 @@ from bot.state.connection import connect
 from bot.state.history import UNDELIVERED
 from bot.turn.model import ThreadKey, Turn
 from bot.turn.store.lease import ThreadLease, ThreadLocks
+from bot.turn.store.queue import QueueLook
 from tests.conftest import REDIS_URL
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.in_memory_slack import InMemorySlack
@@ -279,8 +280,10 @@ class RecordedLocks(ThreadLocks):
         super().__init__(client, keys, ttl_s)
         self.faults = faults
 
-    async def try_acquire(self, thread: ThreadKey, consumer: str) -> ThreadLease | None:
-        lease = await super().try_acquire(thread, consumer)
+    async def try_acquire(
+        self, thread: ThreadKey, consumer: str, *, look: QueueLook | None = None
+    ) -> ThreadLease | None:
+        lease = await super().try_acquire(thread, consumer, look=look)
         if lease is not None:
             self.faults.acquired.append(time.monotonic())
         return lease

@@ -195,3 +195,40 @@ async def test_a_call_running_while_renewals_hang_is_cut_off_on_time(
     # Cut at the last good renewal's calls_end: well before the lock could expire.
     assert cut_at < lease.calls_end + 0.2
     assert lease.time_left() == 0.0
+
+
+async def test_taking_a_thread_looks_at_its_queue_and_letting_go_of_it_looks_last(
+    state: State,
+) -> None:
+    await state.queue.ensure_group()
+    first = message("first", "900.1", thread="900.1")
+    look = state.queue.look(first.thread_key)
+    # Nothing queued yet: taken, and nothing seen.
+    lease = await state.locks.try_acquire(first.thread_key, "w1", look=look)
+    assert lease is not None and lease.first is None
+    assert await state.locks.try_acquire(first.thread_key, "w2", look=look) is None
+    # A turn queued while it is held is seen by the last look, which then keeps the lock.
+    entry_id = await state.queue.enqueue(first)
+    assert await lease.next_or_release(look) == (entry_id, "")
+    assert await state.client.get(state.keys.lock(first.thread_key)) == lease.token
+    await lease.release()
+    # Taken again: the look names the queued turn at once.
+    again = await state.locks.try_acquire(first.thread_key, "w1", look=look)
+    assert again is not None and again.first == (entry_id, "")
+    await state.client.zrem(look.queue, entry_id)
+    # Nothing left: the lock is freed in the same step, and the lease stops its heartbeat.
+    assert await again.next_or_release(look) is None
+    assert again.released
+    assert await state.client.get(state.keys.lock(first.thread_key)) is None
+
+
+async def test_a_last_look_under_a_lock_someone_else_holds_now_aborts(state: State) -> None:
+    thread = message("", "").thread_key
+    look = state.queue.look(thread)
+    lease = await state.locks.try_acquire(thread, "w1", look=look)
+    assert lease is not None
+    await state.client.set(state.keys.lock(thread), "another-owner")
+    with pytest.raises(Aborted):
+        await lease.next_or_release(look)
+    assert lease.lost.is_set()
+    assert await state.client.get(state.keys.lock(thread)) == "another-owner"
