@@ -168,6 +168,11 @@ class RedisHistory:
             pipe.expire(self.keys.history(thread), self.idle_ttl_s)
             pipe.expire(self.keys.history_bytes(thread), self.idle_ttl_s)
             raw, _, _ = await pipe.execute()
+        return self.parse_turns(thread, raw)
+
+    @staticmethod
+    def parse_turns(thread: ThreadKey, raw: Sequence[str]) -> list[StoredTurn]:
+        """The stored turns ``raw`` (the history list's items, as read), oldest first."""
         turns = []
         for number, item in enumerate(raw):
             try:
@@ -184,10 +189,21 @@ class RedisHistory:
         return turns
 
     async def for_model(
-        self, thread: ThreadKey, budget: int, estimator: TokenEstimator, scope: Scope
+        self,
+        thread: ThreadKey,
+        budget: int,
+        estimator: TokenEstimator,
+        scope: Scope,
+        stored: Sequence[str] | None = None,
     ) -> list[Message]:
         """The stored turns as ``scope`` shows them to this turn's requester, the newest
-        whole ones that fit ``budget`` tokens, flattened."""
-        shown = await scope(await self.stored_turns(thread))
+        whole ones that fit ``budget`` tokens, flattened. ``stored``: the history's items
+        as already read (the turn's begin reads them), else they are read now."""
+        turns_read = (
+            self.parse_turns(thread, stored)
+            if stored is not None
+            else await self.stored_turns(thread)
+        )
+        shown = await scope(turns_read)
         turns = fit_turns(shown, budget, estimator)
         return [message for turn in turns for message in turn]

@@ -53,14 +53,25 @@ class Durably:
 
 
 class DurableJournal:
-    """The turn's journal for the loop (bot/agent/journal.py): each save is made durably."""
+    """The turn's journal for the loop (bot/agent/journal.py): each save is made durably.
+
+    The person's message, first in an empty journal, is held back and saved with the next
+    message: a turn that answers at once never needs it (settling stores the turn whole),
+    and one that is taken over before anything else was saved starts afresh, as it would
+    with only that message saved. One round trip fewer per turn."""
 
     def __init__(self, owned: OwnedTurn, durably: Durably) -> None:
         self.owned = owned
         self.durably = durably
+        self._held: list[dict[str, Any]] = []
 
     async def record(self, message: dict[str, Any]) -> None:
-        await self.durably(lambda: self.owned.record(message))
+        if not self._held and self.owned.journaled == 0 and message.get("role") == "user":
+            self._held.append(message)
+            return
+        messages = [*self._held, message]
+        await self.durably(lambda: self.owned.record(*messages))
+        self._held = []
 
     async def claim_rerun(self, call_id: str) -> bool:
         return await self.durably(lambda: self.owned.claim_rerun(call_id))

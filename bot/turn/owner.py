@@ -52,7 +52,8 @@ from bot.turn.responder import (
 from bot.turn.retry import GaveUp, SlackRetries
 from bot.turn.states import TERMINAL, TurnState, settled_state
 from bot.turn.store.lease import ThreadLease
-from bot.turn.store.records import FINISHED_KEEP_S, Stale, TurnRecord
+from bot.turn.store.queue import QueueLook
+from bot.turn.store.records import FINISHED_KEEP_S, Looked, Stale, TurnRecord
 from permissions.withholding import requester_scope
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class TurnOwner:
         *,
         cancel: asyncio.Event | None = None,  # a Stop request
         handing_back: asyncio.Event | None = None,  # the process is shutting down
+        look: QueueLook | None = None,  # the turn's last move looks at its thread's queue
     ) -> None:
         self.entry_id = entry_id
         self.turn = turn
@@ -89,6 +91,7 @@ class TurnOwner:
         self.timing = timing
         self.cancel = cancel
         self.handing_back = handing_back
+        self.look = look
         self.owned = stores.records.owned(entry_id, turn.thread_key, lease.token)
         self.durably = Durably(entry_id, lease, handing_back)
         self.retries = SlackRetries(
@@ -170,7 +173,8 @@ class TurnOwner:
             log.debug("could not uncount the attempt of %s", self.entry_id, exc_info=True)
 
     async def _run(self) -> TurnEnd | None:
-        record = await self.durably(self.owned.begin)
+        history_ttl_s = self.stores.history.idle_ttl_s
+        record = await self.durably(lambda: self.owned.begin(history_ttl_s))
         self._attempts = record.attempts
         span = trace.get_current_span()
         if span.is_recording():
@@ -219,7 +223,7 @@ class TurnOwner:
         toolset = await agent.toolset_for(turn, self.entry_id, self)
         scope = requester_scope(turn.user, toolset)  # withholds what this person may not see
         history = await self.stores.history.for_model(
-            turn.thread_key, agent.history_budget, agent.estimator, scope
+            turn.thread_key, agent.history_budget, agent.estimator, scope, record.history
         )
         context = await agent.context_for(turn)
         log.debug("running turn %s: %r", self.entry_id, turn.text)  # the text: DEBUG only
@@ -308,18 +312,33 @@ class TurnOwner:
             )
         # Delivered and done in one step: in the history, and gone from the queue.
         commands = effects.delivered_effects(self.stores, self.turn, self.entry_id, record.messages)
-        await self.durably(
-            lambda: self.owned.move(TurnState.DONE, {}, commands, keep_s=FINISHED_KEEP_S)
-        )
+        await self._last_move(TurnState.DONE, {}, commands)
         telemetry.delivered(record.reason)
         return Delivered()
 
     async def _done(self) -> None:
         """A turn an earlier build left delivered: the queue forgets it."""
         commands = effects.done_effects(self.stores, self.turn, self.entry_id)
+        await self._last_move(TurnState.DONE, {}, commands)
+
+    async def _last_move(
+        self, target: TurnState, fields: dict[str, str], commands: Commands
+    ) -> None:
+        """The move that finishes the turn; it looks at the thread's queue in the same step
+        and, when nothing is left, frees the lock there too (the lease then stops)."""
         await self.durably(
-            lambda: self.owned.move(TurnState.DONE, {}, commands, keep_s=FINISHED_KEEP_S)
+            lambda: self.owned.move(
+                target, fields, commands, keep_s=FINISHED_KEEP_S, look=self.look
+            )
         )
+        looked = self.owned.looked
+        if looked is not None and looked.next is None:
+            self.lease.freed()
+
+    @property
+    def next_turn(self) -> Looked | None:
+        """What the turn's last move found next in its thread (None: it did not look)."""
+        return self.owned.looked
 
     async def _dead_letter(
         self,
@@ -337,10 +356,6 @@ class TurnOwner:
         commands = effects.dead_letter_effects(
             self.stores, self.turn, self.entry_id, record, delivery, reason, notice
         )
-        await self.durably(
-            lambda: self.owned.move(
-                TurnState.DEAD_LETTERED, {"reason": reason}, commands, keep_s=FINISHED_KEEP_S
-            )
-        )
+        await self._last_move(TurnState.DEAD_LETTERED, {"reason": reason}, commands)
         telemetry.dead_lettered(kind)
         return DeadLettered(reason)

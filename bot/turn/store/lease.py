@@ -241,10 +241,15 @@ class ThreadLease:
             self.lost.set()
             raise Aborted(f"lost the lock of {self.key}")
         if not reply:
-            self.released = True
-            self._expiry.cancel()
+            self.freed()
             return None
         return str(reply[0]), str(reply[1])
+
+    def freed(self) -> None:
+        """The lock was freed in the same step as a last look at the thread's queue (here,
+        or by the turn's last move): the heartbeat stops, nothing is released again."""
+        self.released = True
+        self._expiry.cancel()
 
     async def hand_back(self) -> None:
         """Let another worker take the thread now: free the lock, and make the turn's entry

@@ -19,7 +19,7 @@ import asyncio
 import json
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.agent.result import StopReason
@@ -29,50 +29,67 @@ from bot.state.history import APPEND_FUNCTION
 from bot.state.keys import Keys
 from bot.turn.model import ThreadKey
 from bot.turn.states import TurnState, sources
+from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
 
 Message = dict[str, Any]
 KEEP_S = 7 * 24 * 3600  # a record outlives any retry of its turn
 FINISHED_KEEP_S = 3600  # a finished turn's bare record, so a repeated last move is a no-op
 
-# KEYS[1] lock, KEYS[2] record
+# KEYS[1] lock, KEYS[2] record, with a look: KEYS[3] thread's current, KEYS[4] thread queue
 # ARGV[1] token, ARGV[2] target state ('' keeps it), ARGV[3] allowed states ('' any),
-# ARGV[4] record TTL, ARGV[5] JSON object of fields, ARGV[6] JSON list of commands
+# ARGV[4] record TTL, ARGV[5] JSON object of fields, ARGV[6] JSON list of commands,
+# ARGV[7] the records' key prefix for a look at the thread's queue after the move ('' none)
+# Returns 'ok', 'already', 'stale' or 'illegal:<state>'; with a look, 'ok' or 'already'
+# followed by a line with the thread's next turn and its state (tab apart), or by an empty
+# line when none is left: the lock was freed in the same step (bot/turn/store/lease.py).
 FENCED = (
     APPEND_FUNCTION
+    + HEAD_FUNCTION
     + """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 'stale' end
 local current = redis.call('HGET', KEYS[2], 'state') or 'queued'
+local outcome = 'ok'
 if ARGV[3] ~= '' then
   local allowed = false
   for state in string.gmatch(ARGV[3], '%S+') do
     if state == current then allowed = true end
   end
   if not allowed then
-    if current == ARGV[2] then return 'already' end
-    return 'illegal:' .. current
+    if current ~= ARGV[2] then return 'illegal:' .. current end
+    outcome = 'already'
   end
 end
-for name, value in pairs(cjson.decode(ARGV[5])) do
-  redis.call('HSET', KEYS[2], name, value)
-end
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'state', ARGV[2]) end
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-for _, command in ipairs(cjson.decode(ARGV[6])) do
-  if command[1] == '__history' then
-    append_history(command[2], command[3], command[4], tonumber(command[5]),
-      tonumber(command[6]), command[7])
-  else
-    redis.call(unpack(command))
+if outcome == 'ok' then
+  for name, value in pairs(cjson.decode(ARGV[5])) do
+    redis.call('HSET', KEYS[2], name, value)
+  end
+  if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'state', ARGV[2]) end
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+  for _, command in ipairs(cjson.decode(ARGV[6])) do
+    if command[1] == '__history' then
+      append_history(command[2], command[3], command[4], tonumber(command[5]),
+        tonumber(command[6]), command[7])
+    else
+      redis.call(unpack(command))
+    end
   end
 end
-return 'ok'
+if ARGV[7] and ARGV[7] ~= '' then
+  local found = head(KEYS[3], KEYS[4], ARGV[7])
+  if found then return outcome .. '\\n' .. found[1] .. '\\t' .. found[2] end
+  redis.call('DEL', KEYS[1])
+  return outcome .. '\\n'
+end
+return outcome
 """
 )
 
 # Start (or resume) work on a turn: count the attempt (once per attempt id, so a command
 # resent after a lost reply counts once), mark it running if it was queued, point the
-# thread at it, and return the record, the journal and the calls run again.
-# KEYS: lock, record, journal, reruns, thread's current; ARGV: token, entry id, TTL, attempt
+# thread at it, and return the record, the journal, the calls run again and, for a running
+# turn, the thread's history (reading it counts as use: its expiry is refreshed).
+# KEYS: lock, record, journal, reruns, thread's current, history, history bytes
+# ARGV: token, entry id, TTL, attempt, the history's idle TTL ('': do not read it)
 BEGIN = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {'stale'} end
 if redis.call('HGET', KEYS[2], 'attempt') ~= ARGV[4] then
@@ -85,21 +102,27 @@ if not state or state == 'queued' then
 end
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 redis.call('SET', KEYS[5], ARGV[2])
+local history = {}
+if ARGV[5] ~= '' and redis.call('HGET', KEYS[2], 'state') == 'running' then
+  history = redis.call('LRANGE', KEYS[6], 0, -1)
+  redis.call('EXPIRE', KEYS[6], ARGV[5])
+  redis.call('EXPIRE', KEYS[7], ARGV[5])
+end
 return {'ok', redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1),
-  redis.call('SMEMBERS', KEYS[4])}
+  redis.call('SMEMBERS', KEYS[4]), history}
 """
 
-# Save one message of the running turn. Idempotent: a message already at its place (the
-# reply was lost and the command resent) is not appended again.
-# KEYS: lock, record, journal; ARGV: token, its index, the message, TTL, the round
+# Save messages of the running turn, in one step. Idempotent: messages already at their place
+# (the reply was lost and the command resent) are not appended again.
+# KEYS: lock, record, journal; ARGV: token, the first one's index, TTL, the round, messages...
 JOURNAL = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 'stale' end
 local index = tonumber(ARGV[2])
-if redis.call('LINDEX', KEYS[3], index) == ARGV[3] then return 'already' end
-redis.call('RPUSH', KEYS[3], ARGV[3])
-redis.call('EXPIRE', KEYS[3], ARGV[4])
-redis.call('HSET', KEYS[2], 'round', ARGV[5])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
+if redis.call('LINDEX', KEYS[3], index) == ARGV[5] then return 'already' end
+redis.call('RPUSH', KEYS[3], unpack(ARGV, 5))
+redis.call('EXPIRE', KEYS[3], ARGV[3])
+redis.call('HSET', KEYS[2], 'round', ARGV[4])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
 return 'ok'
 """
 
@@ -110,6 +133,14 @@ local added = redis.call('SADD', KEYS[2], ARGV[2])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 return added
 """
+
+
+@dataclass(frozen=True)
+class Looked:
+    """What a move's look at the thread's queue found: the next turn, or None when nothing
+    was left (the lock was then freed in the same step)."""
+
+    next: Head | None
 
 
 class Stale(Exception):
@@ -133,6 +164,8 @@ class TurnRecord:
     journal: list[Message] = field(default_factory=list)
     reruns: frozenset[str] = frozenset()
     parked: list[str] = field(default_factory=list)  # awaiting approval: the calls waiting
+    # The thread's stored history as begin read it (a running turn), else None
+    history: list[str] | None = None
 
     @property
     def reason(self) -> StopReason:
@@ -212,12 +245,14 @@ class OwnedTurn:
         self._journal = keys.journal(entry_id)
         self._reruns = keys.reruns(entry_id)
         self.attempt = secrets.token_hex(8)  # this owner's attempt at the turn
+        self.looked: Looked | None = None  # what the last move's look found
         self._rounds = 0
         self._saved = 0  # messages in the journal
         self._journal_lock = asyncio.Lock()  # one message at a time, each at its index
 
-    async def begin(self) -> TurnRecord:
-        """Count an attempt and read everything known about the turn (one round trip)."""
+    async def begin(self, history_ttl_s: int | None = None) -> TurnRecord:
+        """Count an attempt and read everything known about the turn (one round trip); with
+        ``history_ttl_s``, the thread's history too when the turn runs (its idle TTL)."""
         keys = self.records.keys
         reply = await self.records._begin(
             keys=[
@@ -226,12 +261,22 @@ class OwnedTurn:
                 self._journal,
                 self._reruns,
                 keys.thread_current(self.thread),
+                keys.history(self.thread),
+                keys.history_bytes(self.thread),
             ],
-            args=[self.token, self.entry_id, self.records.keep_s, self.attempt],
+            args=[
+                self.token,
+                self.entry_id,
+                self.records.keep_s,
+                self.attempt,
+                "" if history_ttl_s is None else history_ttl_s,
+            ],
         )
         if reply[0] == "stale":
             raise Stale(self._lock)
         record = TurnRecord.parse(_flat_pairs(reply[1]), reply[2], reply[3])
+        if history_ttl_s is not None and record.state is TurnState.RUNNING:
+            record = replace(record, history=list(reply[4]))
         self._rounds = sum(1 for m in record.journal if m.get("role") == "assistant")
         self._saved = len(record.journal)
         return record
@@ -243,15 +288,18 @@ class OwnedTurn:
         commands: Commands | None = None,
         *,
         keep_s: int | None = None,
+        look: QueueLook | None = None,
     ) -> bool:
         """Move the turn to ``target`` with its side effects, atomically. False when it was
-        there already (the move had happened; nothing was done again)."""
+        there already (the move had happened; nothing was done again). With ``look`` (the
+        turn's last move), look at the thread's queue in the same step: :attr:`looked`
+        holds what comes next, and when nothing does the lock is freed."""
         allowed = " ".join(sorted(sources(target)))
-        return await self._run(target.value, allowed, fields, commands, keep_s)
+        return await self._run(target.value, allowed, fields, commands, keep_s, look)
 
     async def save(self, **fields: Any) -> None:
         """Update fields of the record without moving it (the delivery record, a time)."""
-        await self._run("", "", fields, None, None)
+        await self._run("", "", fields, None, None, None)
 
     async def _run(
         self,
@@ -260,41 +308,58 @@ class OwnedTurn:
         fields: Mapping[str, Any] | None,
         commands: Commands | None,
         keep_s: int | None,
+        look: QueueLook | None,
     ) -> bool:
         encoded = {
             name: value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
             for name, value in (fields or {}).items()
         }
-        reply = await self.records._fenced(
-            keys=[self._lock, self._record],
-            args=[
-                self.token,
-                target,
-                allowed,
-                keep_s or self.records.keep_s,
-                json.dumps(encoded, separators=(",", ":"), ensure_ascii=False),
-                json.dumps(commands.items if commands else [], ensure_ascii=False),
-            ],
+        keys = [self._lock, self._record]
+        if look is not None:
+            keys += [look.current, look.queue]
+        reply = str(
+            await self.records._fenced(
+                keys=keys,
+                args=[
+                    self.token,
+                    target,
+                    allowed,
+                    keep_s or self.records.keep_s,
+                    json.dumps(encoded, separators=(",", ":"), ensure_ascii=False),
+                    json.dumps(commands.items if commands else [], ensure_ascii=False),
+                    look.records if look is not None else "",
+                ],
+            )
         )
         if reply == "stale":
             raise Stale(self._lock)
-        if str(reply).startswith("illegal:"):
+        if reply.startswith("illegal:"):
             raise IllegalMove(f"turn {self.entry_id}: {reply[8:]} -> {target}")
-        return bool(reply == "ok")
+        outcome, _, after = reply.partition("\n")
+        if look is not None:
+            next_turn, _, state = after.partition("\t")
+            self.looked = Looked((next_turn, state) if after else None)
+        return outcome == "ok"
 
     # --- the journal (bot.agent.journal.Journal) ----------------------------------------
 
-    async def record(self, message: Message) -> None:
-        encoded = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    @property
+    def journaled(self) -> int:
+        """How many messages the journal holds."""
+        return self._saved
+
+    async def record(self, *messages: Message) -> None:
+        """Append ``messages`` to the journal, in one step."""
+        encoded = [json.dumps(m, separators=(",", ":"), ensure_ascii=False) for m in messages]
         async with self._journal_lock:
-            rounds = self._rounds + (1 if message.get("role") == "assistant" else 0)
+            rounds = self._rounds + sum(1 for m in messages if m.get("role") == "assistant")
             reply = await self.records._journal(
                 keys=[self._lock, self._record, self._journal],
-                args=[self.token, self._saved, encoded, self.records.keep_s, rounds],
+                args=[self.token, self._saved, self.records.keep_s, rounds, *encoded],
             )
             if reply == "stale":
                 raise Stale(self._lock)
-            self._saved += 1
+            self._saved += len(messages)
             self._rounds = rounds
 
     async def claim_rerun(self, call_id: str) -> bool:

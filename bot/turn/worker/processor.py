@@ -132,11 +132,17 @@ class ThreadProcessor:
                         self.timing,
                         cancel=cancel,
                         handing_back=self.handing_back,
+                        look=look,
                     )
                     end = await owner.run()
                 failures = 0
                 if isinstance(end, Waiting):
                     return
+                if lease.released:
+                    return  # nothing left: its last move freed the lock in the same step
+                looked = owner.next_turn
+                if looked is not None:  # its last move looked at the queue
+                    found = looked.next
             except Aborted as exc:
                 log.info("stopped working on %s: %s", thread, exc)
                 return

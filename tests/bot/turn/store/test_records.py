@@ -9,6 +9,7 @@ import pytest
 
 from bot.process.state import State
 from bot.state.commands import Commands
+from bot.turn.durable import DurableJournal, Durably
 from bot.turn.model import Turn
 from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease
@@ -151,3 +152,58 @@ async def test_a_journal_message_sent_again_is_saved_once(state: State) -> None:
     record = await owned.begin()
     assert [m["role"] for m in record.journal] == ["user", "assistant"]
     assert record.round == 1
+
+
+async def test_the_person_s_message_is_journaled_with_the_next_one_in_one_step(
+    state: State,
+) -> None:
+    entry_id, lease = await queued(state)
+    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    await owned.begin()
+    journal = DurableJournal(owned, Durably(entry_id, lease, None))
+    user = {"role": "user", "content": "hello"}
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
+    await journal.record(user)
+    assert (await owned.begin()).journal == []  # held: an answer at once never needs it
+    await journal.record(call)
+    resumed = await state.records.owned(entry_id, TURN.thread_key, lease.token).begin()
+    assert resumed.journal == [user, call] and resumed.round == 1
+    # Both went in one step: resent after a lost reply, nothing is appended twice.
+    encoded = [json.dumps(m, separators=(",", ":")) for m in (user, call)]
+    resent = await state.records._journal(
+        keys=[owned._lock, owned._record, owned._journal],
+        args=[lease.token, 0, state.records.keep_s, 1, *encoded],
+    )
+    assert resent == "already"
+    again = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    await again.begin()
+    assert again.journaled == 2
+    result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    await DurableJournal(again, Durably(entry_id, lease, None)).record(result)
+    assert (await again.begin()).journal == [user, call, result]  # not held: not the first
+
+
+async def test_the_last_move_looks_at_the_thread_and_frees_the_lock_when_nothing_is_left(
+    state: State,
+) -> None:
+    entry_id, lease = await queued(state)
+    look = state.queue.look(TURN.thread_key)
+    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    await owned.begin()
+    await owned.move(TurnState.ANSWERED, {"text": "hi"})
+    later = Turn("T1", "C1", "700.1", "U1", "more", message_ts="701.1", event_id="Ev701")
+    next_id = await state.queue.enqueue(later)
+    commands = Commands()
+    state.queue.finish(commands, TURN.thread_key, entry_id)
+    # A turn is queued behind it: named, and the lock kept for it.
+    assert await owned.move(TurnState.DONE, {}, commands, look=look)
+    assert owned.looked is not None and owned.looked.next == (next_id, "")
+    assert await state.client.get(state.keys.lock(TURN.thread_key)) == lease.token
+    # Resent after a lost reply: nothing done again, and the same look.
+    assert not await owned.move(TurnState.DONE, {}, commands, look=look)
+    assert owned.looked.next == (next_id, "")
+    # Nothing left: the lock is freed in the same step.
+    await state.client.zrem(look.queue, next_id)
+    await owned.move(TurnState.DONE, {}, commands, look=look)
+    assert owned.looked.next is None
+    assert await state.client.get(state.keys.lock(TURN.thread_key)) is None
