@@ -8,6 +8,8 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
 from bot.check.findings import Finding, fail, ok, reason, warn
+from bot.config.loading import ConfigError
+from bot.state.connection import checked_url
 from bot.state.persistence import ADVICE, inspect, losses
 
 AREA = "redis"
@@ -26,6 +28,10 @@ async def check_redis(url: str | None, require_persistence: bool) -> list[Findin
             if (require_persistence)
             else [warn(AREA, detail)]
         )
+    try:
+        checked_url(url)
+    except ConfigError as exc:
+        return [fail(AREA, str(exc))]
     client = redis.from_url(
         url,
         decode_responses=True,

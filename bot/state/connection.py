@@ -14,6 +14,8 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from bot.config.loading import ConfigError
+
 log = logging.getLogger(__name__)
 
 # redis-py's annotations type every reply as bytes | str | None even with
@@ -30,6 +32,7 @@ BACKOFF_BASE_S = 0.05
 BACKOFF_CAP_S = 0.5
 # An idle pooled connection is PINGed (and reconnected if dead) before it is used again.
 HEALTH_CHECK_INTERVAL_S = 10
+URL_SCHEMES = ("redis", "rediss", "unix")  # what redis-py's URL parser takes
 CONNECT_TIMEOUT_S = 1.0
 
 
@@ -51,6 +54,19 @@ class RedisHandle:
         await self.client.aclose()
 
 
+def checked_url(url: str) -> str:
+    """``url`` when redis-py can use it; else :class:`ConfigError` naming REDIS_URL."""
+    scheme = urlsplit(url).scheme
+    if scheme in URL_SCHEMES:
+        return url
+    later = "cluster" in scheme or "sentinel" in scheme
+    raise ConfigError(
+        f"REDIS_URL: {scheme + '://' if scheme else 'no scheme'} is not supported; use "
+        + ", ".join(f"{s}://" for s in URL_SCHEMES)
+        + (" (Redis Cluster and Sentinel are not supported yet: docs/deploy.md)" if later else "")
+    )
+
+
 def connect(
     url: str | None,
     max_connections: int = 256,
@@ -69,7 +85,7 @@ def connect(
             server=fakeredis.FakeServer(), decode_responses=True, encoding_errors="replace"
         )
         return RedisHandle(embedded, embedded=True)
-    parts = urlsplit(url)
+    parts = urlsplit(checked_url(url))
     log.info("using Redis at %s:%s", parts.hostname, parts.port or 6379)  # never the password
     # A blocking pool waits for a free connection when many turns run at once, where the
     # default pool fails at once with "Too many connections".

@@ -9,7 +9,9 @@ from collections.abc import Callable
 import pytest
 import redis.exceptions
 
+from bot.config import ConfigError
 from bot.process.state import State
+from bot.state.connection import checked_url, connect
 from tests.fakes.redis_server import PrivateRedis
 
 
@@ -65,3 +67,27 @@ async def test_a_command_during_a_short_outage_succeeds_once_redis_is_back(
     await asyncio.to_thread(private_redis.start)
     assert await pending is True
     assert await state.client.get("k") == "v"
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("redis+cluster://127.0.0.1:7000", "Redis Cluster and Sentinel are not supported yet"),
+        ("redis+sentinel://127.0.0.1:26379/mymaster", "not supported yet"),
+        ("http://127.0.0.1:6379", "http:// is not supported"),
+        ("127.0.0.1:6379", "is not supported"),
+    ],
+)
+def test_a_redis_url_redis_py_cannot_use_is_a_config_error_naming_redis_url(
+    url: str, named: str
+) -> None:
+    with pytest.raises(ConfigError, match=r"^REDIS_URL: ") as caught:
+        connect(url)
+    assert named in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://127.0.0.1:6379/0", "rediss://h:6380/1", "unix:///run/redis.sock"]
+)
+def test_the_schemes_redis_py_takes_pass(url: str) -> None:
+    assert checked_url(url) == url
