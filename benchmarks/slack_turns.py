@@ -7,11 +7,18 @@ Each turn: the model asks for one slow tool, then answers. Prints:
 - time to first visible feedback (the first Slack call for the thread: status or message);
 - end-to-end time (the event sent until the call that completes the answer in Slack)
   divided by the critical path: 2 LLM calls + the tool;
-- Slack Web API calls per turn, by method.
+- Slack Web API calls per turn, by method;
+- the app's CPU per turn: user + system time, read from /proc, of the `slack-agent run`
+  process and every process below it, sampled before and after the measured batch (the
+  batch includes the last 1.5 s of background edits); and its idle CPU, measured over the
+  1.5 s before the batch, for comparison.
 
-By default it runs once with 1 thread and once with 50.
+Answers are streamed (slack.streaming and llm.stream on) unless --no-streaming. By default
+it runs once with 1 thread and once with 50. --profile FILE attaches py-spy to the app for
+the measured batch (run with `uv run --with py-spy ...`); CPU figures are then less exact.
 
 Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
+     [--no-streaming] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -26,12 +33,14 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import yaml
 
+from benchmarks.process_cpu import tree_cpu_seconds, tree_size
 from benchmarks.redis_prefix import delete_prefix
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
@@ -70,7 +79,28 @@ async def wait_healthy(session: aiohttp.ClientSession, port: int) -> None:
     raise RuntimeError("the app did not start")
 
 
-async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
+@dataclass(frozen=True)
+class Options:
+    llm_ms: int = 200
+    tool_ms: int = 300
+    streaming: bool = True
+    profile: str | None = None
+
+
+async def start_profiler(pid: int, output: str) -> asyncio.subprocess.Process:
+    """py-spy recording ``pid`` (and its children) into ``output`` until interrupted."""
+    fmt = "speedscope" if output.endswith(".json") else "raw" if output.endswith(".txt") else None
+    command = ["py-spy", "record", "--pid", str(pid), "--subprocesses", "-o", output]
+    if fmt:
+        command += ["-f", fmt]
+    profiler = await asyncio.create_subprocess_exec(*command)
+    await asyncio.sleep(1.0)  # py-spy attaches
+    return profiler
+
+
+async def main(threads: int, options: Options) -> None:
+    llm_ms, tool_ms = options.llm_ms, options.tool_ms
+
     def respond(request: dict[str, Any]) -> Reply:
         if request["messages"][-1]["role"] == "tool":
             return text("There are 12 in stock.", delay_s=llm_ms / 1000)
@@ -87,9 +117,10 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
         yaml.safe_dump(
             {
                 "redis": {"key_prefix": prefix},
-                "llm": {"model": "fake-model", "max_retries": 0},
+                "llm": {"model": "fake-model", "max_retries": 0, "stream": options.streaming},
                 "queue": {"concurrency": max(threads, 8)},
                 "tools": {"modules": ["benchmarks.bench_tools"]},
+                "slack": {"streaming": options.streaming},
             }
         )
     )
@@ -106,14 +137,20 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
         sys.executable, "-m", "bot.cli", "run", "--port", str(port), env=env
     )
     connector = aiohttp.TCPConnector(limit=0)
+    profiler: asyncio.subprocess.Process | None = None
     try:
         async with aiohttp.ClientSession(connector=connector) as session:
             await wait_healthy(session, port)
             await post_event(session, port, "C0WARM", "1.000001")  # auth.test, connections
             while not answered(slack, "C0WARM"):
                 await asyncio.sleep(0.05)
+            idle_from = tree_cpu_seconds(app.pid)
             await asyncio.sleep(1.5)
+            idle_cpu_s = tree_cpu_seconds(app.pid) - idle_from
+            if options.profile:
+                profiler = await start_profiler(app.pid, options.profile)
             slack.calls.clear()
+            cpu_before = tree_cpu_seconds(app.pid)
 
             sent: dict[str, float] = {}
 
@@ -128,7 +165,13 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
                 assert time.monotonic() - started < 120, "not every thread was answered"
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.5)  # the last progress edits, before counting calls
+            batch_s = time.monotonic() - started
+            cpu_s = tree_cpu_seconds(app.pid) - cpu_before
+            processes = tree_size(app.pid)
     finally:
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            await profiler.wait()
         app.send_signal(signal.SIGTERM)
         await app.wait()
         await delete_prefix(REDIS_URL, prefix)
@@ -150,7 +193,8 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
 
     print(
         f"{threads} concurrent threads; LLM {llm_ms} ms a call, tool {tool_ms} ms; "
-        f"critical path {ideal} ms (2 rounds)"
+        f"critical path {ideal} ms (2 rounds); "
+        f"{'streamed' if options.streaming else 'not streamed'}"
     )
     print(f"{'measure':<34} {'p50':>9} {'p99':>9}")
     print(
@@ -169,6 +213,12 @@ async def main(threads: int, llm_ms: int, tool_ms: int) -> None:
     for call in slack.calls:
         counts[call.method] = counts.get(call.method, 0) + 1
     print("  " + ", ".join(f"{m} {n / threads:.1f}" for m, n in sorted(counts.items())))
+    print(
+        f"{'app CPU per turn (ms)':<34} {cpu_s * 1000 / threads:>9.1f}   "
+        f"({cpu_s:.2f} s in {batch_s:.1f} s, {100 * cpu_s / batch_s:.0f}% of a core; "
+        f"{processes} process{'es' if processes > 1 else ''})"
+    )
+    print(f"{'app CPU when idle (ms/s)':<34} {idle_cpu_s * 1000 / 1.5:>9.1f}")
 
 
 def completes(call: Call) -> bool:
@@ -199,7 +249,19 @@ if __name__ == "__main__":
     )
     parser.add_argument("--llm-ms", type=int, default=200)
     parser.add_argument("--tool-ms", type=int, default=300)
+    parser.add_argument(
+        "--no-streaming",
+        dest="streaming",
+        action="store_false",
+        help="post and edit the answer (slack.streaming and llm.stream off)",
+    )
+    parser.add_argument("--profile", metavar="FILE", help="py-spy record the measured batch")
     args = parser.parse_args()
     for count in args.threads:
-        asyncio.run(main(count, args.llm_ms, args.tool_ms))
+        profile = args.profile
+        if profile and len(args.threads) > 1:
+            stem, dot, ext = profile.rpartition(".")
+            profile = f"{stem}-{count}.{ext}" if dot else f"{profile}-{count}"
+        run = Options(args.llm_ms, args.tool_ms, args.streaming, profile)
+        asyncio.run(main(count, run))
         print()
