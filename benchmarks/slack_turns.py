@@ -90,7 +90,8 @@ class Options:
 async def start_profiler(pid: int, output: str) -> asyncio.subprocess.Process:
     """py-spy recording ``pid`` (and its children) into ``output`` until interrupted."""
     fmt = "speedscope" if output.endswith(".json") else "raw" if output.endswith(".txt") else None
-    command = ["py-spy", "record", "--pid", str(pid), "--subprocesses", "-o", output]
+    command = ["py-spy", "record", "--rate", "1000", "--pid", str(pid), "--subprocesses"]
+    command += ["-o", output]
     if fmt:
         command += ["-f", fmt]
     profiler = await asyncio.create_subprocess_exec(*command)

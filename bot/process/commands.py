@@ -17,6 +17,7 @@ from bot.observability import tracing
 from bot.observability.redaction import print_redacted
 from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
+from bot.process.state import busy_connections
 from bot.state.persistence import check_persistence
 from permissions.policy import Person
 from permissions.rules import roles_allowing
@@ -72,6 +73,7 @@ async def run_app(config: Path | None, listen: Listen, *, with_worker: bool) -> 
     try:
         process = assemble(services, http=not socket_mode)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
+        await services.state.handle.warm(busy_connections(services.config))
         await services.start()
         await run(process, socket_mode=socket_mode, listen=listen, with_worker=with_worker)
         return 0
@@ -90,6 +92,7 @@ async def run_workers(config: Path | None, listen: Listen) -> int:
     try:
         process = assemble(services, http=False)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
+        await services.state.handle.warm(busy_connections(services.config))
         await services.start()
         await run_worker_only(process, listen)
         return 0

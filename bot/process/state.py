@@ -95,6 +95,13 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
     )
 
 
+def busy_connections(config: AppConfig) -> int:
+    """The Redis connections a Slack process holds at once when every turn runs: each turn's
+    own step, and as many again for what runs beside it (its lease, its delivery record, the
+    acks of a burst of events), measured at about twice the concurrency."""
+    return 2 * config.queue.concurrency
+
+
 def open_state(redis_url: str | None, config: AppConfig) -> State:
     """Connect to ``redis_url`` (or the embedded Redis) and build every part on it."""
     return build_state(connect(redis_url, config.redis.max_connections), config)
