@@ -143,6 +143,7 @@ async def run(
         if worker is not None and worker.task is not None:
             stop.set()
             await worker.task
+        await slack.client.aclose()
         if health is not None:
             await health.stop()
 
@@ -163,5 +164,6 @@ async def run_worker_only(process: SlackProcess, listen: Listen) -> None:
     finally:
         stop.set()
         await worker_task
+        await process.slack.client.aclose()
         if health is not None:
             await health.stop()

@@ -38,6 +38,7 @@ class Call:
     args: dict[str, Any]
     at: float  # time.monotonic() when the call arrived
     status: int = 200  # the HTTP status it was answered with
+    peer: str = ""  # the client's address and port: one per connection
 
 
 @dataclass
@@ -290,7 +291,8 @@ class FakeSlack:
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await _arguments(request)
-        call = Call(method, args, time.monotonic())
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        call = Call(method, args, time.monotonic(), peer=":".join(map(str, peer or ())))
         self.calls.append(call)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
