@@ -90,7 +90,7 @@ class Options:
 async def start_profiler(pid: int, output: str) -> asyncio.subprocess.Process:
     """py-spy recording ``pid`` (and its children) into ``output`` until interrupted."""
     fmt = "speedscope" if output.endswith(".json") else "raw" if output.endswith(".txt") else None
-    command = ["py-spy", "record", "--rate", "1000", "--pid", str(pid), "--subprocesses"]
+    command = ["py-spy", "record", "--rate", "1000", "--gil", "--pid", str(pid), "--subprocesses"]
     command += ["-o", output]
     if fmt:
         command += ["-f", fmt]

@@ -15,6 +15,7 @@ from bot.config import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
 from bot.observability import tracing
 from bot.observability.redaction import print_redacted
+from bot.process.heap import freeze_start_up
 from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
 from bot.process.state import busy_connections
@@ -75,6 +76,7 @@ async def run_app(config: Path | None, listen: Listen, *, with_worker: bool) -> 
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.state.handle.warm(busy_connections(services.config))
         await services.start()
+        freeze_start_up()
         await run(process, socket_mode=socket_mode, listen=listen, with_worker=with_worker)
         return 0
     finally:
@@ -94,6 +96,7 @@ async def run_workers(config: Path | None, listen: Listen) -> int:
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.state.handle.warm(busy_connections(services.config))
         await services.start()
+        freeze_start_up()
         await run_worker_only(process, listen)
         return 0
     finally:
