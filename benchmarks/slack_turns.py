@@ -11,7 +11,9 @@ Each turn: the model asks for one slow tool, then answers. Prints:
 - the app's CPU per turn: user + system time, read from /proc, of the `slack-agent run`
   process and every process below it, sampled before and after the measured batch (the
   batch includes the last 1.5 s of background edits); and its idle CPU, measured over the
-  1.5 s before the batch, for comparison.
+  1.5 s before the batch, for comparison;
+- the CPU of this process (the fake Slack, the fake LLM and the client sending events) per
+  turn: when it nears a core, its own delays show in the latencies above.
 
 Answers are streamed (slack.streaming and llm.stream on) unless --no-streaming. By default
 it runs once with 1 thread and once with 50. --profile FILE attaches py-spy to the app for
@@ -152,6 +154,7 @@ async def main(threads: int, options: Options) -> None:
                 profiler = await start_profiler(app.pid, options.profile)
             slack.calls.clear()
             cpu_before = tree_cpu_seconds(app.pid)
+            own_before = time.process_time()
 
             sent: dict[str, float] = {}
 
@@ -168,6 +171,7 @@ async def main(threads: int, options: Options) -> None:
             await asyncio.sleep(1.5)  # the last progress edits, before counting calls
             batch_s = time.monotonic() - started
             cpu_s = tree_cpu_seconds(app.pid) - cpu_before
+            own_cpu_s = time.process_time() - own_before
             processes = tree_size(app.pid)
     finally:
         if profiler is not None:
@@ -220,6 +224,10 @@ async def main(threads: int, options: Options) -> None:
         f"{processes} process{'es' if processes > 1 else ''})"
     )
     print(f"{'app CPU when idle (ms/s)':<34} {idle_cpu_s * 1000 / 1.5:>9.1f}")
+    print(
+        f"{'this process (fakes, client) (ms)':<34} {own_cpu_s * 1000 / threads:>9.1f}   "
+        f"per turn ({100 * own_cpu_s / batch_s:.0f}% of a core: its latency is in the figures)"
+    )
 
 
 def completes(call: Call) -> bool:
