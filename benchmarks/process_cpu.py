@@ -1,73 +1,85 @@
 """CPU time of a process and every process below it, read from /proc (Linux).
 
-A sample sums, for the root and each live descendant, its own user + system time and the
-time of the children it has already waited for (cutime + cstime), so a worker process that
-exits between two samples still counts once its parent reaps it.
+A sample sums, for the root and each live descendant, its own CPU time (the scheduler's
+nanoseconds for each of its threads, /proc/PID/task/TID/schedstat; else user + system time
+in clock ticks) and the time of the children it has already waited for (cutime + cstime,
+in ticks), so a worker process that exits between two samples still counts once its parent
+reaps it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 PROC = Path("/proc")
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 
-@dataclass(frozen=True)
-class _Stat:
-    pid: int
-    parent: int
-    ticks: int  # utime + stime + cutime + cstime
-
-
-def _stat(pid: int) -> _Stat | None:
+def _fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from its third field (state) on."""
     try:
         raw = (PROC / str(pid) / "stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # The command name is in parentheses and may hold spaces: split after its last ")".
-    fields = raw[raw.rindex(")") + 2 :].split()
-    # fields[0] is field 3 (state): ppid is field 4, utime..cstime are fields 14..17.
-    return _Stat(pid, int(fields[1]), sum(int(f) for f in fields[11:15]))
+    return raw[raw.rindex(")") + 2 :].split()
 
 
-def _all_stats() -> list[_Stat]:
-    stats = []
+def _parents() -> dict[int, int]:
+    """Every live process's parent."""
+    parents = {}
     for entry in PROC.iterdir():
         if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None:
-                stats.append(stat)
-    return stats
+            fields = _fields(int(entry.name))
+            if fields is not None:
+                parents[int(entry.name)] = int(fields[1])  # field 4: ppid
+    return parents
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its live descendants."""
+    children: dict[int, list[int]] = {}
+    parents = _parents()
+    if root not in parents:
+        raise ProcessLookupError(root)
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    tree, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        pending.extend(children.get(pid, ()))
+    return tree
+
+
+def _seconds(pid: int) -> float:
+    """A process's own CPU time and its reaped children's (0 once it is gone)."""
+    fields = _fields(pid)
+    if fields is None:
+        return 0.0
+    # utime, stime, cutime, cstime: fields 14..17
+    own = _threads_seconds(pid)
+    if own is None:
+        own = (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
+    return own + (int(fields[13]) + int(fields[14])) / TICKS_PER_SECOND
+
+
+def _threads_seconds(pid: int) -> float | None:
+    """The scheduler's CPU time of every thread of ``pid``, or None when it keeps none."""
+    try:
+        tasks = list((PROC / str(pid) / "task").iterdir())
+        nanoseconds = sum(int((task / "schedstat").read_text().split()[0]) for task in tasks)
+    except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError, ValueError):
+        return None
+    return nanoseconds / 1e9
 
 
 def tree_cpu_seconds(root: int) -> float:
     """CPU seconds used so far by ``root`` and all its descendants (live or reaped)."""
-    children: dict[int, list[_Stat]] = {}
-    by_pid: dict[int, _Stat] = {}
-    for stat in _all_stats():
-        by_pid[stat.pid] = stat
-        children.setdefault(stat.parent, []).append(stat)
-    if root not in by_pid:
-        raise ProcessLookupError(root)
-    total, pending = 0, [by_pid[root]]
-    while pending:
-        stat = pending.pop()
-        total += stat.ticks
-        pending.extend(children.get(stat.pid, ()))
-    return total / TICKS_PER_SECOND
+    return sum(_seconds(pid) for pid in _tree(root))
 
 
 def tree_size(root: int) -> int:
     """How many live processes ``root``'s tree has (itself included)."""
-    children: dict[int, list[int]] = {}
-    for stat in _all_stats():
-        children.setdefault(stat.parent, []).append(stat.pid)
-    count, pending = 0, [root]
-    while pending:
-        pid = pending.pop()
-        count += 1
-        pending.extend(children.get(pid, ()))
-    return count
+    return len(_tree(root))
