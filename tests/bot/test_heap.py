@@ -18,14 +18,17 @@ class Node:
 
 @pytest.fixture
 def frozen() -> Iterator[int]:
+    thresholds = gc.get_threshold()
     try:
         yield freeze_start_up()
     finally:
         gc.unfreeze()  # this test process goes on as before
+        gc.set_threshold(*thresholds)
 
 
 def test_start_up_is_frozen_and_later_cycles_are_still_collected(frozen: int) -> None:
     assert frozen > 1000 and gc.get_freeze_count() > 1000
+    assert gc.get_threshold() == (10_000, 10, 10)
     first, second = Node(), Node()
     first.other, second.other = second, first  # a cycle: only the collector frees it
     gone = weakref.ref(first)
@@ -39,8 +42,10 @@ def test_start_up_garbage_is_collected_before_freezing() -> None:
     first.other, second.other = second, first
     gone = weakref.ref(first)
     del first, second
+    thresholds = gc.get_threshold()
     try:
         freeze_start_up()
         assert gone() is None  # not kept forever in the permanent generation
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
