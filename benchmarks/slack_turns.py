@@ -7,16 +7,20 @@ Each turn: the model asks for one slow tool, then answers. Prints:
 - time to first visible feedback (the first Slack call for the thread: status or message);
 - end-to-end time (the event sent until the call that completes the answer in Slack)
   divided by the critical path: 2 LLM calls + the tool;
-- Slack Web API calls per turn, by method.
+- Slack Web API calls per turn, by method;
+- the app's CPU per turn: user + system time, read from /proc, of the `slack-agent run`
+  process and every process below it, sampled before and after the measured batch (the
+  batch includes the last 1.5 s of background edits); and its idle CPU, measured over the
+  1.5 s before the batch, for comparison;
+- the CPU of this process (the fake Slack, the fake LLM and the client sending events) per
+  turn: when it nears a core, its own delays show in the latencies above.
 
-By default it runs once with 1 thread and once with 50. ``--workers N`` is passed to
-`slack-agent run` (its default otherwise: a worker process per CPU beside the ingress; 0: the
-worker loop in the ingress's process); the measuring starts once every worker process has
-started. ``--burst N`` instead posts N mentions at once, each on a new connection, and
-prints the acks' p50, p99 and maximum (then waits for every answer, as above).
+Answers are streamed (slack.streaming and llm.stream on) unless --no-streaming. By default
+it runs once with 1 thread and once with 50. --profile FILE attaches py-spy to the app for
+the measured batch (run with `uv run --with py-spy ...`); CPU figures are then less exact.
 
 Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
-     uv run python -m benchmarks.slack_turns --burst 200 --workers 0   (or 1, 2)
+     [--no-streaming] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -31,14 +35,15 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import yaml
 
+from benchmarks.process_cpu import tree_cpu_seconds, tree_size
 from benchmarks.redis_prefix import delete_prefix
-from bot.process.worker_count import cpu_count
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
@@ -76,32 +81,29 @@ async def wait_healthy(session: aiohttp.ClientSession, port: int) -> None:
     raise RuntimeError("the app did not start")
 
 
-class Output:
-    """The app's stderr, passed through; counts the worker processes that have started
-    (each logs "slack-agent worker started" at WARNING)."""
-
-    def __init__(self, stream: asyncio.StreamReader) -> None:
-        self.workers_started = 0
-        self.task = asyncio.create_task(self._relay(stream))
-
-    async def _relay(self, stream: asyncio.StreamReader) -> None:
-        while line := await stream.readline():
-            sys.stderr.buffer.write(line)
-            sys.stderr.flush()
-            if b"slack-agent worker started" in line:
-                self.workers_started += 1
-
-    async def workers(self, count: int) -> None:
-        deadline = time.monotonic() + 60
-        while self.workers_started < count:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.workers_started} of {count} worker processes started")
-            await asyncio.sleep(0.1)
+@dataclass(frozen=True)
+class Options:
+    llm_ms: int = 200
+    tool_ms: int = 300
+    streaming: bool = True
+    profile: str | None = None
 
 
-async def main(
-    threads: int, llm_ms: int, tool_ms: int, workers: int | None = None, burst: bool = False
-) -> None:
+async def start_profiler(pid: int, output: str) -> asyncio.subprocess.Process:
+    """py-spy recording ``pid`` (and its children) into ``output`` until interrupted."""
+    fmt = "speedscope" if output.endswith(".json") else "raw" if output.endswith(".txt") else None
+    command = ["py-spy", "record", "--rate", "1000", "--gil", "--pid", str(pid), "--subprocesses"]
+    command += ["-o", output]
+    if fmt:
+        command += ["-f", fmt]
+    profiler = await asyncio.create_subprocess_exec(*command)
+    await asyncio.sleep(1.0)  # py-spy attaches
+    return profiler
+
+
+async def main(threads: int, options: Options) -> None:
+    llm_ms, tool_ms = options.llm_ms, options.tool_ms
+
     def respond(request: dict[str, Any]) -> Reply:
         if request["messages"][-1]["role"] == "tool":
             return text("There are 12 in stock.", delay_s=llm_ms / 1000)
@@ -118,9 +120,10 @@ async def main(
         yaml.safe_dump(
             {
                 "redis": {"key_prefix": prefix},
-                "llm": {"model": "fake-model", "max_retries": 0},
+                "llm": {"model": "fake-model", "max_retries": 0, "stream": options.streaming},
                 "queue": {"concurrency": max(threads, 8)},
                 "tools": {"modules": ["benchmarks.bench_tools"]},
+                "slack": {"streaming": options.streaming},
             }
         )
     )
@@ -133,31 +136,25 @@ async def main(
         LOG_LEVEL="WARNING",
     )
     port = free_port()
-    chosen = ["--workers", str(workers)] if workers is not None else []
     app = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        "run",
-        "--port",
-        str(port),
-        *chosen,
-        env=env,
-        stderr=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "bot.cli", "run", "--port", str(port), env=env
     )
-    assert app.stderr is not None
-    output = Output(app.stderr)
-    # A burst: every mention on a connection of its own, as Slack sends them.
-    connector = aiohttp.TCPConnector(limit=0, force_close=burst)
+    connector = aiohttp.TCPConnector(limit=0)
+    profiler: asyncio.subprocess.Process | None = None
     try:
         async with aiohttp.ClientSession(connector=connector) as session:
             await wait_healthy(session, port)
-            await output.workers(workers if workers is not None else cpu_count())
             await post_event(session, port, "C0WARM", "1.000001")  # auth.test, connections
             while not answered(slack, "C0WARM"):
                 await asyncio.sleep(0.05)
+            idle_from = tree_cpu_seconds(app.pid)
             await asyncio.sleep(1.5)
+            idle_cpu_s = tree_cpu_seconds(app.pid) - idle_from
+            if options.profile:
+                profiler = await start_profiler(app.pid, options.profile)
             slack.calls.clear()
+            cpu_before = tree_cpu_seconds(app.pid)
+            own_before = time.process_time()
 
             sent: dict[str, float] = {}
 
@@ -172,10 +169,16 @@ async def main(
                 assert time.monotonic() - started < 120, "not every thread was answered"
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.5)  # the last progress edits, before counting calls
+            batch_s = time.monotonic() - started
+            cpu_s = tree_cpu_seconds(app.pid) - cpu_before
+            own_cpu_s = time.process_time() - own_before
+            processes = tree_size(app.pid)
     finally:
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            await profiler.wait()
         app.send_signal(signal.SIGTERM)
         await app.wait()
-        await output.task
         await delete_prefix(REDIS_URL, prefix)
         await slack.stop()
         await llm.stop()
@@ -194,14 +197,13 @@ async def main(
     per_turn = len([c for c in slack.calls if c.method != "auth.test"]) / threads
 
     print(
-        f"{'burst of ' if burst else ''}{threads} concurrent threads; "
-        f"workers {'default' if workers is None else workers}; LLM {llm_ms} ms a call, "
-        f"tool {tool_ms} ms; critical path {ideal} ms (2 rounds)"
+        f"{threads} concurrent threads; LLM {llm_ms} ms a call, tool {tool_ms} ms; "
+        f"critical path {ideal} ms (2 rounds); "
+        f"{'streamed' if options.streaming else 'not streamed'}"
     )
     print(f"{'measure':<34} {'p50':>9} {'p99':>9}")
     print(
         f"{'ack latency (ms)':<34} {statistics.median(acks):>9.1f} {percentile(acks, 0.99):>9.1f}"
-        f"   max {max(acks):.1f}"
     )
     print(
         f"{'first visible feedback (ms)':<34} {statistics.median(feedback):>9.1f} "
@@ -216,6 +218,16 @@ async def main(
     for call in slack.calls:
         counts[call.method] = counts.get(call.method, 0) + 1
     print("  " + ", ".join(f"{m} {n / threads:.1f}" for m, n in sorted(counts.items())))
+    print(
+        f"{'app CPU per turn (ms)':<34} {cpu_s * 1000 / threads:>9.1f}   "
+        f"({cpu_s:.2f} s in {batch_s:.1f} s, {100 * cpu_s / batch_s:.0f}% of a core; "
+        f"{processes} process{'es' if processes > 1 else ''})"
+    )
+    print(f"{'app CPU when idle (ms/s)':<34} {idle_cpu_s * 1000 / 1.5:>9.1f}")
+    print(
+        f"{'this process (fakes, client) (ms)':<34} {own_cpu_s * 1000 / threads:>9.1f}   "
+        f"per turn ({100 * own_cpu_s / batch_s:.0f}% of a core: its latency is in the figures)"
+    )
 
 
 def completes(call: Call) -> bool:
@@ -247,24 +259,18 @@ if __name__ == "__main__":
     parser.add_argument("--llm-ms", type=int, default=200)
     parser.add_argument("--tool-ms", type=int, default=300)
     parser.add_argument(
-        "--workers",
-        type=int,
-        help="passed to `slack-agent run --workers` (default: not passed, one per CPU)",
+        "--no-streaming",
+        dest="streaming",
+        action="store_false",
+        help="post and edit the answer (slack.streaming and llm.stream off)",
     )
-    parser.add_argument(
-        "--burst",
-        type=int,
-        metavar="N",
-        help="post N mentions at once, each on a new connection (instead of --threads)",
-    )
+    parser.add_argument("--profile", metavar="FILE", help="py-spy record the measured batch")
     args = parser.parse_args()
-    if args.workers is not None and args.workers < 0:
-        parser.error(f"argument --workers: {args.workers} is below 0")
-    if args.burst is not None and args.burst < 1:
-        parser.error(f"argument --burst: {args.burst} is below 1")
-    runs = [args.burst] if args.burst is not None else args.threads
-    for count in runs:
-        asyncio.run(
-            main(count, args.llm_ms, args.tool_ms, args.workers, burst=args.burst is not None)
-        )
+    for count in args.threads:
+        profile = args.profile
+        if profile and len(args.threads) > 1:
+            stem, dot, ext = profile.rpartition(".")
+            profile = f"{stem}-{count}.{ext}" if dot else f"{profile}-{count}"
+        run = Options(args.llm_ms, args.tool_ms, args.streaming, profile)
+        asyncio.run(main(count, run))
         print()

@@ -1,4 +1,5 @@
-"""Rebuild a whole response from streamed Chat Completions chunks.
+"""Rebuild a whole response from streamed Chat Completions chunks, read as the plain dicts
+the server sent (bot/llm/sse.py).
 
 Tool calls arrive as deltas keyed by ``index``: the first delta of a call carries its id and
 name, later ones carry pieces of the arguments. Servers differ: some omit ``index``, some
@@ -43,33 +44,40 @@ class StreamAccumulator:
         self.usage: Usage | None = None
         self.model = ""
 
-    def add(self, chunk: Any) -> str:
+    def add(self, chunk: dict[str, Any]) -> str:
         """Take one chunk; return the text it added (empty when none)."""
-        if getattr(chunk, "model", None):
-            self.model = chunk.model
-        if getattr(chunk, "usage", None):
-            self.usage = Usage.from_api(chunk.usage)
+        model = chunk.get("model")
+        if model:
+            self.model = model
+        usage = chunk.get("usage")
+        if usage and isinstance(usage, dict):
+            self.usage = Usage.from_api(usage)
         added = []
-        for choice in chunk.choices or ():
-            if getattr(choice, "index", 0) not in (0, None):
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue  # n > 1 is never requested; ignore stray choices
-            delta = choice.delta
-            if delta is not None:
-                if delta.content:
-                    self._text.append(delta.content)
-                    added.append(delta.content)
-                for call_delta in delta.tool_calls or ():
-                    self._add_call_delta(call_delta)
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                content = delta.get("content")
+                if content:
+                    self._text.append(content)
+                    added.append(content)
+                for call_delta in delta.get("tool_calls") or ():
+                    if isinstance(call_delta, dict):
+                        self._add_call_delta(call_delta)
+            finish_reason = choice.get("finish_reason")
+            if finish_reason:
+                self.finish_reason = finish_reason
         return "".join(added)
 
-    def _add_call_delta(self, delta: Any) -> None:
-        function = getattr(delta, "function", None)
-        name = str(getattr(function, "name", None) or "") if function else ""
-        arguments = arguments_text(getattr(function, "arguments", None)) if function else ""
-        call_id = getattr(delta, "id", None) or ""
-        index = getattr(delta, "index", None)
+    def _add_call_delta(self, delta: dict[str, Any]) -> None:
+        function = delta.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        name = str(function.get("name") or "")
+        arguments = arguments_text(function.get("arguments"))
+        call_id = delta.get("id") or ""
+        index = delta.get("index")
 
         slot = self._slot_for(index, call_id)
         call = self._calls[slot]

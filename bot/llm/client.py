@@ -1,14 +1,24 @@
-"""Chat Completions with tools over the openai SDK, streamed or not."""
+"""Chat Completions with tools over the openai SDK, streamed or not.
+
+The request goes through the SDK's client (its retries, timeouts, authentication and
+errors) as the plain JSON body this module builds, without the SDK's request transform; a
+streamed answer is read from the raw response as plain dicts (bot/llm/sse.py), without a
+pydantic object per chunk.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+import httpx2
 import openai
+from openai import RequestOptions
 
+from bot.llm import sse
 from bot.llm.accumulate import StreamAccumulator
 from bot.llm.errors import LLMError, classify
 from bot.llm.pricing import price_for
@@ -30,6 +40,15 @@ log = logging.getLogger(__name__)
 
 TextCallback = Callable[[str], Awaitable[None]]
 Message = dict[str, Any]
+
+PATH = "/chat/completions"
+# The SDK's own option for a response whose body is read by the caller
+# (``with_streaming_response``); bearer authentication, as the SDK's create() asks for.
+STREAMED: RequestOptions = {
+    "headers": {"X-Stainless-Raw-Response": "stream"},
+    "security": {"bearer_auth": True},
+}
+WHOLE: RequestOptions = {"security": {"bearer_auth": True}}
 
 
 class ChatModel(Protocol):
@@ -153,10 +172,12 @@ class OpenAIChatModel:
     ) -> ModelResponse:
         if self.config.stream_usage:
             request["stream_options"] = {"include_usage": True}
-        stream = await self.client.chat.completions.create(stream=True, **request)
+        response = await self.client.post(
+            PATH, cast_to=httpx2.Response, body=body_of(request, stream=True), options=STREAMED
+        )
         acc = StreamAccumulator()
-        async with stream:
-            async for chunk in stream:
+        async with contextlib.aclosing(sse.chunks(response)) as chunks:
+            async for chunk in chunks:
                 text = acc.add(chunk)
                 if call is not None and call.waiting_for_first_token and has_content(chunk):
                     call.first_token()
@@ -171,32 +192,50 @@ class OpenAIChatModel:
         )
 
     async def _whole(self, request: dict[str, Any], on_text: TextCallback | None) -> ModelResponse:
-        completion = await self.client.chat.completions.create(**request)
-        if not completion.choices:
+        response = await self.client.post(
+            PATH, cast_to=httpx2.Response, body=body_of(request, stream=False), options=WHOLE
+        )
+        completion = response.json()
+        choices = completion.get("choices") if isinstance(completion, dict) else None
+        if not choices or not isinstance(choices[0], dict):
             raise LLMError("invalid_response", "the completion has no choices")
-        choice = completion.choices[0]
-        text = choice.message.content or ""
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            message = {}
+        text = message.get("content") or ""
         calls = [
             ToolCall(
-                c.id,
-                str(c.function.name or "")[:NAME_MAX_CHARS],
-                arguments_text(c.function.arguments),
+                c.get("id") or "",
+                str(c["function"].get("name") or "")[:NAME_MAX_CHARS],
+                arguments_text(c["function"].get("arguments")),
             )
-            for c in choice.message.tool_calls or ()
-            if getattr(c, "function", None) is not None
+            for c in message.get("tool_calls") or ()
+            if isinstance(c, dict) and isinstance(c.get("function"), dict)
         ]
         if text and on_text is not None:
             await on_text(text)
+        usage = completion.get("usage")
         return ModelResponse(
             text=text,
             tool_calls=with_unique_ids(calls, f"call_{self._calls}"),
-            usage=Usage.from_api(completion.usage) if completion.usage else Usage(),
-            finish_reason=choice.finish_reason,
-            model=completion.model,
+            usage=Usage.from_api(usage) if isinstance(usage, dict) else Usage(),
+            finish_reason=choice.get("finish_reason"),
+            model=completion.get("model") or "",
         )
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def body_of(request: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+    """The JSON the server is sent: the request, ``extra_body`` merged in at the top level
+    (its keys win, as with the SDK's ``extra_body``)."""
+    body = {key: value for key, value in request.items() if key != "extra_body"}
+    if stream:
+        body["stream"] = True
+    body.update(request.get("extra_body") or {})
+    return body
 
 
 def assistant_like(response: ModelResponse) -> Message:

@@ -22,11 +22,11 @@ from bot.observability import metrics
 from bot.observability.tracing import fail, tracer
 
 
-def has_content(chunk: Any) -> bool:
+def has_content(chunk: dict[str, Any]) -> bool:
     """A streamed chunk that carries text or a tool call (not only a role or usage)."""
-    for choice in getattr(chunk, "choices", None) or ():
-        delta = getattr(choice, "delta", None)
-        if delta is not None and (getattr(delta, "content", None) or delta.tool_calls):
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(delta, dict) and (delta.get("content") or delta.get("tool_calls")):
             return True
     return False
 

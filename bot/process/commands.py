@@ -17,9 +17,11 @@ from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversati
 from bot.observability import tracing
 from bot.observability.process_metrics import WorkerMetrics
 from bot.observability.redaction import print_redacted
+from bot.process.heap import freeze_start_up
 from bot.process.lifeline import hold_on
 from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
+from bot.process.state import busy_connections
 from bot.process.supervisor import Supervisor, WorkerLaunch
 from bot.process.worker_count import cpu_count, worker_processes
 from bot.state.persistence import check_persistence
@@ -94,6 +96,7 @@ async def run_app(
         )
         process = assemble(services, http=not socket_mode)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
+        await services.state.handle.warm(busy_connections(services.config))
         await services.start()
         answering: Workers | None = None
         if count:
@@ -101,6 +104,7 @@ async def run_app(
             answering = supervisor(count, config, services, metrics_files)
         elif with_worker:
             answering = WorkerLoop(process.worker)
+        freeze_start_up()
         await run(process, socket_mode=socket_mode, listen=listen, workers=answering)
         return 0
     finally:
@@ -145,8 +149,13 @@ async def run_workers(
             return 0
         process = assemble(services, http=False)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
+        await services.state.handle.warm(busy_connections(services.config))
         await services.start()
-        await run_workers_only(services, WorkerLoop(process.worker), listen)
+        freeze_start_up()
+        try:
+            await run_workers_only(services, WorkerLoop(process.worker), listen)
+        finally:
+            await process.slack.client.aclose()  # its shared Slack session
         return 0
     finally:
         await services.aclose()

@@ -144,6 +144,7 @@ async def run(
         if working is not None:
             stop.set()
             await working
+        await slack.client.aclose()
         if health is not None:
             await health.stop()
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.admin.commands import AdminCommands
 from bot.admin.context import AdminStores
 from bot.config import ConfigError
 from bot.config.requirements import missing_message, missing_settings
 from bot.process.services import Services
-from bot.slack.client import web_client
+from bot.slack.client import GuardedWebClient, web_client
 from bot.slack.directory import SlackDirectory
 from bot.slack.identity import BotIdentity
 from bot.slack.inbound.after_ack import AfterAck
@@ -29,7 +28,7 @@ from bot.slack.outbound.responder import SlackResponder
 
 @dataclass
 class SlackSide:
-    client: AsyncWebClient
+    client: GuardedWebClient  # its one aiohttp session closed by aclose()
     identity: BotIdentity
     app: AsyncApp
     ingress: Ingress

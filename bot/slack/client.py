@@ -29,6 +29,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.observability.slack_client import InstrumentedWebClient, method_of, rate_limited
 from bot.slack.outbound.broadcasts import defuse
+from bot.slack.session import shared_session
 from bot.turn.responder import Deadline
 
 CREATES = ("chat.postMessage", "chat.startStream")
@@ -104,19 +105,31 @@ def retry_handlers() -> list[AsyncRetryHandler]:
 
 class GuardedWebClient(InstrumentedWebClient):
     """Every message the bot writes is defused before it leaves: no ``<!channel>``,
-    ``<!here>``, ``<!everyone>`` or user-group mention (bot/slack/outbound/broadcasts.py)."""
+    ``<!here>``, ``<!everyone>`` or user-group mention (bot/slack/outbound/broadcasts.py).
+    Every call goes through one aiohttp session (bot/slack/session.py), opened at the first
+    call and closed by :meth:`aclose`."""
 
     def __init__(self, *, allow_broadcast: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.allow_broadcast = allow_broadcast
+        self._closed = False
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        if not self._closed and (self.session is None or self.session.closed):
+            self.session = shared_session(self.timeout)
         if not self.allow_broadcast and api_method in WRITES:
             kwargs = {
                 key: defuse(value) if key in ("json", "data", "params") else value
                 for key, value in kwargs.items()
             }
         return await super().api_call(api_method, **kwargs)
+
+    async def aclose(self) -> None:
+        """Close the shared session; a call after this opens a session of its own."""
+        self._closed = True
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
 
 
 # The methods that write what people read (a view is no message: it notifies nobody).
@@ -151,7 +164,7 @@ class TurnClient(AsyncWebClient):
             return await self.base.api_call(api_method, **kwargs)
 
 
-def web_client(token: str, api_url: str, *, allow_broadcast: bool = False) -> AsyncWebClient:
+def web_client(token: str, api_url: str, *, allow_broadcast: bool = False) -> GuardedWebClient:
     """slack_sdk's client at ``api_url``, retrying 429s after their Retry-After, and dropped
     connections and 5xx answers where sending the call again cannot show a message twice;
     what it writes is defused unless ``allow_broadcast``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -11,6 +12,7 @@ import fakeredis
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -34,6 +36,9 @@ BACKOFF_CAP_S = 0.5
 HEALTH_CHECK_INTERVAL_S = 10
 URL_SCHEMES = ("redis", "rediss", "unix")  # what redis-py's URL parser takes
 CONNECT_TIMEOUT_S = 1.0
+# What each connection tells the server (CLIENT SETINFO): redis-py reads its own version
+# from the installed package's metadata for every connection it makes unless given this.
+DRIVER_INFO = DriverInfo()
 
 
 def retry_policy() -> Retry:
@@ -49,6 +54,22 @@ def retry_policy() -> Retry:
 class RedisHandle:
     client: Redis
     embedded: bool
+
+    async def warm(self, connections: int) -> int:
+        """Open up to ``connections`` pooled connections now, so a burst of turns finds
+        them ready rather than connecting on its way; returns how many the pool holds open.
+        A connection that fails is only left for later (the pool connects on use)."""
+        if self.embedded:
+            return 0
+        pool = self.client.connection_pool
+        wanted = min(connections, pool.max_connections)
+        taken = await asyncio.gather(
+            *(pool.get_connection() for _ in range(wanted)), return_exceptions=True
+        )
+        opened = [c for c in taken if not isinstance(c, BaseException)]
+        for connection in opened:
+            await pool.release(connection)
+        return len(opened)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -99,6 +120,7 @@ def connect(
         socket_connect_timeout=CONNECT_TIMEOUT_S,
         health_check_interval=HEALTH_CHECK_INTERVAL_S,
         retry=retry_policy(),  # copied into every connection the pool makes
+        driver_info=DRIVER_INFO,
         **({"connection_class": connection_class} if connection_class else {}),
     )
     return RedisHandle(redis.Redis(connection_pool=pool), embedded=False)

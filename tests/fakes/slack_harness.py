@@ -220,6 +220,7 @@ class SlackHarness:
             await self._runner.cleanup()
         if self.process is not None:
             await self.process.slack.later.close()
+            await self.process.slack.client.aclose()
         if self.services is not None:
             await self.services.aclose()
 

@@ -39,6 +39,7 @@ class Call:
     at: float  # time.monotonic() when the call arrived
     status: int = 200  # the HTTP status it was answered with
     token: str = ""  # the bearer token it came with
+    peer: str = ""  # the client's address and port: one per connection
 
 
 @dataclass
@@ -294,7 +295,10 @@ class FakeSlack:
         method = request.match_info["method"]
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ")
-        call = Call(method, args, time.monotonic(), token=token)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        call = Call(
+            method, args, time.monotonic(), token=token, peer=":".join(map(str, peer or ()))
+        )
         self.calls.append(call)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)

@@ -1,10 +1,8 @@
-"""Rebuilding streamed chunks, using the openai SDK's own chunk types."""
+"""Rebuilding streamed chunks, read as the plain dicts the server sends."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from openai.types.chat import ChatCompletionChunk
 
 from bot.llm.accumulate import StreamAccumulator
 from bot.llm.response import ARGUMENTS_MAX_BYTES, NAME_MAX_CHARS, UNREADABLE_ARGUMENTS
@@ -12,13 +10,10 @@ from bot.llm.response import ARGUMENTS_MAX_BYTES, NAME_MAX_CHARS, UNREADABLE_ARG
 
 def chunk(
     delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any
-) -> ChatCompletionChunk:
+) -> dict[str, Any]:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    # construct() builds without validation, as the SDK does for streamed chunks, so the
-    # loose shapes some servers send (no index) come through as they would in production.
-    return ChatCompletionChunk.construct(
-        id="c", object="chat.completion.chunk", created=0, model="m", choices=choices, **extra
-    )
+    made = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    return {**made, "choices": choices, **extra}
 
 
 def call(
@@ -39,7 +34,7 @@ def call(
     return delta
 
 
-def feed(*chunks: ChatCompletionChunk) -> StreamAccumulator:
+def feed(*chunks: dict[str, Any]) -> StreamAccumulator:
     acc = StreamAccumulator()
     for c in chunks:
         acc.add(c)
@@ -145,3 +140,16 @@ def test_arguments_sent_as_a_json_value_are_encoded() -> None:
     first, second = acc.tool_calls()
     assert first.arguments == '{"q": "flour"}'
     assert second.arguments == UNREADABLE_ARGUMENTS  # the loop refuses it as not JSON
+
+
+def test_loose_shapes_are_skipped_not_fatal() -> None:
+    acc = feed(
+        chunk({"content": "a"}),
+        {"model": "m", "choices": [None, "x", {"index": 0, "delta": None}]},
+        {"choices": [{"index": 1, "delta": {"content": "other choice"}}]},
+        chunk({"tool_calls": [None, {"index": 0, "id": "a", "function": None}]}),
+        chunk({"tool_calls": [call(0, name="f", arguments="{}")]}),
+        {"choices": None, "usage": None},
+    )
+    assert acc.text == "a"
+    assert [(c.id, c.name, c.arguments) for c in acc.tool_calls()] == [("a", "f", "{}")]

@@ -11,7 +11,7 @@ import redis.exceptions
 
 from bot.config import ConfigError
 from bot.process.state import State
-from bot.state.connection import checked_url, connect
+from bot.state.connection import DRIVER_INFO, checked_url, connect
 from tests.fakes.redis_server import PrivateRedis
 
 
@@ -91,3 +91,35 @@ def test_a_redis_url_redis_py_cannot_use_is_a_config_error_naming_redis_url(
 )
 def test_the_schemes_redis_py_takes_pass(url: str) -> None:
     assert checked_url(url) == url
+
+
+async def test_warming_opens_connections_ahead_of_use_and_keeps_them(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url)
+    assert await state.handle.warm(12) == 12
+    clients = await state.client.client_list()
+    assert len(clients) >= 12
+    pool = state.client.connection_pool
+    opened = [c for c in pool._available_connections if c.is_connected]
+    assert len(opened) == 12
+    # the driver's name and version, read once for every connection
+    assert all(c.driver_info is DRIVER_INFO for c in opened)
+    assert await state.handle.warm(5) == 5  # already open: nothing new
+    assert len(await state.client.client_list()) == len(clients)
+
+
+async def test_warming_never_exceeds_the_pool_or_touches_the_embedded_redis(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url, redis={"max_connections": 8})
+    assert await state.handle.warm(50) == 8
+    assert await make_state(None).handle.warm(10) == 0
+
+
+async def test_warming_a_stopped_redis_opens_nothing_and_raises_nothing(
+    make_state: Callable[..., State], private_redis: PrivateRedis
+) -> None:
+    state = make_state(private_redis.url)
+    private_redis.stop()
+    assert await state.handle.warm(3) == 0

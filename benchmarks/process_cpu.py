@@ -1,0 +1,85 @@
+"""CPU time of a process and every process below it, read from /proc (Linux).
+
+A sample sums, for the root and each live descendant, its own CPU time (the scheduler's
+nanoseconds for each of its threads, /proc/PID/task/TID/schedstat; else user + system time
+in clock ticks) and the time of the children it has already waited for (cutime + cstime,
+in ticks), so a worker process that exits between two samples still counts once its parent
+reaps it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROC = Path("/proc")
+TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+
+
+def _fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from its third field (state) on."""
+    try:
+        raw = (PROC / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name is in parentheses and may hold spaces: split after its last ")".
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def _parents() -> dict[int, int]:
+    """Every live process's parent."""
+    parents = {}
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            fields = _fields(int(entry.name))
+            if fields is not None:
+                parents[int(entry.name)] = int(fields[1])  # field 4: ppid
+    return parents
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its live descendants."""
+    children: dict[int, list[int]] = {}
+    parents = _parents()
+    if root not in parents:
+        raise ProcessLookupError(root)
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    tree, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        tree.append(pid)
+        pending.extend(children.get(pid, ()))
+    return tree
+
+
+def _seconds(pid: int) -> float:
+    """A process's own CPU time and its reaped children's (0 once it is gone)."""
+    fields = _fields(pid)
+    if fields is None:
+        return 0.0
+    # utime, stime, cutime, cstime: fields 14..17
+    own = _threads_seconds(pid)
+    if own is None:
+        own = (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
+    return own + (int(fields[13]) + int(fields[14])) / TICKS_PER_SECOND
+
+
+def _threads_seconds(pid: int) -> float | None:
+    """The scheduler's CPU time of every thread of ``pid``, or None when it keeps none."""
+    try:
+        tasks = list((PROC / str(pid) / "task").iterdir())
+        nanoseconds = sum(int((task / "schedstat").read_text().split()[0]) for task in tasks)
+    except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError, ValueError):
+        return None
+    return nanoseconds / 1e9
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by ``root`` and all its descendants (live or reaped)."""
+    return sum(_seconds(pid) for pid in _tree(root))
+
+
+def tree_size(root: int) -> int:
+    """How many live processes ``root``'s tree has (itself included)."""
+    return len(_tree(root))
