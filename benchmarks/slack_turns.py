@@ -19,8 +19,20 @@ Answers are streamed (slack.streaming and llm.stream on) unless --no-streaming. 
 it runs once with 1 thread and once with 50. --profile FILE attaches py-spy to the app for
 the measured batch (run with `uv run --with py-spy ...`); CPU figures are then less exact.
 
+``--workers N`` is passed to `slack-agent run --workers N` (otherwise not passed: the app's
+default, a worker process per CPU beside the ingress; 0: the worker loop in the ingress's
+process); the measuring starts once every worker process has logged that it started (the
+app's stderr is relayed). ``--burst N`` posts N mentions at once, each on a new connection
+(as Slack sends them), instead of --threads; it prints the acks' maximum too.
+
+``--plot DIR`` draws the runs (use several --threads) with matplotlib into DIR:
+ack_and_end_to_end.png (ack p99, end-to-end ÷ critical path p50 and p99, against the
+concurrency) and cpu_per_turn.png (the app's CPU per turn against the concurrency).
+
 Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
-     [--no-streaming] [--profile FILE]
+     [--no-streaming] [--profile FILE] [--workers N] [--plot DIR]
+     uv run python -m benchmarks.slack_turns --burst 200 --workers 0   (or 1, 2)
+     uv run python -m benchmarks.slack_turns --threads 1 20 50 200 500 --plot docs/benchmarks
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ import yaml
 
 from benchmarks.process_cpu import tree_cpu_seconds, tree_size
 from benchmarks.redis_prefix import delete_prefix
+from bot.process.worker_count import cpu_count
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
@@ -87,6 +100,53 @@ class Options:
     tool_ms: int = 300
     streaming: bool = True
     profile: str | None = None
+    workers: int | None = None  # passed to `slack-agent run --workers`; None: its default
+    burst: bool = False  # every mention on a new connection
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One run's figures (times in ms; ratios to the critical path)."""
+
+    threads: int
+    workers: int | None
+    burst: bool
+    streaming: bool
+    ack_p50_ms: float
+    ack_p99_ms: float
+    ack_max_ms: float
+    feedback_p50_ms: float
+    feedback_p99_ms: float
+    ratio_p50: float
+    ratio_p99: float
+    slack_calls_per_turn: float
+    app_cpu_ms_per_turn: float
+    app_cpu_share: float  # of one core, over the batch
+    app_processes: int
+    own_cpu_ms_per_turn: float
+
+
+class Output:
+    """The app's stderr, passed through; counts the worker processes that have started
+    (each logs "slack-agent worker started" at WARNING)."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self.workers_started = 0
+        self.task = asyncio.create_task(self._relay(stream))
+
+    async def _relay(self, stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            sys.stderr.buffer.write(line)
+            sys.stderr.flush()
+            if b"slack-agent worker started" in line:
+                self.workers_started += 1
+
+    async def workers(self, count: int) -> None:
+        deadline = time.monotonic() + 60
+        while self.workers_started < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.workers_started} of {count} worker processes started")
+            await asyncio.sleep(0.1)
 
 
 async def start_profiler(pid: int, output: str) -> asyncio.subprocess.Process:
@@ -101,7 +161,7 @@ async def start_profiler(pid: int, output: str) -> asyncio.subprocess.Process:
     return profiler
 
 
-async def main(threads: int, options: Options) -> None:
+async def main(threads: int, options: Options) -> Figures:
     llm_ms, tool_ms = options.llm_ms, options.tool_ms
 
     def respond(request: dict[str, Any]) -> Reply:
@@ -136,14 +196,27 @@ async def main(threads: int, options: Options) -> None:
         LOG_LEVEL="WARNING",
     )
     port = free_port()
+    chosen = ["--workers", str(options.workers)] if options.workers is not None else []
     app = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "run", "--port", str(port), env=env
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "run",
+        "--port",
+        str(port),
+        *chosen,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
     )
-    connector = aiohttp.TCPConnector(limit=0)
+    assert app.stderr is not None
+    output = Output(app.stderr)
+    # A burst: every mention on a connection of its own, as Slack sends them.
+    connector = aiohttp.TCPConnector(limit=0, force_close=options.burst)
     profiler: asyncio.subprocess.Process | None = None
     try:
         async with aiohttp.ClientSession(connector=connector) as session:
             await wait_healthy(session, port)
+            await output.workers(options.workers if options.workers is not None else cpu_count())
             await post_event(session, port, "C0WARM", "1.000001")  # auth.test, connections
             while not answered(slack, "C0WARM"):
                 await asyncio.sleep(0.05)
@@ -179,6 +252,7 @@ async def main(threads: int, options: Options) -> None:
             await profiler.wait()
         app.send_signal(signal.SIGTERM)
         await app.wait()
+        await output.task
         await delete_prefix(REDIS_URL, prefix)
         await slack.stop()
         await llm.stop()
@@ -196,14 +270,35 @@ async def main(threads: int, options: Options) -> None:
     ratios = [(done[c] - sent[c]) * 1000 / ideal for c in sent]
     per_turn = len([c for c in slack.calls if c.method != "auth.test"]) / threads
 
+    figures = Figures(
+        threads=threads,
+        workers=options.workers,
+        burst=options.burst,
+        streaming=options.streaming,
+        ack_p50_ms=statistics.median(acks),
+        ack_p99_ms=percentile(acks, 0.99),
+        ack_max_ms=max(acks),
+        feedback_p50_ms=statistics.median(feedback),
+        feedback_p99_ms=percentile(feedback, 0.99),
+        ratio_p50=statistics.median(ratios),
+        ratio_p99=percentile(ratios, 0.99),
+        slack_calls_per_turn=per_turn,
+        app_cpu_ms_per_turn=cpu_s * 1000 / threads,
+        app_cpu_share=cpu_s / batch_s,
+        app_processes=processes,
+        own_cpu_ms_per_turn=own_cpu_s * 1000 / threads,
+    )
     print(
-        f"{threads} concurrent threads; LLM {llm_ms} ms a call, tool {tool_ms} ms; "
+        f"{'burst of ' if options.burst else ''}{threads} concurrent threads; "
+        f"workers {'default' if options.workers is None else options.workers}; "
+        f"LLM {llm_ms} ms a call, tool {tool_ms} ms; "
         f"critical path {ideal} ms (2 rounds); "
         f"{'streamed' if options.streaming else 'not streamed'}"
     )
     print(f"{'measure':<34} {'p50':>9} {'p99':>9}")
     print(
         f"{'ack latency (ms)':<34} {statistics.median(acks):>9.1f} {percentile(acks, 0.99):>9.1f}"
+        f"   max {max(acks):.1f}"
     )
     print(
         f"{'first visible feedback (ms)':<34} {statistics.median(feedback):>9.1f} "
@@ -228,6 +323,71 @@ async def main(threads: int, options: Options) -> None:
         f"{'this process (fakes, client) (ms)':<34} {own_cpu_s * 1000 / threads:>9.1f}   "
         f"per turn ({100 * own_cpu_s / batch_s:.0f}% of a core: its latency is in the figures)"
     )
+    return figures
+
+
+def plot(runs: list[Figures], directory: Path) -> list[Path]:
+    """Two PNGs into ``directory``: ack p99 and end-to-end ÷ critical path p50/p99, and the
+    app's CPU per turn, each against the concurrency (log x). matplotlib is imported here
+    only, with the Agg backend (no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    runs = sorted(runs, key=lambda f: f.threads)
+    x = [f.threads for f in runs]
+    mode = "streamed" if all(f.streaming for f in runs) else "not streamed"
+    workers = {f.workers for f in runs}
+    chosen = "default" if workers == {None} else ", ".join(str(w) for w in workers)
+    subtitle = f"{mode}; workers {chosen}"
+
+    figure, (acks, ratios) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
+    acks.plot(x, [f.ack_p99_ms for f in runs], "o-", color="tab:red", label="ack p99")
+    acks.plot(x, [f.ack_p50_ms for f in runs], "o--", color="tab:orange", label="ack p50")
+    acks.axhline(100, color="grey", linestyle=":", label="target p99 100 ms (burst)")
+    acks.set_ylabel("ack latency (ms)")
+    acks.set_title(f"Acks and end-to-end against concurrency ({subtitle})")
+    acks.legend(loc="upper left")
+    ratios.plot(x, [f.ratio_p50 for f in runs], "o-", color="tab:blue", label="p50")
+    ratios.plot(x, [f.ratio_p99 for f in runs], "o--", color="tab:purple", label="p99")
+    ratios.axhline(1.0, color="grey", linestyle=":", label="the critical path")
+    ratios.set_ylabel("end-to-end ÷ critical path")
+    ratios.set_xlabel("concurrent threads")
+    ratios.legend(loc="upper left")
+    for axes in (acks, ratios):
+        axes.set_xscale("log")
+        axes.set_xticks(x, [str(n) for n in x])
+        axes.grid(True, which="major", alpha=0.3)
+    figure.tight_layout()
+    first = directory / "ack_and_end_to_end.png"
+    figure.savefig(first, dpi=100)
+    plt.close(figure)
+
+    figure, cpu = plt.subplots(figsize=(7, 4))
+    cpu.plot(x, [f.app_cpu_ms_per_turn for f in runs], "o-", color="tab:green", label="app")
+    cpu.plot(
+        x,
+        [f.own_cpu_ms_per_turn for f in runs],
+        "o--",
+        color="tab:grey",
+        label="benchmark process (fakes, client)",
+    )
+    cpu.axhline(12, color="grey", linestyle=":", label="target 12 ms (50 threads)")
+    cpu.set_xscale("log")
+    cpu.set_xticks(x, [str(n) for n in x])
+    cpu.set_ylim(bottom=0)
+    cpu.set_xlabel("concurrent threads")
+    cpu.set_ylabel("CPU per turn (ms)")
+    cpu.set_title(f"CPU per one-tool turn, from /proc ({subtitle})")
+    cpu.grid(True, alpha=0.3)
+    cpu.legend(loc="upper left")
+    figure.tight_layout()
+    second = directory / "cpu_per_turn.png"
+    figure.savefig(second, dpi=100)
+    plt.close(figure)
+    return [first, second]
 
 
 def completes(call: Call) -> bool:
@@ -265,12 +425,42 @@ if __name__ == "__main__":
         help="post and edit the answer (slack.streaming and llm.stream off)",
     )
     parser.add_argument("--profile", metavar="FILE", help="py-spy record the measured batch")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="passed to `slack-agent run --workers` (default: not passed, one per CPU)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=int,
+        metavar="N",
+        help="post N mentions at once, each on a new connection (instead of --threads)",
+    )
+    parser.add_argument(
+        "--plot", metavar="DIR", type=Path, help="draw the runs into DIR (PNGs, matplotlib)"
+    )
     args = parser.parse_args()
-    for count in args.threads:
+    if args.workers is not None and args.workers < 0:
+        parser.error(f"argument --workers: {args.workers} is below 0")
+    if args.burst is not None and args.burst < 1:
+        parser.error(f"argument --burst: {args.burst} is below 1")
+    counts = [args.burst] if args.burst is not None else args.threads
+    results: list[Figures] = []
+    for count in counts:
         profile = args.profile
-        if profile and len(args.threads) > 1:
+        if profile and len(counts) > 1:
             stem, dot, ext = profile.rpartition(".")
             profile = f"{stem}-{count}.{ext}" if dot else f"{profile}-{count}"
-        run = Options(args.llm_ms, args.tool_ms, args.streaming, profile)
-        asyncio.run(main(count, run))
+        run = Options(
+            args.llm_ms,
+            args.tool_ms,
+            args.streaming,
+            profile,
+            workers=args.workers,
+            burst=args.burst is not None,
+        )
+        results.append(asyncio.run(main(count, run)))
         print()
+    if args.plot is not None:
+        for path in plot(results, args.plot):
+            print(f"drew {path}")
