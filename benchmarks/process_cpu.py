@@ -83,3 +83,17 @@ def tree_cpu_seconds(root: int) -> float:
 def tree_size(root: int) -> int:
     """How many live processes ``root``'s tree has (itself included)."""
     return len(_tree(root))
+
+
+def tree_rss_bytes(root: int) -> list[int]:
+    """The resident memory (VmRSS) of each live process of ``root``'s tree, in bytes."""
+    sizes = []
+    for pid in _tree(root):
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        sizes.append(int(line.split()[1]) * 1024)
+        except OSError:
+            continue
+    return sizes

@@ -11,7 +11,7 @@ Each turn: the model asks for one slow tool, then answers. Prints:
 - the app's CPU per turn: user + system time, read from /proc, of the `slack-agent run`
   process and every process below it, sampled before and after the measured batch (the
   batch includes the last 1.5 s of background edits); and its idle CPU, measured over the
-  1.5 s before the batch, for comparison;
+  1.5 s before the batch, for comparison; and each process's resident memory after it;
 - the CPU of this process (the fake Slack, the fake LLM and the client sending events) per
   turn: when it nears a core, its own delays show in the latencies above.
 
@@ -54,7 +54,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from benchmarks.process_cpu import tree_cpu_seconds, tree_size
+from benchmarks.process_cpu import tree_cpu_seconds, tree_rss_bytes, tree_size
 from benchmarks.redis_prefix import delete_prefix
 from bot.process.worker_count import cpu_count
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
@@ -123,6 +123,7 @@ class Figures:
     app_cpu_ms_per_turn: float
     app_cpu_share: float  # of one core, over the batch
     app_processes: int
+    app_rss_mib: list[float]  # each process's resident memory after the batch
     own_cpu_ms_per_turn: float
 
 
@@ -246,6 +247,7 @@ async def main(threads: int, options: Options) -> Figures:
             cpu_s = tree_cpu_seconds(app.pid) - cpu_before
             own_cpu_s = time.process_time() - own_before
             processes = tree_size(app.pid)
+            rss_mib = [size / 2**20 for size in tree_rss_bytes(app.pid)]
     finally:
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
@@ -286,6 +288,7 @@ async def main(threads: int, options: Options) -> Figures:
         app_cpu_ms_per_turn=cpu_s * 1000 / threads,
         app_cpu_share=cpu_s / batch_s,
         app_processes=processes,
+        app_rss_mib=rss_mib,
         own_cpu_ms_per_turn=own_cpu_s * 1000 / threads,
     )
     print(
@@ -319,6 +322,10 @@ async def main(threads: int, options: Options) -> Figures:
         f"{processes} process{'es' if processes > 1 else ''})"
     )
     print(f"{'app CPU when idle (ms/s)':<34} {idle_cpu_s * 1000 / 1.5:>9.1f}")
+    print(
+        f"{'app resident memory (MiB)':<34} {sum(rss_mib):>9.1f}   "
+        f"(each process: {', '.join(f'{m:.0f}' for m in rss_mib)})"
+    )
     print(
         f"{'this process (fakes, client) (ms)':<34} {own_cpu_s * 1000 / threads:>9.1f}   "
         f"per turn ({100 * own_cpu_s / batch_s:.0f}% of a core: its latency is in the figures)"
@@ -382,7 +389,7 @@ def plot(runs: list[Figures], directory: Path) -> list[Path]:
     cpu.set_ylabel("CPU per turn (ms)")
     cpu.set_title(f"CPU per one-tool turn, from /proc ({subtitle})")
     cpu.grid(True, alpha=0.3)
-    cpu.legend(loc="upper left")
+    cpu.legend(loc="upper right")
     figure.tight_layout()
     second = directory / "cpu_per_turn.png"
     figure.savefig(second, dpi=100)
