@@ -171,11 +171,11 @@ class Ingress:
                     "joined that thread (or Redis lost which threads it is in)",
                 )
                 return NotJoined()
-            new_thread = False
+            join_ttl_s = None
         else:
-            new_thread = await participation.join(turn.thread_key)
+            join_ttl_s = participation.ttl_s  # joined in the same step as it is queued
         entry_id = await self.queue.enqueue(
-            replace(turn, new_thread=new_thread, traceparent=current_traceparent())
+            replace(turn, traceparent=current_traceparent()), join_ttl_s=join_ttl_s
         )
         if entry_id is None:
             log_not_answered(

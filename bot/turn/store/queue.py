@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import redis.exceptions
@@ -29,22 +29,37 @@ from bot.turn.model import ThreadKey, Turn
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# KEYS: seen-event, seen-message, stream, thread queue
+# KEYS: seen-event, seen-message, stream, thread queue[, the thread's joined mark]
 # ARGV: dedup ttl, turn json, stream max length, check event (1/0), check message (1/0),
-#       the message's order in its thread (its ts)
+#       the message's order in its thread (its ts)[, the joined mark's ttl]
+# With the joined mark (a mention), the bot joins the thread first, duplicate or not, and the
+# entry's 'new_thread' field says whether it was new there; the reply is {id, new}, or
+# {false, new} for a duplicate. Without it: the id, or false.
 ENQUEUE = """
+local new = nil
+if KEYS[5] then
+  new = redis.call('SET', KEYS[5], '1', 'NX', 'EX', ARGV[7]) and '1' or '0'
+  redis.call('EXPIRE', KEYS[5], ARGV[7])
+end
 for i = 1, 2 do
   if ARGV[3 + i] == '1' and redis.call('EXISTS', KEYS[i]) == 1 then
+    if new then return {false, new} end
     return false
   end
 end
-local id = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'turn', ARGV[2])
+local id
+if new then
+  id = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'turn', ARGV[2], 'new_thread', new)
+else
+  id = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'turn', ARGV[2])
+end
 for i = 1, 2 do
   if ARGV[3 + i] == '1' then
     redis.call('SET', KEYS[i], id, 'EX', ARGV[1])
   end
 end
 redis.call('ZADD', KEYS[4], ARGV[6], id)
+if new then return {id, new} end
 return id
 """
 
@@ -97,8 +112,12 @@ class TurnQueue:
         # Wakes in-process workers at once (the embedded Redis cannot block on reads).
         self.arrived = asyncio.Event()
 
-    async def enqueue(self, turn: Turn) -> str | None:
+    async def enqueue(self, turn: Turn, *, join_ttl_s: int | None = None) -> str | None:
         """Put ``turn`` on the queue; return its entry id, or None for a duplicate.
+
+        ``join_ttl_s`` (a mention): in the same step, the bot joins the turn's thread for
+        that long (bot/state/participation.py), duplicate or not, and the turn is marked as
+        the first of the bot's in that thread when it had not joined before.
 
         Raises :class:`StateUnavailable` when Redis cannot be reached: nothing was queued.
         """
@@ -116,7 +135,11 @@ class TurnQueue:
             "1" if turn.message_ts else "0",
             repr(turn.order),
         ]
-        entry_id = await guarded(self._enqueue(keys=keys, args=args))
+        if join_ttl_s is not None:
+            keys.append(self.keys.participation(turn.thread_key))
+            args.append(join_ttl_s)
+        reply = await guarded(self._enqueue(keys=keys, args=args))
+        entry_id = reply[0] if isinstance(reply, list) else reply
         if entry_id:
             self.arrived.set()
         return str(entry_id) if entry_id else None
@@ -253,7 +276,10 @@ class TurnQueue:
 
 def _entry(entry_id: str, fields: dict[str, str]) -> Entry:
     try:
-        return entry_id, Turn.from_json(fields["turn"])
+        turn = Turn.from_json(fields["turn"])
+        if "new_thread" in fields:  # joined as it was queued (``TurnQueue.enqueue(join=)``)
+            turn = replace(turn, new_thread=fields["new_thread"] == "1")
+        return entry_id, turn
     except (KeyError, ValueError, TypeError):
         log.error("turn %s has an unreadable payload", entry_id)
         return entry_id, None

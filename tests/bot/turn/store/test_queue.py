@@ -92,3 +92,25 @@ async def test_a_lost_group_is_recreated(state: State) -> None:
     assert await state.queue.read("w1", 10, 0) == []
     await state.queue.enqueue(message("after", "500.1"))
     assert len(await state.queue.read("w1", 10, 0)) == 1
+
+
+async def test_a_mention_joins_its_thread_in_the_same_step_as_it_is_queued(state: State) -> None:
+    await state.queue.ensure_group()
+    thread = message("x", "0", thread="300.1").thread_key
+    joined = state.keys.participation(thread)
+    first = await state.queue.enqueue(message("m1", "300.1", thread="300.1"), join_ttl_s=600)
+    assert first is not None
+    assert await state.participation.joined(thread)
+    assert 590 <= await state.client.ttl(joined) <= 600
+    second = await state.queue.enqueue(message("m2", "300.2", thread="300.1"), join_ttl_s=600)
+    assert second is not None
+    # The first turn is the bot's first in the thread; the second is not.
+    entries = dict(await state.queue.read("w1", 10, 0))
+    started, followed = entries[first], entries[second]
+    assert started is not None and started.new_thread
+    assert followed is not None and not followed.new_thread
+    # A duplicate is not queued again, and still keeps the thread joined (its TTL renewed).
+    await state.client.expire(joined, 5)
+    again = message("m1", "300.1", thread="300.1")
+    assert await state.queue.enqueue(again, join_ttl_s=600) is None
+    assert await state.client.ttl(joined) > 5
