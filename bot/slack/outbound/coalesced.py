@@ -47,6 +47,13 @@ async def _post_it() -> str | None:
     return None
 
 
+async def _reaped(writer: asyncio.Task[None] | None) -> None:
+    """Wait for a cancelled background writer to end."""
+    if writer is not None:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await writer
+
+
 class CoalescedMessage:
     def __init__(
         self,
@@ -102,9 +109,7 @@ class CoalescedMessage:
         that is already gone counts as deleted)."""
         self._hurry.set()
         async with self._lock:  # a write in flight finishes first: its ts is known then
-            writer, self._writer = self._writer, None
-            if writer is not None:
-                writer.cancel()  # waiting for its turn or for the edit window: no call made
+            writer = self._stop_writer()
             if self.ts is not None:
                 if not self.guard():
                     raise Aborted("the turn's lease is gone")
@@ -114,20 +119,22 @@ class CoalescedMessage:
                     if error_code(exc) not in ("message_not_found", "cant_delete_message"):
                         raise
                 self.ts = None
-        if writer is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await writer
+        await _reaped(writer)
 
     async def quiet(self) -> None:
         """Stop writing in the background, without cutting a write in flight short: that
         one ends first (its outcome is recorded), one not yet started is not made."""
         async with self._lock:  # held: no background write is half done
-            writer, self._writer = self._writer, None
-            if writer is not None:
-                writer.cancel()
+            writer = self._stop_writer()
+        await _reaped(writer)
+
+    def _stop_writer(self) -> asyncio.Task[None] | None:
+        """With the lock held: the background writer, cancelled (it waits for its turn or
+        for the edit window: no call is cut short)."""
+        writer, self._writer = self._writer, None
         if writer is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await writer
+            writer.cancel()
+        return writer
 
     async def settle(self) -> None:
         """Wait until a write in flight has finished (its outcome is then recorded)."""
