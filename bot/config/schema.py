@@ -106,6 +106,27 @@ class RedisConfig(_Strict):
         description="`run` and `worker` refuse to start unless Redis is known to keep its data "
         "on disk (AOF or RDB snapshots).",
     )
+    cluster: bool = Field(
+        default=False,
+        description="Redis Cluster: REDIS_URL names any one node; every key carries its "
+        "shard's hash tag (docs/deploy.md).",
+    )
+    shards: int = Field(
+        default=16,
+        ge=2,
+        le=1024,
+        description="With cluster: true, the shards keys and turn streams are spread over "
+        "(change it only with the queue drained).",
+    )
+
+    @model_validator(mode="after")
+    def _prefix_without_tag(self) -> Self:
+        if self.cluster and ("{" in self.key_prefix or "}" in self.key_prefix):
+            raise ValueError(
+                "key_prefix may not hold '{' or '}' with cluster: true (the bot puts each "
+                "key's hash tag after the prefix)"
+            )
+        return self
 
 
 class SuggestedPrompt(_Strict):

@@ -17,6 +17,7 @@ from bot.state.history import RedisHistory
 from bot.state.keys import Keys
 from bot.state.participation import ThreadParticipation
 from bot.state.role_cache import RedisCache, RoleCache
+from bot.state.shards import Shards
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 from bot.turn.store.approvals import Approvals
@@ -60,7 +61,8 @@ class State:
 
 
 def build_state(handle: RedisHandle, config: AppConfig) -> State:
-    client, keys = handle.client, Keys(config.redis.key_prefix)
+    client = handle.client
+    keys = Keys(config.redis.key_prefix, Shards(config.redis.shards if config.redis.cluster else 1))
     audit = AuditLog(client, keys)
     return State(
         handle=handle,
@@ -105,4 +107,5 @@ def busy_connections(config: AppConfig) -> int:
 
 def open_state(redis_url: str | None, config: AppConfig) -> State:
     """Connect to ``redis_url`` (or the embedded Redis) and build every part on it."""
-    return build_state(connect(redis_url, config.redis.max_connections), config)
+    handle = connect(redis_url, config.redis.max_connections, cluster=config.redis.cluster)
+    return build_state(handle, config)

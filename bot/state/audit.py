@@ -42,19 +42,39 @@ class AuditLog:
             "at": repr(entry.at),
         }
 
-    def add_to(self, pipe: Any, entry: AuditEntry) -> None:
-        """Queue the entry on a pipeline or transaction."""
-        pipe.xadd(self.keys.audit, self.fields(entry), maxlen=self.max_entries, approximate=True)
+    def add_to(self, pipe: Any, entry: AuditEntry, shard: int) -> None:
+        """Queue the entry on a pipeline or transaction, in ``shard`` (that of the keys the
+        same step writes: readers merge the shards)."""
+        pipe.xadd(
+            self.keys.audit(shard), self.fields(entry), maxlen=self.max_entries, approximate=True
+        )
 
     async def add(self, entry: AuditEntry) -> str:
+        """Write the entry alone (in its actor's shard)."""
+        shard = self.keys.shards.of(entry.actor)
         return str(
             await self.client.xadd(
-                self.keys.audit, self.fields(entry), maxlen=self.max_entries, approximate=True
+                self.keys.audit(shard),
+                self.fields(entry),
+                maxlen=self.max_entries,
+                approximate=True,
             )
         )
 
     async def latest(self, count: int = 20) -> list[AuditEntry]:
-        items = await self.client.xrevrange(self.keys.audit, count=count)
+        """The latest ``count`` entries of every shard, newest first."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for shard in self.keys.shards.all():
+                pipe.xrevrange(self.keys.audit(shard), count=count)
+            replies = await pipe.execute()
+        shards = self.keys.shards
+        items = [
+            (shards.qualify(shard, entry_id), fields)
+            for shard, reply in zip(shards.all(), replies, strict=True)
+            for entry_id, fields in reply
+        ]
+        if self.keys.shards.sharded:  # each shard's stream has its own ids: order by time
+            items.sort(key=lambda item: float(item[1].get("at") or 0), reverse=True)
         return [
             AuditEntry(
                 kind=f["kind"],
@@ -66,5 +86,5 @@ class AuditLog:
                 at=float(f["at"]),
                 id=entry_id,
             )
-            for entry_id, f in items
+            for entry_id, f in items[:count]
         ]

@@ -6,11 +6,13 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any, TypeAlias
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import fakeredis
 import redis.asyncio as redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -54,13 +56,14 @@ def retry_policy() -> Retry:
 class RedisHandle:
     client: Redis
     embedded: bool
+    cluster: bool = False
 
     async def warm(self, connections: int) -> int:
         """Open up to ``connections`` pooled connections now, so a burst of turns finds
         them ready rather than connecting on its way; returns how many the pool holds open.
         A connection that fails is only left for later (the pool connects on use)."""
-        if self.embedded:
-            return 0
+        if self.embedded or self.cluster:
+            return 0  # a cluster's client opens a pool per node as it finds the nodes
         pool = self.client.connection_pool
         wanted = min(connections, pool.max_connections)
         taken = await asyncio.gather(
@@ -75,16 +78,74 @@ class RedisHandle:
         await self.client.aclose()
 
 
-def checked_url(url: str) -> str:
-    """``url`` when redis-py can use it; else :class:`ConfigError` naming REDIS_URL."""
+SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
+SENTINEL_PORT = 26379
+
+
+def checked_url(url: str, *, cluster: bool = False) -> str:
+    """``url`` when this bot can use it; else :class:`ConfigError` naming REDIS_URL."""
     scheme = urlsplit(url).scheme
-    if scheme in URL_SCHEMES:
+    if scheme in SENTINEL_SCHEMES:
+        if cluster:
+            raise ConfigError(
+                "REDIS_URL: a Sentinel URL names no cluster; with redis.cluster: true give "
+                "the redis:// (or rediss://) URL of any node of the cluster"
+            )
+        sentinel_address(url)
         return url
-    later = "cluster" in scheme or "sentinel" in scheme
+    if scheme in URL_SCHEMES and not (cluster and scheme == "unix"):
+        return url
     raise ConfigError(
         f"REDIS_URL: {scheme + '://' if scheme else 'no scheme'} is not supported; use "
-        + ", ".join(f"{s}://" for s in URL_SCHEMES)
-        + (" (Redis Cluster and Sentinel are not supported yet: docs/deploy.md)" if later else "")
+        + ", ".join(f"{s}://" for s in (*URL_SCHEMES, *SENTINEL_SCHEMES))
+        + (" (a cluster node is reached over TCP)" if cluster else "")
+        + (
+            "; for a Redis Cluster give any node's redis:// URL and set redis.cluster: true"
+            if "cluster" in scheme
+            else ""
+        )
+    )
+
+
+@dataclass(frozen=True)
+class SentinelAddress:
+    """``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/service[/db]``: the
+    Sentinels to ask (port 26379 unless given), the monitored service, the database; the
+    credentials are the primary's. ``rediss+sentinel`` reaches the primary over TLS."""
+
+    sentinels: list[tuple[str, int]]
+    service: str
+    db: int
+    username: str | None
+    password: str | None
+    tls: bool
+
+
+def sentinel_address(url: str) -> SentinelAddress:
+    parts = urlsplit(url)
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    username, _, password = credentials.partition(":") if credentials else ("", "", "")
+    sentinels = []
+    for host in hosts.split(","):
+        name, colon, port = host.rpartition(":")
+        if not colon or "]" in port:  # no port (an IPv6 address is in brackets)
+            name, port = host, str(SENTINEL_PORT)
+        if not name or not port.isdigit():
+            raise ConfigError(f"REDIS_URL: {host!r} is not a Sentinel's host:port")
+        sentinels.append((name.strip("[]"), int(port)))
+    path = [part for part in parts.path.split("/") if part]
+    if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
+        raise ConfigError(
+            "REDIS_URL: a Sentinel URL ends with /<service name>[/<db>], as in "
+            "redis+sentinel://sentinel-1:26379,sentinel-2:26379/mymaster/0"
+        )
+    return SentinelAddress(
+        sentinels=sentinels,
+        service=unquote(path[0]),
+        db=int(path[1]) if len(path) == 2 else 0,
+        username=unquote(username) or None,
+        password=unquote(password) or None,
+        tls=parts.scheme.startswith("rediss"),
     )
 
 
@@ -92,9 +153,13 @@ def connect(
     url: str | None,
     max_connections: int = 256,
     *,
+    cluster: bool = False,
     connection_class: type[redis.Connection] | None = None,
 ) -> RedisHandle:
     """A client for ``url``; without one, an in-process Redis (fakeredis) for one process.
+
+    ``cluster``: ``url`` names any node of a Redis Cluster. A ``redis+sentinel://`` URL
+    names Sentinels that say which server is the primary (after a failover, the new one).
     ``connection_class`` replaces redis-py's connection (tests inject faults with it)."""
     if not url:
         log.warning(
@@ -106,21 +171,61 @@ def connect(
             server=fakeredis.FakeServer(), decode_responses=True, encoding_errors="replace"
         )
         return RedisHandle(embedded, embedded=True)
-    parts = urlsplit(checked_url(url))
-    log.info("using Redis at %s:%s", parts.hostname, parts.port or 6379)  # never the password
+    url = checked_url(url, cluster=cluster)
+    options: dict[str, Any] = {
+        "decode_responses": True,
+        "encoding_errors": "replace",  # a lone surrogate (a stream cut mid-emoji) is not fatal
+        "socket_timeout": 15,  # longer than the blocking stream reads (2 s)
+        "socket_connect_timeout": CONNECT_TIMEOUT_S,
+        "health_check_interval": HEALTH_CHECK_INTERVAL_S,
+        "retry": retry_policy(),  # copied into every connection the pool makes
+        "driver_info": DRIVER_INFO,
+    }
+    if connection_class:
+        options["connection_class"] = connection_class
+    if urlsplit(url).scheme in SENTINEL_SCHEMES:
+        return _sentinel(sentinel_address(url), max_connections, options)
+    parts = urlsplit(url)
+    where = f"{parts.hostname}:{parts.port or 6379}"  # never the password
+    if cluster:
+        log.info("using the Redis Cluster of %s", where)
+        return RedisHandle(
+            RedisCluster.from_url(url, max_connections=max_connections, **options),
+            embedded=False,
+            cluster=True,
+        )
+    log.info("using Redis at %s", where)
     # A blocking pool waits for a free connection when many turns run at once, where the
     # default pool fails at once with "Too many connections".
     pool = redis.BlockingConnectionPool.from_url(
-        url,
-        max_connections=max_connections,
-        timeout=10,
-        decode_responses=True,
-        encoding_errors="replace",  # a lone surrogate (a stream cut mid-emoji) is not fatal
-        socket_timeout=15,  # longer than the blocking stream reads (2 s)
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        health_check_interval=HEALTH_CHECK_INTERVAL_S,
-        retry=retry_policy(),  # copied into every connection the pool makes
-        driver_info=DRIVER_INFO,
-        **({"connection_class": connection_class} if connection_class else {}),
+        url, max_connections=max_connections, timeout=10, **options
     )
     return RedisHandle(redis.Redis(connection_pool=pool), embedded=False)
+
+
+def _sentinel(
+    address: SentinelAddress, max_connections: int, options: dict[str, Any]
+) -> RedisHandle:
+    log.info(
+        "using the Redis primary of service %r, as Sentinels %s say",
+        address.service,
+        ", ".join(f"{host}:{port}" for host, port in address.sentinels),
+    )
+    sentinels = Sentinel(  # type: ignore[no-untyped-call]
+        address.sentinels,
+        sentinel_kwargs={
+            "socket_connect_timeout": CONNECT_TIMEOUT_S,
+            "socket_timeout": CONNECT_TIMEOUT_S,
+            "decode_responses": True,
+        },
+    )
+    client = sentinels.master_for(
+        address.service,
+        db=address.db,
+        username=address.username,
+        password=address.password,
+        ssl=address.tls,
+        max_connections=max_connections,
+        **options,
+    )
+    return RedisHandle(client, embedded=False)

@@ -76,7 +76,7 @@ class FeedbackLog:
                         maxlen=MAX_ENTRIES,
                         approximate=True,
                     )
-                    self.audit.add_to(pipe, _audited(feedback))
+                    self.audit.add_to(pipe, _audited(feedback), self.keys.team_shard(feedback.team))
                     await pipe.execute()
                     return True
                 except WatchError:

@@ -1,131 +1,186 @@
-"""Every Redis key this bot writes, in one place, under one prefix."""
+"""Every Redis key this bot writes, in one place, under one prefix.
+
+Each key carries its shard's hash tag right after the prefix (none with one shard, the
+default): see :mod:`bot.state.shards` for which shard each key belongs to and why.
+"""
 
 from __future__ import annotations
 
+from bot.state.shards import Shards
 from bot.turn.model import ThreadKey
 
 
 class Keys:
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, shards: Shards | None = None) -> None:
         self.prefix = prefix
-        self.turns = f"{prefix}turns"  # the stream of accepted turns
-        self.dead_turns = f"{prefix}turns:dead"  # turns that failed every attempt
-        self.workers = "workers"  # the stream's consumer group
-        self.notices = f"{prefix}notices"  # plain messages owed to people, by due time
-        self.notice_data = f"{prefix}notices:data"
-        self.switches = f"{prefix}switches"
-        self.audit = f"{prefix}audit"
+        self.shards = shards or Shards()
+        self.workers = "workers"  # each turn stream's consumer group
+        self.switches = f"{prefix}switches"  # one key, read and written alone
+
+    # --- the shards ------------------------------------------------------------------
+
+    def _in(self, shard: int) -> str:
+        return self.prefix + self.shards.tag(shard)
+
+    def _thread(self, thread: ThreadKey) -> str:
+        return self._in(self.shards.of(thread))
+
+    def _team(self, team: str) -> str:
+        return self._in(self.shards.of(team))
+
+    def _of_id(self, qualified_id: str) -> str:
+        return self._in(self.shards.of_id(qualified_id))
+
+    # --- kept once per shard (readers merge the shards) ---------------------------------
+
+    def turns(self, shard: int) -> str:
+        """The shard's stream of accepted turns."""
+        return f"{self._in(shard)}turns"
+
+    def dead_turns(self, shard: int) -> str:
+        """The shard's turns that failed every attempt."""
+        return f"{self._in(shard)}turns:dead"
+
+    def notices(self, shard: int) -> str:
+        """Plain messages owed to people, by due time."""
+        return f"{self._in(shard)}notices"
+
+    def notice_data(self, shard: int) -> str:
+        return f"{self._in(shard)}notices:data"
+
+    def audit(self, shard: int) -> str:
+        return f"{self._in(shard)}audit"
+
+    def usage(self, shard: int, team: str, user: str, day: str) -> str:
+        return f"{self.usage_prefix(shard, team)}{day}:{user}"
+
+    def usage_prefix(self, shard: int, team: str) -> str:
+        """What every usage key of the team in the shard starts with (then the day, ':',
+        the user)."""
+        return f"{self._in(shard)}usage:{team}:"
+
+    def usage_users(self, shard: int, team: str, day: str) -> str:
+        return f"{self._in(shard)}usage:{team}:{day}"
+
+    # --- a thread's --------------------------------------------------------------------
 
     def history(self, thread: ThreadKey) -> str:
-        return f"{self.prefix}history:{thread}"
+        return f"{self._thread(thread)}history:{thread}"
 
     def history_bytes(self, thread: ThreadKey) -> str:
-        return f"{self.prefix}history:{thread}:bytes"
+        return f"{self._thread(thread)}history:{thread}:bytes"
 
     def thread_queue(self, thread: ThreadKey) -> str:
         """Entry ids of the thread's unfinished turns, scored by their Slack message ts."""
-        return f"{self.prefix}thread:{thread}:queue"
+        return f"{self._thread(thread)}thread:{thread}:queue"
 
     def thread_current(self, thread: ThreadKey) -> str:
         """The entry id of the thread's turn that has started and is not finished."""
-        return f"{self.prefix}thread:{thread}:current"
+        return f"{self._thread(thread)}thread:{thread}:current"
 
     def participation(self, thread: ThreadKey) -> str:
-        return f"{self.prefix}joined:{thread}"
-
-    def feedback(self, team: str) -> str:
-        return f"{self.prefix}feedback:{team}"
-
-    def feedback_day(self, team: str, day: str) -> str:
-        return f"{self.prefix}feedback:{team}:{day}"
-
-    def feedback_votes(self, team: str, channel: str, message_ts: str) -> str:
-        """Each person's current vote on one answer: user -> "day verdict"."""
-        return f"{self.prefix}feedback:{team}:votes:{channel}:{message_ts}"
+        return f"{self._thread(thread)}joined:{thread}"
 
     def greeted(self, thread: ThreadKey) -> str:
-        return f"{self.prefix}pane:{thread}:greeted"
+        return f"{self._thread(thread)}pane:{thread}:greeted"
 
     def pane_context(self, thread: ThreadKey) -> str:
-        return f"{self.prefix}pane:{thread}:context"
-
-    def cache(self, key: str) -> str:
-        return f"{self.prefix}cache:{key}"
-
-    def roles(self, team: str, user: str, external: bool) -> str:
-        """A person's resolved roles, kept briefly (``external``: as from elsewhere)."""
-        return self.cache(f"roles:{team}:{user}" + (":external" if external else ""))
-
-    def roles_generation(self, team: str, user: str) -> str:
-        """Moved on by every grant, revoke and forget of the person's roles."""
-        return f"{self.prefix}roles-generation:{team}:{user}"
+        return f"{self._thread(thread)}pane:{thread}:context"
 
     def stop(self, thread: ThreadKey) -> str:
-        return f"{self.prefix}stop:{thread}"
+        return f"{self._thread(thread)}stop:{thread}"
 
-    def stopped_stream(self, channel: str, ts: str) -> str:
-        return f"{self.prefix}stopped-stream:{channel}:{ts}"
-
-    def elicitation(self, question_id: str) -> str:
-        """A question an MCP server asks a person (bot/state/elicitations.py)."""
-        return f"{self.prefix}elicitation:{question_id}"
-
-    def elicitation_answer(self, question_id: str) -> str:
-        return f"{self.prefix}elicitation:{question_id}:answer"
+    def stopped_stream(self, thread: ThreadKey, ts: str) -> str:
+        """A streamed message of the thread that the person stopped in Slack."""
+        return f"{self._thread(thread)}stopped-stream:{thread.channel}:{ts}"
 
     def lock(self, thread: ThreadKey) -> str:
-        return f"{self.prefix}lock:{thread}"
+        return f"{self._thread(thread)}lock:{thread}"
 
-    def seen_event(self, team: str, event_id: str) -> str:
-        return f"{self.prefix}seen:event:{team}:{event_id}"
+    def seen_event(self, thread: ThreadKey, team: str, event_id: str) -> str:
+        """An event already queued (kept in the shard of the thread it was for)."""
+        return f"{self._thread(thread)}seen:event:{team}:{event_id}"
 
-    def seen_message(self, team: str, channel: str, ts: str) -> str:
-        return f"{self.prefix}seen:message:{team}:{channel}:{ts}"
+    def seen_message(self, thread: ThreadKey, team: str, channel: str, ts: str) -> str:
+        return f"{self._thread(thread)}seen:message:{team}:{channel}:{ts}"
+
+    def asides(self, thread: ThreadKey) -> str:
+        """Replies in a thread the bot is in that it heard but did not answer, by ts."""
+        return f"{self._thread(thread)}thread:{thread}:asides"
+
+    def asides_taken(self, thread: ThreadKey) -> str:
+        """Which turn last took the thread's asides, and the window it took."""
+        return f"{self._thread(thread)}thread:{thread}:asides-taken"
+
+    # --- a turn's (its entry id names its shard: the thread's) --------------------------
 
     def turn(self, entry_id: str) -> str:
         """The turn's record: its state, round, attempts, what to show, the delivery."""
-        return f"{self.prefix}turn:{entry_id}"
+        return f"{self.turn_prefix(self.shards.of_id(entry_id))}{entry_id}"
+
+    def turn_prefix(self, shard: int) -> str:
+        """What the records of the shard's turns start with (then the entry id)."""
+        return f"{self._in(shard)}turn:"
 
     def journal(self, entry_id: str) -> str:
-        return f"{self.prefix}turn:{entry_id}:journal"
+        return f"{self._of_id(entry_id)}turn:{entry_id}:journal"
 
     def reruns(self, entry_id: str) -> str:
         """Tool calls of the turn that were run again after a crash."""
-        return f"{self.prefix}turn:{entry_id}:reruns"
-
-    def approval(self, request_id: str) -> str:
-        """One call waiting for a person's approval (and, once decided, the decision)."""
-        return f"{self.prefix}approval:{request_id}"
+        return f"{self._of_id(entry_id)}turn:{entry_id}:reruns"
 
     def turn_approvals(self, entry_id: str) -> str:
         """The turn's approval requests: call id -> request id."""
-        return f"{self.prefix}turn:{entry_id}:approvals"
+        return f"{self._of_id(entry_id)}turn:{entry_id}:approvals"
+
+    def approval(self, request_id: str) -> str:
+        """One call waiting for a person's approval (and, once decided, the decision); the
+        request's id names its turn's shard."""
+        return f"{self._of_id(request_id)}approval:{request_id}"
+
+    # --- a team's ----------------------------------------------------------------------
+
+    def feedback(self, team: str) -> str:
+        return f"{self._team(team)}feedback:{team}"
+
+    def feedback_day(self, team: str, day: str) -> str:
+        return f"{self._team(team)}feedback:{team}:{day}"
+
+    def feedback_votes(self, team: str, channel: str, message_ts: str) -> str:
+        """Each person's current vote on one answer: user -> "day verdict"."""
+        return f"{self._team(team)}feedback:{team}:votes:{channel}:{message_ts}"
+
+    def roles(self, team: str, user: str, external: bool) -> str:
+        """A person's resolved roles, kept briefly (``external``: as from elsewhere)."""
+        return f"{self._team(team)}cache:roles:{team}:{user}" + (":external" if external else "")
+
+    def roles_generation(self, team: str, user: str) -> str:
+        """Moved on by every grant, revoke and forget of the person's roles."""
+        return f"{self._team(team)}roles-generation:{team}:{user}"
 
     def grants(self, team: str, user: str) -> str:
-        return f"{self.prefix}grants:{team}:{user}"
+        return f"{self._team(team)}grants:{team}:{user}"
 
     def granted_users(self, team: str) -> str:
-        return f"{self.prefix}grants:{team}"
-
-    def usage(self, team: str, user: str, day: str) -> str:
-        return f"{self.usage_prefix(team)}{day}:{user}"
-
-    def usage_prefix(self, team: str) -> str:
-        """What every usage key of the team starts with (then the day, ':', the user)."""
-        return f"{self.prefix}usage:{team}:"
-
-    def usage_users(self, team: str, day: str) -> str:
-        return f"{self.prefix}usage:{team}:{day}"
+        return f"{self._team(team)}grants:{team}"
 
     def budget(self, team: str, day: str, counter: str) -> str:
         """One spending counter (``user:U1``, ``workspace``) on one budget day: settled tokens
         and cost, and the holds of calls under way (bot/budget/ledger.py)."""
-        return f"{self.prefix}budget:{team}:{day}:{counter}"
+        return f"{self._team(team)}budget:{team}:{day}:{counter}"
 
-    def asides(self, thread: ThreadKey) -> str:
-        """Replies in a thread the bot is in that it heard but did not answer, by ts."""
-        return f"{self.prefix}thread:{thread}:asides"
+    def team_shard(self, team: str) -> int:
+        """The shard of the team's keys (and of the audit entries written beside them)."""
+        return self.shards.of(team)
 
-    def asides_taken(self, thread: ThreadKey) -> str:
-        """Which turn last took the thread's asides, and the window it took."""
-        return f"{self.prefix}thread:{thread}:asides-taken"
+    # --- alone -------------------------------------------------------------------------
+
+    def cache(self, key: str) -> str:
+        return f"{self.prefix}cache:{key}"
+
+    def elicitation(self, question_id: str) -> str:
+        """A question an MCP server asks a person (bot/state/elicitations.py)."""
+        return f"{self._in(self.shards.of(question_id))}elicitation:{question_id}"
+
+    def elicitation_answer(self, question_id: str) -> str:
+        return f"{self._in(self.shards.of(question_id))}elicitation:{question_id}:answer"

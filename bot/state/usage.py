@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -88,12 +89,13 @@ class UsageCounters:
         """Count ``usage``; ``turns=0`` for tokens spent outside a turn's own model calls
         (an MCP server's sampling request)."""
         async with self.client.pipeline(transaction=True) as pipe:
-            self.add_to(pipe, team, user, usage, cost, day, turns=turns)
+            self.add_to(pipe, self.keys.team_shard(team), team, user, usage, cost, day, turns=turns)
             await pipe.execute()
 
     def add_to(
         self,
         pipe: Any,
+        shard: int,
         team: str,
         user: str,
         usage: Usage,
@@ -102,17 +104,18 @@ class UsageCounters:
         *,
         turns: int = 1,
     ) -> None:
-        """Queue one turn's usage on a pipeline or transaction."""
+        """Queue one turn's usage on a pipeline or transaction, in ``shard`` (the turn's:
+        readers add the shards up)."""
         stamp = (day or today()).isoformat()
-        key = self.keys.usage(team, user, stamp)
+        key = self.keys.usage(shard, team, user, stamp)
         pipe.hincrby(key, "turns", turns)
         pipe.hincrby(key, "prompt_tokens", usage.prompt_tokens)
         pipe.hincrby(key, "completion_tokens", usage.completion_tokens)
         if cost:
             pipe.hincrbyfloat(key, "cost", cost)
         pipe.expire(key, KEEP_S)
-        pipe.sadd(self.keys.usage_users(team, stamp), user)
-        pipe.expire(self.keys.usage_users(team, stamp), KEEP_S)
+        pipe.sadd(self.keys.usage_users(shard, team, stamp), user)
+        pipe.expire(self.keys.usage_users(shard, team, stamp), KEEP_S)
 
     async def totals(
         self, team: str, user: str, days: int = 1, until: date | None = None
@@ -125,26 +128,40 @@ class UsageCounters:
     ) -> PersonUsage:
         """One person's last day and whole period (one round trip)."""
         stamps = _stamps(days, until)
+        shards = self.keys.shards.all()
         async with self.client.pipeline(transaction=False) as pipe:
-            for stamp in stamps:
-                pipe.hgetall(self.keys.usage(team, user, stamp))
+            for shard in shards:
+                for stamp in stamps:
+                    pipe.hgetall(self.keys.usage(shard, team, user, stamp))
             raw = await pipe.execute()
-        per_day = [_totals([part for item in day.items() for part in item]) for day in raw]
+        per_day = [UsageTotals() for _ in stamps]
+        for index, day in enumerate(raw):
+            per_day[index % len(stamps)] += _totals([part for item in day.items() for part in item])
         return PersonUsage(user, per_day[0], sum(per_day, UsageTotals()))
 
     async def report(self, team: str, days: int, until: date | None = None) -> list[PersonUsage]:
         """Everyone who used the bot in the ``days`` days ending ``until``, with their last
         day and their whole period (one round trip)."""
         stamps = _stamps(days, until)
-        prefix = self.keys.usage_prefix(team)
-        raw = await self._report(
-            keys=[self.keys.usage_users(team, stamp) for stamp in stamps], args=[prefix, *stamps]
+        replies = await asyncio.gather(
+            *(
+                self._report(
+                    keys=[self.keys.usage_users(shard, team, stamp) for stamp in stamps],
+                    args=[self.keys.usage_prefix(shard, team), *stamps],
+                )
+                for shard in self.keys.shards.all()
+            )
         )
-        people = []
-        for user, per_day in raw:
-            totals = [_totals(day) for day in per_day]
-            people.append(PersonUsage(str(user), totals[0], sum(totals, UsageTotals())))
-        return people
+        people: dict[str, list[UsageTotals]] = {}
+        for raw in replies:
+            for user, per_day in raw:
+                totals = people.setdefault(str(user), [UsageTotals() for _ in stamps])
+                for index, day in enumerate(per_day):
+                    totals[index] += _totals(day)
+        return [
+            PersonUsage(user, totals[0], sum(totals, UsageTotals()))
+            for user, totals in people.items()
+        ]
 
     async def users(self, team: str, days: int = 1, until: date | None = None) -> list[str]:
         return sorted(person.user for person in await self.report(team, days, until))

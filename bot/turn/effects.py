@@ -46,6 +46,7 @@ class TurnStores:
 def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnResult) -> Commands:
     """An audit entry for each tool call, and the turn's usage and cost."""
     commands = Commands()
+    shard = stores.queue.shards.of(turn.thread_key)
     for execution in result.executions:
         stores.audit.add_to(
             commands,
@@ -62,8 +63,9 @@ def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnRe
                     "turn": entry_id,
                 },
             ),
+            shard,
         )
-    stores.usage.add_to(commands, turn.team, turn.user, result.usage, result.cost)
+    stores.usage.add_to(commands, shard, turn.team, turn.user, result.usage, result.cost)
     return commands
 
 
@@ -131,6 +133,7 @@ def dead_letter_effects(
             outcome=reason,
             detail={"channel": turn.channel, "thread": turn.thread_ts, "turn": entry_id},
         ),
+        stores.queue.shards.of(turn.thread_key),
     )
     _forget(commands, stores, turn, entry_id)
     return commands

@@ -79,7 +79,9 @@ async def unpark(
     commands = Commands()
     for request in requests:
         if request.id in expired:
-            stores.audit.add_to(commands, expiry(turn, request))
+            stores.audit.add_to(
+                commands, expiry(turn, request), stores.queue.shards.of(turn.thread_key)
+            )
     await mover.move(TurnState.RUNNING, {"parked": ""}, commands)
     return True
 

@@ -79,7 +79,7 @@ class SlackTurnView:
             if stops is None:
                 return False
             async with self.fence.bounded("asking whether the stream was stopped"):
-                return await stops.stream_stopped(turn.channel, ts)
+                return await stops.stream_stopped(turn.thread_key, ts)
 
         async def stop_turn() -> None:
             if stops is not None:

@@ -102,7 +102,7 @@ redis.call('EXPIRE', KEYS[2], ARGV[4])
 return {ARGV[2], 1}
 """
 
-# KEYS: the request, the turn stream; ARGV: state, by, reason, now, group, idle ms
+# KEYS: the request, its turn's stream; ARGV: state, by, reason, now, group, idle ms
 # Decides an open request before its deadline (else expires it) and wakes its turn.
 # Returns the request's state after the step, and 1 when this step decided it.
 DECIDE = """
@@ -117,7 +117,7 @@ if tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= now then
 else
   redis.call('HSET', KEYS[1], 'state', ARGV[1], 'by', ARGV[2], 'reason', ARGV[3], 'at', ARGV[4])
 end
-local entry = redis.call('HGET', KEYS[1], 'entry')
+local entry = string.match(redis.call('HGET', KEYS[1], 'entry'), '[^/]*$')
 redis.pcall('XCLAIM', KEYS[2], ARGV[5], 'approvals', 0, entry, 'IDLE', ARGV[6], 'JUSTID')
 return {result, result == ARGV[1] and 1 or 0}
 """
@@ -155,7 +155,8 @@ class Approvals:
     ) -> tuple[ApprovalRequest, bool]:
         """The request for this call, opened now (True) or earlier (False)."""
         now = time.time()
-        request_id = secrets.token_hex(8)
+        shards = self.keys.shards
+        request_id = shards.qualify(shards.of_id(entry_id), secrets.token_hex(8))
         fields = {
             "id": request_id,
             "entry": entry_id,
@@ -207,7 +208,10 @@ class Approvals:
         step (None: no such request) and whether this call decided it (a second click, or a
         click after the deadline, decides nothing)."""
         state, decided = await self._decide(
-            keys=[self.keys.approval(request_id), self.keys.turns],
+            keys=[
+                self.keys.approval(request_id),
+                self.keys.turns(self.keys.shards.of_id(request_id)),
+            ],
             args=[
                 (ApprovalState.APPROVED if approved else ApprovalState.DENIED).value,
                 by,

@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator
 from bot.state.connection import Redis
 from bot.state.errors import REDIS_DOWN
 from bot.state.keys import Keys
+from bot.state.shards import Shards
 from bot.turn.model import ThreadKey
 from bot.turn.responder import Aborted
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
@@ -126,28 +127,36 @@ class ThreadLocks:
         thread's queue is looked at in the same step (:attr:`ThreadLease.first`)."""
         token = secrets.token_hex(16)
         key = self.keys.lock(thread)
+        stream = self.keys.turns(self.keys.shards.of(thread))
         loop = asyncio.get_running_loop()
         asked_at = loop.time()
         if look is None:
             if await self._acquire(keys=[key], args=[token, self.ttl_ms]):
-                return ThreadLease(self, key, token, consumer, asked_at)
+                return ThreadLease(self, key, stream, token, consumer, asked_at)
             return None
         reply = await self._acquire_and_look(
             keys=[key, look.current, look.queue], args=[token, self.ttl_ms, look.records]
         )
         if not reply:
             return None
-        lease = ThreadLease(self, key, token, consumer, asked_at)
+        lease = ThreadLease(self, key, stream, token, consumer, asked_at)
         lease.first = (str(reply[1]), str(reply[2])) if len(reply) == 3 else None
         return lease
 
 
 class ThreadLease:
     def __init__(
-        self, locks: ThreadLocks, key: str, token: str, consumer: str, renewed_at: float
+        self,
+        locks: ThreadLocks,
+        key: str,
+        stream: str,
+        token: str,
+        consumer: str,
+        renewed_at: float,
     ) -> None:
         self.locks = locks
         self.key = key
+        self.stream = stream  # the turn stream of the thread's shard
         self.token = token
         self.consumer = consumer
         self.entry = ""  # the stream entry of the turn being worked on
@@ -209,8 +218,14 @@ class ThreadLease:
         asked_at = loop.time()
         locks = self.locks
         renewed = await locks._heartbeat(
-            keys=[self.key, locks.keys.turns],
-            args=[self.token, locks.ttl_ms, locks.keys.workers, self.consumer, self.entry],
+            keys=[self.key, self.stream],
+            args=[
+                self.token,
+                locks.ttl_ms,
+                locks.keys.workers,
+                self.consumer,
+                Shards.bare(self.entry),
+            ],
         )
         if renewed and not self.lost.is_set():
             self._trusted_until = asked_at + TRUSTED_SHARE * locks.ttl_ms / 1000
@@ -259,12 +274,12 @@ class ThreadLease:
         self.lost.set()
         try:
             await locks._hand_back(
-                keys=[self.key, locks.keys.turns],
+                keys=[self.key, self.stream],
                 args=[
                     self.token,
                     locks.keys.workers,
                     self.consumer,
-                    self.entry,
+                    Shards.bare(self.entry),
                     HANDED_BACK_IDLE_MS,
                 ],
             )

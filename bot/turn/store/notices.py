@@ -8,6 +8,7 @@ a notice taken before may have been posted already, so its poster looks first.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -64,38 +65,56 @@ class Notices:
         self._take = client.register_script(TAKE)
 
     def add_to(self, commands: Commands, notice: Notice) -> None:
-        """Queue, on a turn's last move, a notice due now."""
+        """Queue, on a turn's last move, a notice due now (in the turn's shard)."""
         stamped = replace(notice, since=notice.since or time.time())
-        commands.hset(self.keys.notice_data, {notice.id: stamped.to_json()})
-        commands.zadd(self.keys.notices, {notice.id: time.time()})
+        shard = self.keys.shards.of_id(notice.id)
+        commands.hset(self.keys.notice_data(shard), {notice.id: stamped.to_json()})
+        commands.zadd(self.keys.notices(shard), {notice.id: time.time()})
 
     async def take_due(self, lease_s: float, count: int = 10) -> list[Notice]:
-        """Notices due now, each leased to the caller for ``lease_s``."""
-        raw = await self._take(
-            keys=[self.keys.notices, self.keys.notice_data], args=[time.time(), lease_s, count]
+        """Notices due now (up to ``count`` from each shard), each leased to the caller for
+        ``lease_s``."""
+        replies = await asyncio.gather(
+            *(
+                self._take(
+                    keys=[self.keys.notices(shard), self.keys.notice_data(shard)],
+                    args=[time.time(), lease_s, count],
+                )
+                for shard in self.keys.shards.all()
+            )
         )
-        return [_notice(item) for item in raw]
+        return [_notice(item) for raw in replies for item in raw]
+
+    def _keys(self, notice: Notice) -> tuple[str, str]:
+        shard = self.keys.shards.of_id(notice.id)
+        return self.keys.notices(shard), self.keys.notice_data(shard)
 
     async def done(self, notice: Notice) -> None:
+        due, data = self._keys(notice)
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.zrem(self.keys.notices, notice.id)
-            pipe.hdel(self.keys.notice_data, notice.id)
+            pipe.zrem(due, notice.id)
+            pipe.hdel(data, notice.id)
             await pipe.execute()
 
     async def due_again(self, notice: Notice, delay_s: float) -> None:
         """Not posted this time, through nobody's fault (its thread is busy): due again
         after ``delay_s``, not after the whole lease."""
-        await self.client.zadd(self.keys.notices, {notice.id: time.time() + delay_s})
+        due, _ = self._keys(notice)
+        await self.client.zadd(due, {notice.id: time.time() + delay_s})
 
     async def retry_later(self, notice: Notice, delay_s: float) -> None:
         again = replace(notice, attempts=notice.attempts + 1)
+        due, data = self._keys(notice)
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(self.keys.notice_data, notice.id, again.to_json())
-            pipe.zadd(self.keys.notices, {notice.id: time.time() + delay_s})
+            pipe.hset(data, notice.id, again.to_json())
+            pipe.zadd(due, {notice.id: time.time() + delay_s})
             await pipe.execute()
 
     async def pending(self) -> int:
-        return int(await self.client.zcard(self.keys.notices))
+        async with self.client.pipeline(transaction=False) as pipe:
+            for shard in self.keys.shards.all():
+                pipe.zcard(self.keys.notices(shard))
+            return sum(int(n) for n in await pipe.execute())
 
 
 def _notice(raw: str) -> Notice:

@@ -25,21 +25,23 @@ from bot.state.connection import Redis
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.keys import Keys
 from bot.turn.model import ThreadKey, Turn
+from bot.turn.store.shard_readers import ShardReaders
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # KEYS: seen-event, seen-message, stream, thread queue[, the thread's joined mark]
 # ARGV: dedup ttl, turn json, stream max length, check event (1/0), check message (1/0),
-#       the message's order in its thread (its ts)[, the joined mark's ttl]
+#       the message's order in its thread (its ts), what names the shard in an entry's id
+#       ('' with one shard), the joined mark's ttl ('' for none)
 # With the joined mark (a mention), the bot joins the thread first, duplicate or not, and the
 # entry's 'new_thread' field says whether it was new there; the reply is {id, new}, or
-# {false, new} for a duplicate. Without it: the id, or false.
+# {false, new} for a duplicate. Without it: the id, or false. The id names the shard.
 ENQUEUE = """
 local new = nil
 if KEYS[5] then
-  new = redis.call('SET', KEYS[5], '1', 'NX', 'EX', ARGV[7]) and '1' or '0'
-  redis.call('EXPIRE', KEYS[5], ARGV[7])
+  new = redis.call('SET', KEYS[5], '1', 'NX', 'EX', ARGV[8]) and '1' or '0'
+  redis.call('EXPIRE', KEYS[5], ARGV[8])
 end
 for i = 1, 2 do
   if ARGV[3 + i] == '1' and redis.call('EXISTS', KEYS[i]) == 1 then
@@ -53,6 +55,7 @@ if new then
 else
   id = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'turn', ARGV[2])
 end
+id = ARGV[7] .. id
 for i = 1, 2 do
   if ARGV[3 + i] == '1' then
     redis.call('SET', KEYS[i], id, 'EX', ARGV[1])
@@ -102,15 +105,21 @@ Entry = tuple[str, Turn | None]  # None: an entry whose payload could not be rea
 
 
 class TurnQueue:
+    """The turn streams (one per shard: :mod:`bot.state.shards`) and the threads' queues.
+
+    An entry's id names its shard (``<shard>/<stream id>``; bare with one shard)."""
+
     def __init__(self, client: Redis, keys: Keys, *, dedup_ttl_s: int, max_len: int) -> None:
         self.client = client
         self.keys = keys
+        self.shards = keys.shards
         self.dedup_ttl_s = dedup_ttl_s
         self.max_len = max_len
         self._enqueue = client.register_script(ENQUEUE)
         self._forget = client.register_script(FORGET)
         # Wakes in-process workers at once (the embedded Redis cannot block on reads).
         self.arrived = asyncio.Event()
+        self._readers: dict[str, ShardReaders] = {}  # by consumer (several shards only)
 
     async def enqueue(self, turn: Turn, *, join_ttl_s: int | None = None) -> str | None:
         """Put ``turn`` on the queue; return its entry id, or None for a duplicate.
@@ -121,11 +130,13 @@ class TurnQueue:
 
         Raises :class:`StateUnavailable` when Redis cannot be reached: nothing was queued.
         """
+        thread = turn.thread_key
+        shard = self.shards.of(thread)
         keys = [
-            self.keys.seen_event(turn.team, turn.event_id),
-            self.keys.seen_message(turn.team, turn.channel, turn.message_ts),
-            self.keys.turns,
-            self.keys.thread_queue(turn.thread_key),
+            self.keys.seen_event(thread, turn.team, turn.event_id),
+            self.keys.seen_message(thread, turn.team, turn.channel, turn.message_ts),
+            self.keys.turns(shard),
+            self.keys.thread_queue(thread),
         ]
         args = [
             self.dedup_ttl_s,
@@ -134,10 +145,11 @@ class TurnQueue:
             "1" if turn.event_id else "0",
             "1" if turn.message_ts else "0",
             repr(turn.order),
+            self.shards.qualify(shard, ""),
+            "" if join_ttl_s is None else join_ttl_s,
         ]
         if join_ttl_s is not None:
-            keys.append(self.keys.participation(turn.thread_key))
-            args.append(join_ttl_s)
+            keys.append(self.keys.participation(thread))
         reply = await guarded(self._enqueue(keys=keys, args=args))
         entry_id = reply[0] if isinstance(reply, list) else reply
         if entry_id:
@@ -145,23 +157,35 @@ class TurnQueue:
         return str(entry_id) if entry_id else None
 
     async def ensure_group(self) -> None:
-        try:
-            await self.client.xgroup_create(
-                self.keys.turns, self.keys.workers, id="0", mkstream=True
-            )
-        except redis.exceptions.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        """Every shard's stream and consumer group (created when missing)."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for shard in self.shards.all():
+                pipe.xgroup_create(self.keys.turns(shard), self.keys.workers, id="0", mkstream=True)
+            replies = await pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, BaseException) and "BUSYGROUP" not in str(reply):
+                raise reply
 
     async def read(self, consumer: str, count: int, block_ms: int) -> list[Entry]:
         """New entries for this consumer, waiting up to ``block_ms`` (0: not at all).
 
-        Recreates the group if Redis lost it (a restart without persistence)."""
+        Recreates a group Redis lost (a restart without persistence). With several shards,
+        a reader per shard waits on its stream (a cluster reads no streams across slots)
+        until :meth:`stop_reading`."""
+        if not self.shards.sharded:
+            return await self.read_shard(0, consumer, count, block_ms)
+        readers = self._readers.get(consumer)
+        if readers is None:
+            readers = self._readers[consumer] = ShardReaders(self, consumer)
+        return await readers.take(count, block_ms)
+
+    async def read_shard(self, shard: int, consumer: str, count: int, block_ms: int) -> list[Entry]:
+        """New entries of one shard's stream for this consumer."""
         try:
             reply = await self.client.xreadgroup(
                 self.keys.workers,
                 consumer,
-                {self.keys.turns: ">"},
+                {self.keys.turns(shard): ">"},
                 count=count,
                 block=block_ms if block_ms > 0 else None,  # BLOCK 0 would wait forever
             )
@@ -174,13 +198,34 @@ class TurnQueue:
             )
             await self.ensure_group()
             return []
-        return [_entry(entry_id, fields) for _, items in reply or () for entry_id, fields in items]
+        return [
+            _entry(self.shards.qualify(shard, entry_id), fields)
+            for _, items in reply or ()
+            for entry_id, fields in items
+        ]
+
+    async def stop_reading(self) -> None:
+        """Stop the shard readers (several shards only); what they read and nobody took is
+        left pending, for another worker to claim once idle."""
+        readers, self._readers = list(self._readers.values()), {}
+        for one in readers:
+            await one.stop()
 
     async def claim_stale(self, consumer: str, min_idle_ms: int, count: int = 50) -> list[Entry]:
-        """Entries other consumers left pending longer than ``min_idle_ms`` (XAUTOCLAIM)."""
+        """Entries other consumers left pending longer than ``min_idle_ms`` (XAUTOCLAIM), up
+        to ``count`` from each shard."""
+        claimed = await asyncio.gather(
+            *(self._claim_shard(s, consumer, min_idle_ms, count) for s in self.shards.all())
+        )
+        return [entry for entries in claimed for entry in entries]
+
+    async def _claim_shard(
+        self, shard: int, consumer: str, min_idle_ms: int, count: int
+    ) -> list[Entry]:
+        stream = self.keys.turns(shard)
         try:
             reply = await self.client.xautoclaim(
-                self.keys.turns, self.keys.workers, consumer, min_idle_ms, "0-0", count=count
+                stream, self.keys.workers, consumer, min_idle_ms, "0-0", count=count
             )
         except redis.exceptions.ResponseError as exc:
             if "NOGROUP" not in str(exc):
@@ -191,7 +236,11 @@ class TurnQueue:
             )
             await self.ensure_group()
             return []
-        return [_entry(entry_id, fields) for entry_id, fields in reply[1] if fields]
+        return [
+            _entry(self.shards.qualify(shard, entry_id), fields)
+            for entry_id, fields in reply[1]
+            if fields
+        ]
 
     async def head(self, thread: ThreadKey) -> str | None:
         """The entry id of the thread's turn to work on next: the one already started, else
@@ -207,15 +256,22 @@ class TurnQueue:
     def look(self, thread: ThreadKey) -> QueueLook:
         """What a lease reads to look at ``thread``'s queue (lease.py)."""
         return QueueLook(
-            self.keys.thread_current(thread), self.keys.thread_queue(thread), self.keys.turn("")
+            self.keys.thread_current(thread),
+            self.keys.thread_queue(thread),
+            self.keys.turn_prefix(self.shards.of(thread)),
         )
+
+    def stream_of(self, entry_id: str) -> str:
+        """The stream that holds the entry."""
+        return self.keys.turns(self.shards.of_id(entry_id))
 
     async def fetch(self, entry_id: str) -> Entry | None:
         """The entry, or None when it is gone (finished and deleted)."""
-        items = await self.client.xrange(self.keys.turns, entry_id, entry_id)
+        bare = self.shards.bare(entry_id)
+        items = await self.client.xrange(self.stream_of(entry_id), bare, bare)
         if not items:
             return None
-        return _entry(*items[0])
+        return _entry(entry_id, items[0][1])
 
     async def forget(self, thread: ThreadKey, entry_id: str) -> None:
         """Drop an id whose entry is already gone from the thread's set (and the pointer,
@@ -227,16 +283,21 @@ class TurnQueue:
 
     def finish(self, commands: Commands | Any, thread: ThreadKey, entry_id: str) -> None:
         """Queue what ends a turn: ack, delete, leave the thread's set and pointer."""
-        commands.xack(self.keys.turns, self.keys.workers, entry_id)
-        commands.xdel(self.keys.turns, entry_id)
+        self.remove(commands, entry_id)
         commands.zrem(self.keys.thread_queue(thread), entry_id)
         commands.delete(self.keys.thread_current(thread))
+
+    def remove(self, commands: Commands | Any, entry_id: str) -> None:
+        """Queue the entry's ack and deletion from its stream."""
+        stream, bare = self.stream_of(entry_id), self.shards.bare(entry_id)
+        commands.xack(stream, self.keys.workers, bare)
+        commands.xdel(stream, bare)
 
     def dead_letter(
         self, commands: Commands | Any, turn: Turn | None, entry_id: str, reason: str
     ) -> None:
         commands.xadd(
-            self.keys.dead_turns,
+            self.keys.dead_turns(self.shards.of_id(entry_id)),
             {
                 "entry_id": entry_id,
                 "turn": turn.to_json() if turn else "",
@@ -248,30 +309,41 @@ class TurnQueue:
         )
 
     async def dead_letters(self, count: int = 100) -> list[dict[str, Any]]:
-        items = await self.client.xrevrange(self.keys.dead_turns, count=count)
-        return [dict(fields) for _, fields in items]
+        """The latest ``count`` dead letters of every shard, newest first."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            for shard in self.shards.all():
+                pipe.xrevrange(self.keys.dead_turns(shard), count=count)
+            replies = await pipe.execute()
+        letters = [dict(fields) for items in replies for _, fields in items]
+        letters.sort(key=lambda letter: float(letter.get("at") or 0), reverse=True)
+        return letters[:count]
 
     async def depth(self) -> tuple[int, float]:
         """How many turns are accepted and not finished (queued or running: a finished
         turn's entry is deleted), and the age in seconds of the oldest (0 when none), by
         Redis's clock (an entry id starts with the milliseconds it was added at)."""
         async with self.client.pipeline(transaction=False) as pipe:
-            pipe.xlen(self.keys.turns)
-            pipe.xrange(self.keys.turns, count=1)
+            for shard in self.shards.all():
+                pipe.xlen(self.keys.turns(shard))
+                pipe.xrange(self.keys.turns(shard), count=1)
             pipe.time()
-            count, first, (seconds, micros) = await pipe.execute()
-        if not first:
-            return int(count), 0.0
-        added_ms = int(str(first[0][0]).split("-", 1)[0])
+            *replies, (seconds, micros) = await pipe.execute()
+        count = sum(int(n) for n in replies[::2])
+        firsts = [int(str(first[0][0]).split("-", 1)[0]) for first in replies[1::2] if first]
+        if not firsts:
+            return count, 0.0
         now_ms = int(seconds) * 1000 + int(micros) // 1000
-        return int(count), max(now_ms - added_ms, 0) / 1000
+        return count, max(now_ms - min(firsts), 0) / 1000
 
     async def pending_count(self) -> int:
-        try:
-            summary = await self.client.xpending(self.keys.turns, self.keys.workers)
-        except redis.exceptions.ResponseError:
-            return 0
-        return int(summary["pending"])
+        total = 0
+        for shard in self.shards.all():
+            try:
+                summary = await self.client.xpending(self.keys.turns(shard), self.keys.workers)
+            except redis.exceptions.ResponseError:
+                continue
+            total += int(summary["pending"])
+        return total
 
 
 def _entry(entry_id: str, fields: dict[str, str]) -> Entry:

@@ -25,19 +25,22 @@ class StopRequests:
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.set(self.keys.stop(thread), f"{time.time()} {by}", ex=KEEP_S)
             for ts in streams:
-                pipe.set(self.keys.stopped_stream(thread.channel, ts), by, ex=KEEP_S)
+                pipe.set(self.keys.stopped_stream(thread, ts), by, ex=KEEP_S)
             await pipe.execute()
 
-    async def stream_stopped(self, channel: str, ts: str) -> bool:
-        """Did the person stop this streamed message in Slack?"""
-        return bool(await self.client.exists(self.keys.stopped_stream(channel, ts)))
+    async def stream_stopped(self, thread: ThreadKey, ts: str) -> bool:
+        """Did the person stop this streamed message of the thread in Slack?"""
+        return bool(await self.client.exists(self.keys.stopped_stream(thread, ts)))
 
     async def requested_since(self, since: dict[ThreadKey, float]) -> list[ThreadKey]:
         """Which threads were asked to stop after the given times (one round trip)."""
         if not since:
             return []
         threads = list(since)
-        values = await self.client.mget([self.keys.stop(t) for t in threads])
+        async with self.client.pipeline(transaction=False) as pipe:  # not MGET: across slots
+            for thread in threads:
+                pipe.get(self.keys.stop(thread))
+            values = await pipe.execute()
         return [
             thread
             for thread, value in zip(threads, values, strict=True)

@@ -119,6 +119,7 @@ class Worker:
                     backoff = min(backoff * 2, BACKOFF_MAX_S)
         finally:
             self.alive = False
+            await self.queue.stop_reading()
             for task in (notices, sampler):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -163,6 +163,5 @@ class ThreadProcessor:
         async with queue.client.pipeline(transaction=True) as pipe:
             for command in commands.items:
                 pipe.execute_command(*command)
-            pipe.xack(queue.keys.turns, queue.keys.workers, entry_id)
-            pipe.xdel(queue.keys.turns, entry_id)
+            queue.remove(pipe, entry_id)
             await pipe.execute()

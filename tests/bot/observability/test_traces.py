@@ -44,7 +44,7 @@ async def test_one_turn_is_one_trace_from_the_ingress_process_to_the_worker_proc
     # What crosses the queue: the turn's JSON in the Redis stream carries the traceparent.
     assert slack_app.services is not None
     state = slack_app.services.state
-    [(_, fields)] = await state.client.xrange(state.keys.turns)
+    [(_, fields)] = await state.client.xrange(state.keys.turns(0))
     queued = Turn.from_json(fields["turn"])
     trace_hex = f"{accept.context.trace_id:032x}"
     assert queued.traceparent.startswith(f"00-{trace_hex}-{accept.context.span_id:016x}-")

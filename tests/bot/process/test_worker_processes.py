@@ -203,20 +203,20 @@ def answers(fake_slack: FakeSlack, ts: str) -> list[str]:
 
 async def consumer_pids(state: State) -> set[int]:
     """The pids of every process that ever read the queue (a consumer stays in the group)."""
-    consumers = await state.client.xinfo_consumers(state.keys.turns, state.keys.workers)
+    consumers = await state.client.xinfo_consumers(state.keys.turns(0), state.keys.workers)
     return {int(c["name"].split("-")[-2]) for c in consumers}
 
 
 async def owner_pid(state: State) -> int | None:
     """The pid of the worker process holding the one turn in the queue, if one does."""
     pending = await state.client.xpending_range(
-        state.keys.turns, state.keys.workers, min="-", max="+", count=10
+        state.keys.turns(0), state.keys.workers, min="-", max="+", count=10
     )
     return int(pending[0]["consumer"].split("-")[-2]) if pending else None
 
 
 async def queue_empty(state: State) -> bool:
-    return int(await state.client.xlen(state.keys.turns)) == 0
+    return int(await state.client.xlen(state.keys.turns(0))) == 0
 
 
 async def test_run_with_worker_processes_answers_and_reports_them(

@@ -77,7 +77,7 @@ async def queued(slack_app: SlackHarness) -> int:
     deleted)."""
     assert slack_app.services is not None
     state = slack_app.services.state
-    return int(await state.client.xlen(state.keys.turns))
+    return int(await state.client.xlen(state.keys.turns(0)))
 
 
 async def drained(slack_app: SlackHarness) -> bool:

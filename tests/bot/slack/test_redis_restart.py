@@ -32,7 +32,7 @@ async def test_no_event_is_refused_after_a_redis_restart(
     assert [status for status, _ in results] == [200] * 50
     assert max(ack_s for _, ack_s in results) < 3
     state = slack_app.services.state
-    assert await state.client.xlen(state.keys.turns) == 50
+    assert await state.client.xlen(state.keys.turns(0)) == 50
 
 
 async def test_a_hanging_redis_is_refused_within_the_deadline_and_redelivery_works(

@@ -113,7 +113,7 @@ def answers(fake_slack: FakeSlack, ts: str) -> list[str]:
 
 async def queued(state: State) -> bool:
     """One turn accepted and not finished: waiting in the queue's stream."""
-    return int(await state.client.xlen(state.keys.turns)) == 1
+    return int(await state.client.xlen(state.keys.turns(0))) == 1
 
 
 async def test_run_serves_http_answers_and_stops_cleanly(
@@ -198,7 +198,7 @@ async def test_ingress_and_workers_scale_apart(
     await until(lambda: answers(fake_slack, "301.000001") == ["Answered by a worker process."], 30)
     # Only the worker process ever read the queue (a consumer stays in the group once it has
     # read): the ingress process never took the turn.
-    consumers = await state.client.xinfo_consumers(state.keys.turns, state.keys.workers)
+    consumers = await state.client.xinfo_consumers(state.keys.turns(0), state.keys.workers)
     assert [c["name"].split("-")[-2] for c in consumers] == [str(worker.pid)]
     worker.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(worker.wait(), 30) == 0

@@ -78,7 +78,7 @@ async def test_audit_is_capped(state: State) -> None:
     for n in range(300):
         await small.add(AuditEntry("tool", "U1", f"t{n}"))
     # Approximate trimming keeps a little more than the cap, never unbounded growth.
-    assert await state.client.xlen(state.keys.audit) < 200
+    assert await state.client.xlen(state.keys.audit(0)) < 200
     assert (await small.latest(1))[0].action == "t299"
 
 

@@ -11,7 +11,13 @@ import redis.exceptions
 
 from bot.config import ConfigError
 from bot.process.state import State
-from bot.state.connection import DRIVER_INFO, checked_url, connect
+from bot.state.connection import (
+    DRIVER_INFO,
+    SentinelAddress,
+    checked_url,
+    connect,
+    sentinel_address,
+)
 from tests.fakes.redis_server import PrivateRedis
 
 
@@ -72,18 +78,42 @@ async def test_a_command_during_a_short_outage_succeeds_once_redis_is_back(
 @pytest.mark.parametrize(
     ("url", "named"),
     [
-        ("redis+cluster://127.0.0.1:7000", "Redis Cluster and Sentinel are not supported yet"),
-        ("redis+sentinel://127.0.0.1:26379/mymaster", "not supported yet"),
+        ("redis+cluster://127.0.0.1:7000", "set redis.cluster: true"),
         ("http://127.0.0.1:6379", "http:// is not supported"),
         ("127.0.0.1:6379", "is not supported"),
+        ("redis+sentinel://127.0.0.1:26379", "ends with /<service name>[/<db>]"),
+        ("redis+sentinel://127.0.0.1:26379/mymaster/zero", "ends with /<service name>[/<db>]"),
+        ("redis+sentinel://127.0.0.1:port/mymaster", "is not a Sentinel's host:port"),
     ],
 )
-def test_a_redis_url_redis_py_cannot_use_is_a_config_error_naming_redis_url(
+def test_a_redis_url_this_bot_cannot_use_is_a_config_error_naming_redis_url(
     url: str, named: str
 ) -> None:
     with pytest.raises(ConfigError, match=r"^REDIS_URL: ") as caught:
         connect(url)
     assert named in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["unix:///run/redis.sock", "redis+sentinel://127.0.0.1:26379/mymaster"],
+)
+def test_a_cluster_wants_a_node_url(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"^REDIS_URL: "):
+        connect(url, cluster=True)
+
+
+def test_a_sentinel_url_names_the_sentinels_the_service_and_the_primary_credentials() -> None:
+    address = sentinel_address("rediss+sentinel://app:s%40cret@s1:26380,s2,[::1]:26381/cache/2")
+    assert address == SentinelAddress(
+        sentinels=[("s1", 26380), ("s2", 26379), ("::1", 26381)],
+        service="cache",
+        db=2,
+        username="app",
+        password="s@cret",
+        tls=True,
+    )
+    assert sentinel_address("redis+sentinel://s1/mymaster").db == 0
 
 
 @pytest.mark.parametrize(

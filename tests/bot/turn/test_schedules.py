@@ -451,7 +451,7 @@ async def play(schedule: list[Step], streaming: bool) -> None:
             broken = [p.error for p in fleet if p.error is not None]
             assert not broken, f"a process failed: {broken[0]!r}"
             return await observer.queue.pending_count() == 0 and not await observer.client.exists(
-                observer.keys.notices
+                observer.keys.notices(0)
             )
 
         await until_true(settled, CONVERGE_S)

@@ -60,7 +60,7 @@ async def test_concurrent_duplicates_from_two_replicas_make_one_turn(
         *[(replica_a if n % 2 else replica_b).queue.enqueue(turn) for n in range(40)]
     )
     assert len([r for r in results if r]) == 1
-    assert await replica_a.client.xlen(replica_a.keys.turns) == 1
+    assert await replica_a.client.xlen(replica_a.keys.turns(0)) == 1
 
 
 async def test_enqueue_with_redis_down_is_a_typed_error(make_state: Callable[..., State]) -> None:
@@ -88,7 +88,7 @@ async def test_read_claim_and_finish(state: State) -> None:
 
 async def test_a_lost_group_is_recreated(state: State) -> None:
     await state.queue.ensure_group()
-    await state.client.delete(state.keys.turns)
+    await state.client.delete(state.keys.turns(0))
     assert await state.queue.read("w1", 10, 0) == []
     await state.queue.enqueue(message("after", "500.1"))
     assert len(await state.queue.read("w1", 10, 0)) == 1

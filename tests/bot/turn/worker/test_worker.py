@@ -308,7 +308,7 @@ async def test_a_notice_whose_thread_is_busy_is_posted_once_the_thread_is_free(
     async with running(worker):
 
         async def taken() -> bool:
-            raw = await state.client.hget(state.keys.notice_data, "9-0")
+            raw = await state.client.hget(state.keys.notice_data(0), "9-0")
             return raw is not None and json.loads(raw)["taken"] >= 1
 
         await until_true(taken)  # the worker met the busy thread
