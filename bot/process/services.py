@@ -82,6 +82,7 @@ class Services:
         return self.tools.registry
 
     async def start(self) -> None:
+        await self.state.handle.open()
         await self.tools.start()
 
     async def aclose(self) -> None:

@@ -6,19 +6,19 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any, TypeAlias
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import fakeredis
 import redis.asyncio as redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.config.loading import ConfigError
+from bot.state.sentinel import SENTINEL_SCHEMES, sentinel_address, sentinel_client
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,13 @@ class RedisHandle:
     embedded: bool
     cluster: bool = False
 
+    async def open(self) -> None:
+        """Learn a cluster's nodes and slots before any concurrent use (redis-py's cluster
+        client drops connections it opened while a first burst of commands runs into its
+        own discovery); nothing to do for a single Redis."""
+        if self.cluster:
+            await self.client.initialize()
+
     async def warm(self, connections: int) -> int:
         """Open up to ``connections`` pooled connections now, so a burst of turns finds
         them ready rather than connecting on its way; returns how many the pool holds open.
@@ -76,10 +83,6 @@ class RedisHandle:
 
     async def aclose(self) -> None:
         await self.client.aclose()
-
-
-SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
-SENTINEL_PORT = 26379
 
 
 def checked_url(url: str, *, cluster: bool = False) -> str:
@@ -104,48 +107,6 @@ def checked_url(url: str, *, cluster: bool = False) -> str:
             if "cluster" in scheme
             else ""
         )
-    )
-
-
-@dataclass(frozen=True)
-class SentinelAddress:
-    """``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/service[/db]``: the
-    Sentinels to ask (port 26379 unless given), the monitored service, the database; the
-    credentials are the primary's. ``rediss+sentinel`` reaches the primary over TLS."""
-
-    sentinels: list[tuple[str, int]]
-    service: str
-    db: int
-    username: str | None
-    password: str | None
-    tls: bool
-
-
-def sentinel_address(url: str) -> SentinelAddress:
-    parts = urlsplit(url)
-    credentials, _, hosts = parts.netloc.rpartition("@")
-    username, _, password = credentials.partition(":") if credentials else ("", "", "")
-    sentinels = []
-    for host in hosts.split(","):
-        name, colon, port = host.rpartition(":")
-        if not colon or "]" in port:  # no port (an IPv6 address is in brackets)
-            name, port = host, str(SENTINEL_PORT)
-        if not name or not port.isdigit():
-            raise ConfigError(f"REDIS_URL: {host!r} is not a Sentinel's host:port")
-        sentinels.append((name.strip("[]"), int(port)))
-    path = [part for part in parts.path.split("/") if part]
-    if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
-        raise ConfigError(
-            "REDIS_URL: a Sentinel URL ends with /<service name>[/<db>], as in "
-            "redis+sentinel://sentinel-1:26379,sentinel-2:26379/mymaster/0"
-        )
-    return SentinelAddress(
-        sentinels=sentinels,
-        service=unquote(path[0]),
-        db=int(path[1]) if len(path) == 2 else 0,
-        username=unquote(username) or None,
-        password=unquote(password) or None,
-        tls=parts.scheme.startswith("rediss"),
     )
 
 
@@ -184,7 +145,14 @@ def connect(
     if connection_class:
         options["connection_class"] = connection_class
     if urlsplit(url).scheme in SENTINEL_SCHEMES:
-        return _sentinel(sentinel_address(url), max_connections, options)
+        address = sentinel_address(url)
+        log.info(
+            "using the Redis primary of service %r, as Sentinels %s say",
+            address.service,
+            ", ".join(f"{host}:{port}" for host, port in address.sentinels),
+        )
+        options.pop("connection_class", None)  # the Sentinel's own connections are needed
+        return RedisHandle(sentinel_client(address, max_connections, options), False)
     parts = urlsplit(url)
     where = f"{parts.hostname}:{parts.port or 6379}"  # never the password
     if cluster:
@@ -201,31 +169,3 @@ def connect(
         url, max_connections=max_connections, timeout=10, **options
     )
     return RedisHandle(redis.Redis(connection_pool=pool), embedded=False)
-
-
-def _sentinel(
-    address: SentinelAddress, max_connections: int, options: dict[str, Any]
-) -> RedisHandle:
-    log.info(
-        "using the Redis primary of service %r, as Sentinels %s say",
-        address.service,
-        ", ".join(f"{host}:{port}" for host, port in address.sentinels),
-    )
-    sentinels = Sentinel(  # type: ignore[no-untyped-call]
-        address.sentinels,
-        sentinel_kwargs={
-            "socket_connect_timeout": CONNECT_TIMEOUT_S,
-            "socket_timeout": CONNECT_TIMEOUT_S,
-            "decode_responses": True,
-        },
-    )
-    client = sentinels.master_for(
-        address.service,
-        db=address.db,
-        username=address.username,
-        password=address.password,
-        ssl=address.tls,
-        max_connections=max_connections,
-        **options,
-    )
-    return RedisHandle(client, embedded=False)

@@ -149,8 +149,11 @@ class SlackHarness:
         prefix: str,
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
+        redis: dict[str, Any] | None = None,
     ) -> None:
+        """``redis``: more of the config's ``redis`` section (``cluster: true``)."""
         self.slack = slack
+        self.redis_settings = redis or {}
         self.llm = llm
         self.redis_url = redis_url
         self.prefix = prefix
@@ -173,7 +176,7 @@ class SlackHarness:
     ) -> SlackHarness:
         """Build and start the app; ``environment`` overrides the variables set for it."""
         settings: dict[str, Any] = {
-            "redis": {"key_prefix": self.prefix},
+            "redis": {"key_prefix": self.prefix, **self.redis_settings},
             "llm": {"model": "fake-model", "max_retries": 0},
             "queue": {"claim_idle_s": 2, "lock_ttl_s": 3},
         }

@@ -326,8 +326,10 @@ class TurnQueue:
             for shard in self.shards.all():
                 pipe.xlen(self.keys.turns(shard))
                 pipe.xrange(self.keys.turns(shard), count=1)
-            pipe.time()
-            *replies, (seconds, micros) = await pipe.execute()
+            if not self.shards.sharded:
+                pipe.time()  # a cluster's pipeline sends no command without a key
+            replies = await pipe.execute()
+        seconds, micros = replies.pop() if not self.shards.sharded else await self.client.time()
         count = sum(int(n) for n in replies[::2])
         firsts = [int(str(first[0][0]).split("-", 1)[0]) for first in replies[1::2] if first]
         if not firsts:

@@ -76,8 +76,8 @@ async def queued(slack_app: SlackHarness) -> int:
     """Turns in the queue's stream: accepted and not finished (a finished turn's entry is
     deleted)."""
     assert slack_app.services is not None
-    state = slack_app.services.state
-    return int(await state.client.xlen(state.keys.turns(0)))
+    depth, _ = await slack_app.services.state.queue.depth()
+    return depth
 
 
 async def drained(slack_app: SlackHarness) -> bool:

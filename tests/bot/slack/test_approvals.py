@@ -13,7 +13,6 @@ import pytest
 
 from bot.process.state import State
 from bot.turn.states import TurnState
-from tests.conftest import REDIS_URL
 from tests.fakes import trading_tools
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
 from tests.fakes.mcp_servers import HttpMcpServer
@@ -71,10 +70,12 @@ async def waiting(app: SlackHarness) -> None:
     state = app.state
 
     async def parked() -> bool:
-        keys = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}turn:*")]
+        # A turn's record: <prefix>[{shard's tag}]turn:<entry id>, nothing after the id
+        keys = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}*turn:*")]
         for key in keys:
-            if key.count(":") == state.keys.prefix.count(":") + 1:
-                record = await state.records.read(key.rsplit(":", 1)[-1])
+            entry = key.split("turn:", 1)[1]
+            if ":" not in entry:
+                record = await state.records.read(entry)
                 if record is not None and record.state is TurnState.AWAITING_APPROVAL:
                     return True
         return False
@@ -253,8 +254,8 @@ async def test_a_prompt_injected_result_cannot_make_a_write_run_unasked(
 
 
 async def _requests(state: State) -> list[Any]:
-    keys = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}approval:*")]
-    found = [await state.approvals.get(k.rsplit(":", 1)[-1]) for k in keys]
+    keys = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}*approval:*")]
+    found = [await state.approvals.get(k.split("approval:", 1)[1]) for k in keys]
     return [r for r in found if r is not None]
 
 
@@ -384,7 +385,9 @@ async def test_a_restart_of_every_process_while_the_card_waits_changes_nothing(
     await waiting(app)
     approve = buttons(card)["Approve place_order"]
     await app.stop()  # every process of the app goes
-    again = SlackHarness(fake_slack, fake_llm, REDIS_URL, key_prefix, tmp_path, monkeypatch)
+    again = SlackHarness(
+        fake_slack, fake_llm, app.redis_url, key_prefix, tmp_path, monkeypatch, app.redis_settings
+    )
     try:
         await again.start(**CONFIG)
         await again.click("approval_approve", approve, "U0ALICE", card.ts)

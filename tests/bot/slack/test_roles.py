@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from bot.process.state import State
-from tests.conftest import REDIS_URL
 from tests.fakes import warehouse_tools
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
 from tests.fakes.slack_harness import SlackHarness, mention
@@ -149,7 +148,15 @@ async def test_an_admin_switch_is_seen_at_once_by_another_instance(
 ) -> None:
     # Instance A takes commands only; instance B (same Redis) answers the turns.
     instance_a = await slack_app.start(with_worker=False, **CONFIG)
-    instance_b = SlackHarness(fake_slack, fake_llm, REDIS_URL, key_prefix, tmp_path, monkeypatch)
+    instance_b = SlackHarness(
+        fake_slack,
+        fake_llm,
+        slack_app.redis_url,
+        key_prefix,
+        tmp_path,
+        monkeypatch,
+        slack_app.redis_settings,
+    )
     await instance_b.start(**CONFIG)
     try:
         fake_llm.add(text("before"), text("after"))

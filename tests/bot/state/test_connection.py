@@ -13,11 +13,10 @@ from bot.config import ConfigError
 from bot.process.state import State
 from bot.state.connection import (
     DRIVER_INFO,
-    SentinelAddress,
     checked_url,
     connect,
-    sentinel_address,
 )
+from bot.state.sentinel import SentinelAddress, sentinel_address
 from tests.fakes.redis_server import PrivateRedis
 
 

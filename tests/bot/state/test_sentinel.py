@@ -1,0 +1,111 @@
+"""``redis+sentinel://`` URLs against real processes: a primary, a replica and a Sentinel
+(tests/fakes/redis_sentinel.py), and a failover under a State that is not rebuilt."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+
+import pytest
+import redis.asyncio
+import redis.exceptions
+
+from bot.process.state import State
+from bot.turn.model import Turn
+from tests.fakes.redis_sentinel import PrivateSentinel
+
+
+def message(text: str, ts: str) -> Turn:
+    return Turn("T1", "C1", "100.1", "U1", text, message_ts=ts, event_id=f"Ev{ts}")
+
+
+@pytest.fixture
+def sentinel() -> Iterator[PrivateSentinel]:
+    setup = PrivateSentinel()
+    setup.start()
+    try:
+        yield setup
+    finally:
+        setup.close()
+
+
+async def stream_ids(port: int, stream: str) -> list[str]:
+    """The entry ids of ``stream`` on the server at ``port``, asked directly."""
+    async with redis.asyncio.Redis(port=port, decode_responses=True) as client:
+        entries = await client.xrange(stream)
+    return [str(entry_id) for entry_id, _ in entries or ()]
+
+
+async def test_a_state_on_a_sentinel_url_reads_and_writes_the_primary(
+    sentinel: PrivateSentinel, make_state: Callable[..., State]
+) -> None:
+    state = make_state(sentinel.url)
+    await state.queue.ensure_group()
+    entry_id = await state.queue.enqueue(message("hello", "100.1"))
+    assert entry_id
+    [(read_id, turn)] = await state.queue.read("w1", 10, 0)
+    assert read_id == entry_id and turn is not None and turn.text == "hello"
+    stream = state.keys.turns(0)
+    assert await stream_ids(sentinel.primary_port, stream) == [entry_id]
+
+
+@pytest.mark.faults
+async def test_a_state_follows_a_failover_without_being_rebuilt(
+    sentinel: PrivateSentinel, make_state: Callable[..., State]
+) -> None:
+    state = make_state(sentinel.url)
+    stream = state.keys.turns(0)
+    await state.queue.ensure_group()
+    before = await state.queue.enqueue(message("before", "100.1"))
+    assert before
+    [(read_id, _)] = await state.queue.read("w1", 10, 0)
+    assert read_id == before
+    old_primary = sentinel.primary_port
+
+    await asyncio.to_thread(sentinel.failover)
+    # The Sentinel turns the old primary into a replica some 10 s later, and it drops its
+    # clients then: the pool already moved to the new primary (bot/state/sentinel.py).
+    await asyncio.to_thread(sentinel.wait_demoted)
+    assert sentinel.primary_port != old_primary
+
+    after = await state.queue.enqueue(message("after", "100.2"))
+    assert after and after > before
+    assert await stream_ids(sentinel.primary_port, stream) == [before, after]
+    # The consumer group came over with the data: w1 already has the first entry.
+    [(read_id, turn)] = await state.queue.read("w1", 10, 0)
+    assert read_id == after and turn is not None and turn.text == "after"
+    fetched = await state.queue.fetch(before)
+    assert fetched is not None and fetched[1] is not None and fetched[1].text == "before"
+
+
+@pytest.mark.faults
+async def test_a_write_right_after_a_failover_lands_on_the_new_primary(
+    sentinel: PrivateSentinel, make_state: Callable[..., State]
+) -> None:
+    state = make_state(sentinel.url)
+    stream = state.keys.turns(0)
+    before = await state.queue.enqueue(message("before", "100.1"))
+    assert before
+
+    await asyncio.to_thread(sentinel.failover)
+    after = await state.queue.enqueue(message("after", "100.2"))
+    assert after
+    assert await stream_ids(sentinel.primary_port, stream) == [before, after]
+
+
+@pytest.mark.faults
+async def test_a_read_in_flight_when_the_old_primary_is_demoted_is_retried_on_the_new_one(
+    sentinel: PrivateSentinel, make_state: Callable[..., State]
+) -> None:
+    state = make_state(sentinel.url)
+    await state.queue.ensure_group()
+
+    await asyncio.to_thread(sentinel.failover)
+    # A worker's blocking read, on a pooled connection to the old primary; the Sentinel
+    # demotes that server some 10 s after the failover and drops its clients.
+    reading = asyncio.create_task(state.queue.read("w1", 10, 14_000))
+    await asyncio.to_thread(sentinel.wait_demoted)
+    after = await state.queue.enqueue(message("after", "100.2"))
+    assert after
+    [(read_id, _)] = await reading
+    assert read_id == after
