@@ -82,7 +82,6 @@ class Services:
         return self.tools.registry
 
     async def start(self) -> None:
-        await self.state.handle.open()
         await self.tools.start()
 
     async def aclose(self) -> None:

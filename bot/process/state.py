@@ -57,6 +57,7 @@ class State:
         return self.handle.client
 
     async def aclose(self) -> None:
+        await self.queue.stop_reading()
         await self.handle.aclose()
 
 

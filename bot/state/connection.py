@@ -52,18 +52,22 @@ def retry_policy() -> Retry:
     )
 
 
+class ClusterClient(RedisCluster):
+    """redis-py's cluster client, made to learn the cluster's nodes and slots before a
+    command's first step: its own first step (resolving the command's policy) uses a node
+    connection that discovery then closes under a burst of first commands (redis-py 8.1)."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if self._initialize:
+            await self.initialize()
+        return await super().execute_command(*args, **kwargs)
+
+
 @dataclass
 class RedisHandle:
     client: Redis
     embedded: bool
     cluster: bool = False
-
-    async def open(self) -> None:
-        """Learn a cluster's nodes and slots before any concurrent use (redis-py's cluster
-        client drops connections it opened while a first burst of commands runs into its
-        own discovery); nothing to do for a single Redis."""
-        if self.cluster:
-            await self.client.initialize()
 
     async def warm(self, connections: int) -> int:
         """Open up to ``connections`` pooled connections now, so a burst of turns finds
@@ -158,7 +162,7 @@ def connect(
     if cluster:
         log.info("using the Redis Cluster of %s", where)
         return RedisHandle(
-            RedisCluster.from_url(url, max_connections=max_connections, **options),
+            ClusterClient.from_url(url, max_connections=max_connections, **options),
             embedded=False,
             cluster=True,
         )

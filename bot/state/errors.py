@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import redis.exceptions
 
-# What a Redis outage looks like from redis-py: refused or dropped connections, timeouts.
+# What a Redis outage looks like from redis-py: refused or dropped connections, timeouts;
+# in a cluster also a cluster that cannot be reached, is down, or serves a slot nowhere or
+# elsewhere for now (a failover or a resharding under way).
 REDIS_DOWN: tuple[type[BaseException], ...] = (
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.RedisClusterException,  # no node answers (SlotNotCoveredError too)
     ConnectionError,
     TimeoutError,
     OSError,

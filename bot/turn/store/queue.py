@@ -174,6 +174,11 @@ class TurnQueue:
         until :meth:`stop_reading`."""
         if not self.shards.sharded:
             return await self.read_shard(0, consumer, count, block_ms)
+        if block_ms <= 0:
+            read = await asyncio.gather(
+                *(self.read_shard(s, consumer, count, 0) for s in self.shards.all())
+            )
+            return [entry for entries in read for entry in entries]
         readers = self._readers.get(consumer)
         if readers is None:
             readers = self._readers[consumer] = ShardReaders(self, consumer)

@@ -75,7 +75,7 @@ async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
             """Pending longer than the idle time another worker waits for (1 s), yet idle
             for less: the heartbeat has refreshed the entry since."""
             [pending] = await state.client.xpending_range(
-                state.keys.turns(0), state.keys.workers, min="-", max="+", count=1
+                state.queue.stream_of(entry_id), state.keys.workers, min="-", max="+", count=1
             )
             idle_ms = int(pending["time_since_delivered"])
             return loop.time() - read_at > 1.1 and idle_ms < 800

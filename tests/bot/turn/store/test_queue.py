@@ -60,7 +60,7 @@ async def test_concurrent_duplicates_from_two_replicas_make_one_turn(
         *[(replica_a if n % 2 else replica_b).queue.enqueue(turn) for n in range(40)]
     )
     assert len([r for r in results if r]) == 1
-    assert await replica_a.client.xlen(replica_a.keys.turns(0)) == 1
+    assert (await replica_a.queue.depth())[0] == 1
 
 
 async def test_enqueue_with_redis_down_is_a_typed_error(make_state: Callable[..., State]) -> None:
