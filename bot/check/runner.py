@@ -37,7 +37,14 @@ async def run_checks(cli_config: Path | None) -> list[Finding]:
     found += _environment(environment, config)
 
     checks: list[tuple[str, Awaitable[list[Finding]]]] = [
-        ("redis", check_redis(_secret(environment.redis_url), _require_persistence(config)))
+        (
+            "redis",
+            check_redis(
+                _secret(environment.redis_url),
+                _require_persistence(config),
+                cluster=bool(config and config.redis.cluster),
+            ),
+        )
     ]
     base_url = environment.openai_base_url or (config.llm.base_url if config else None)
     key = _secret(environment.openai_api_key)

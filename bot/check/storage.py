@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
 from bot.check.findings import Finding, fail, ok, reason, warn
 from bot.config.loading import ConfigError
-from bot.state.connection import checked_url
+from bot.state.connection import RedisHandle, checked_url, connect
+from bot.state.errors import REDIS_DOWN
+from bot.state.mode import check_cluster_mode
 from bot.state.persistence import ADVICE, inspect, losses
+from bot.state.sentinel import SENTINEL_SCHEMES, sentinel_address
 
 AREA = "redis"
 TIMEOUT_S = 3.0
 NO_EVICTION = "noeviction"
+UNREACHABLE: tuple[type[BaseException], ...] = (RedisError, *REDIS_DOWN)
 
 
-async def check_redis(url: str | None, require_persistence: bool) -> list[Finding]:
+async def check_redis(
+    url: str | None, require_persistence: bool, *, cluster: bool = False
+) -> list[Finding]:
     if url is None:
         detail = (
             "REDIS_URL is not set: the bot would use an embedded in-process Redis, which "
@@ -29,22 +36,33 @@ async def check_redis(url: str | None, require_persistence: bool) -> list[Findin
             else [warn(AREA, detail)]
         )
     try:
-        checked_url(url)
+        checked_url(url, cluster=cluster)
     except ConfigError as exc:
         return [fail(AREA, str(exc))]
-    client = redis.from_url(
-        url,
-        decode_responses=True,
-        socket_connect_timeout=TIMEOUT_S,
-        socket_timeout=TIMEOUT_S,
-        retry_on_timeout=False,
-    )
+    if cluster or urlsplit(url).scheme in SENTINEL_SCHEMES:
+        handle = connect(url, 8, cluster=cluster)  # the client the bot itself would use
+    else:
+        handle = RedisHandle(
+            redis.from_url(
+                url,
+                decode_responses=True,
+                socket_connect_timeout=TIMEOUT_S,
+                socket_timeout=TIMEOUT_S,
+                retry_on_timeout=False,
+            ),
+            embedded=False,
+        )
+    client = handle.client
+    where = _where(url)
     try:
         try:
+            await check_cluster_mode(handle, cluster)
             server = await client.info("server")
-        except RedisError as exc:
-            return [fail(AREA, f"cannot reach Redis at {_where(url)}: {reason(exc)}")]
-        found = [ok(AREA, f"reachable at {_where(url)}, Redis {server.get('redis_version', '?')}")]
+        except ConfigError as exc:
+            return [fail(AREA, str(exc))]
+        except UNREACHABLE as exc:
+            return [fail(AREA, f"cannot reach Redis at {where}: {reason(exc)}")]
+        found = [ok(AREA, f"reachable at {where}, Redis {server.get('redis_version', '?')}")]
         found.append(await _persistence(client, require_persistence))
         found.append(await _eviction(client))
         return found
@@ -90,7 +108,11 @@ async def _eviction(client: Any) -> Finding:
 
 
 def _where(url: str) -> str:
-    """host:port/db, without the password."""
+    """host:port/db, without the password (a Sentinel URL: the Sentinels and the service)."""
+    if urlsplit(url).scheme in SENTINEL_SCHEMES:
+        address = sentinel_address(url)
+        hosts = ",".join(f"{host}:{port}" for host, port in address.sentinels)
+        return f"service {address.service} of Sentinels {hosts}"
     parts = redis.connection.parse_url(url)
     if "path" in parts:
         return str(parts["path"])

@@ -24,6 +24,7 @@ from bot.process.services import Services, build_services, load
 from bot.process.state import busy_connections
 from bot.process.supervisor import Supervisor, WorkerLaunch
 from bot.process.worker_count import cpu_count, worker_processes
+from bot.state.mode import check_cluster_mode
 from bot.state.persistence import check_persistence
 from permissions.policy import Person
 from permissions.rules import roles_allowing
@@ -95,6 +96,7 @@ async def run_app(
             else 0
         )
         process = assemble(services, http=not socket_mode)
+        await check_cluster_mode(services.state.handle, services.config.redis.cluster)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.state.handle.warm(busy_connections(services.config))
         await services.start()
@@ -139,6 +141,7 @@ async def run_workers(
             processes, option="--processes", embedded=embedded, cpus=cpu_count()
         )
         if count:
+            await check_cluster_mode(services.state.handle, services.config.redis.cluster)
             await check_persistence(
                 services.state.handle, services.config.redis.require_persistence
             )
@@ -148,6 +151,7 @@ async def run_workers(
             )
             return 0
         process = assemble(services, http=False)
+        await check_cluster_mode(services.state.handle, services.config.redis.cluster)
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.state.handle.warm(busy_connections(services.config))
         await services.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import redis.asyncio
@@ -12,7 +13,10 @@ import redis.exceptions
 
 from bot.process.state import State
 from bot.turn.model import Turn
+from tests.bot.check.test_check_command import check, config, environment, lines
+from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_sentinel import PrivateSentinel
+from tests.fakes.slack_server import FakeSlack
 
 
 def message(text: str, ts: str) -> Turn:
@@ -109,3 +113,15 @@ async def test_a_read_in_flight_when_the_old_primary_is_demoted_is_retried_on_th
     assert after
     [(read_id, _)] = await reading
     assert read_id == after
+
+
+async def test_check_reaches_the_primary_the_sentinels_name(
+    sentinel: PrivateSentinel,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    tmp_path: Path,
+) -> None:
+    env = environment(fake_llm, fake_slack, sentinel.url)
+    _, checks, _ = await check("--config", str(config(tmp_path)), env=env)
+    [reached] = [line for line in lines(checks, "ok") if line.startswith("redis: reachable")]
+    assert f"service {sentinel.url.rsplit('/', 2)[1]} of Sentinels 127.0.0.1:" in reached
