@@ -33,14 +33,17 @@ def free_node_port() -> int:
 
 
 class PrivateRedisCluster:
-    def __init__(self, primaries: int = 3) -> None:
+    """``replicas``: replicas per primary (a killed primary's replica takes over)."""
+
+    def __init__(self, primaries: int = 3, replicas: int = 0) -> None:
         server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
         if server is None or cli is None:
             raise RuntimeError("redis-server and redis-cli are needed for a Redis Cluster")
         self.server, self.cli = server, cli
-        self.ports = [free_node_port() for _ in range(primaries)]
+        self.replicas = replicas
+        self.ports = [free_node_port() for _ in range(primaries * (1 + replicas))]
         self.directory = Path(tempfile.mkdtemp(prefix="slack-agent-cluster-"))
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
     def url(self) -> str:
@@ -51,30 +54,28 @@ class PrivateRedisCluster:
         for port in self.ports:
             node = self.directory / str(port)
             node.mkdir()
-            self.processes.append(
-                subprocess.Popen(
-                    [
-                        self.server,
-                        "--port",
-                        str(port),
-                        "--bind",
-                        "127.0.0.1",
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        "nodes.conf",
-                        "--cluster-node-timeout",
-                        "2000",
-                        "--save",
-                        "",
-                        "--appendonly",
-                        "no",
-                        "--dir",
-                        str(node),
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
+            self.processes[port] = subprocess.Popen(
+                [
+                    self.server,
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "2000",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(node),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
         for port in self.ports:
             self._wait_for(port, ["PING"], "PONG")
@@ -85,7 +86,7 @@ class PrivateRedisCluster:
                 "create",
                 *(f"127.0.0.1:{port}" for port in self.ports),
                 "--cluster-replicas",
-                "0",
+                str(self.replicas),
                 "--cluster-yes",
             ],
             check=True,
@@ -94,6 +95,91 @@ class PrivateRedisCluster:
         )
         for port in self.ports:  # every node agrees the cluster is whole
             self._wait_for(port, ["CLUSTER", "INFO"], "cluster_state:ok")
+        if self.replicas:  # and every primary has its replicas, in sync
+            primaries = len(self.ports) // (1 + self.replicas)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not self._replicated(primaries):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the cluster's replicas never caught up")
+                time.sleep(0.05)
+
+    def _replicated(self, primaries: int) -> bool:
+        ports = self.primary_ports()
+        if len(ports) != primaries:
+            return False
+        for port in ports:
+            reply = subprocess.run(
+                [self.cli, "-p", str(port), "INFO", "replication"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            )
+            if reply.stdout.count("state=online") != self.replicas:  # synced, streaming
+                return False
+        return True
+
+    def nodes(self, port: int | None = None) -> list[list[str]]:
+        """CLUSTER NODES as one node sees it: a list of fields per node."""
+        asked = port or next(p for p in self.ports if p in self.processes)
+        reply = subprocess.run(
+            [self.cli, "-p", str(asked), "CLUSTER", "NODES"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return [line.split() for line in reply.stdout.splitlines() if line.strip()]
+
+    def primary_ports(self) -> list[int]:
+        return [
+            int(fields[1].split("@")[0].rsplit(":", 1)[1])
+            for fields in self.nodes()
+            if "master" in fields[2] and "fail" not in fields[2]
+        ]
+
+    def primary_of(self, key: str) -> int:
+        """The port of the primary serving ``key``'s slot now."""
+        reply = subprocess.run(
+            [self.cli, "-p", str(self.ports[0]), "CLUSTER", "KEYSLOT", key],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        slot = int(reply.stdout.strip())
+        for fields in self.nodes():
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for served in fields[8:]:
+                low, _, high = served.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+        raise LookupError(f"no primary serves slot {slot}")
+
+    def kill(self, port: int) -> None:
+        """SIGKILL one node."""
+        process = self.processes.pop(port)
+        process.kill()
+        process.wait(10)
+
+    def wait_for_failover(self, port: int) -> int:
+        """After :meth:`kill` of primary ``port``: wait until a replica serves its slots and
+        the cluster is whole again; return the new primary's port."""
+        before = {int(f[1].split("@")[0].rsplit(":", 1)[1]): f for f in self.nodes()}
+        replicas = [p for p, f in before.items() if "slave" in f[2] and f[3] == before[port][0]]
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            for candidate in replicas:
+                reply = subprocess.run(
+                    [self.cli, "-p", str(candidate), "ROLE"],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                )
+                if reply.stdout.startswith("master"):
+                    for other in self.processes:
+                        self._wait_for(other, ["CLUSTER", "INFO"], "cluster_state:ok")
+                    return candidate
+            time.sleep(0.05)
+        raise RuntimeError(f"no replica of {port} took over")
 
     def _wait_for(self, port: int, command: list[str], expected: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -109,7 +195,7 @@ class PrivateRedisCluster:
     def keys_per_node(self, pattern: str) -> list[int]:
         """How many keys matching ``pattern`` each primary holds."""
         counts = []
-        for port in self.ports:
+        for port in self.primary_ports():
             reply = subprocess.run(
                 [self.cli, "-p", str(port), "--scan", "--pattern", pattern],
                 capture_output=True,
@@ -120,8 +206,8 @@ class PrivateRedisCluster:
         return counts
 
     def close(self) -> None:
-        for process in self.processes:
+        for process in self.processes.values():
             process.kill()
-        for process in self.processes:
+        for process in self.processes.values():
             process.wait(10)
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,114 @@
+"""A primary of the cluster dies mid-conversation: its replica takes its slots over, and
+every message is still answered once, in its thread, with the thread's history intact."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.turn.model import ThreadKey
+from tests.bot.cluster.conftest import CLUSTER
+from tests.fakes.llm_server import FakeLLM, text
+from tests.fakes.redis_cluster import PrivateRedisCluster
+from tests.fakes.slack_harness import SlackHarness, mention
+from tests.fakes.slack_server import TEAM, FakeSlack
+from tests.waiting import until
+
+THREADS = 8
+REDELIVER_FOR_S = 30.0  # Slack retries a refused event for longer than this
+
+
+@pytest.fixture
+def replicated_cluster() -> Iterator[PrivateRedisCluster]:
+    cluster = PrivateRedisCluster(primaries=3, replicas=1)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+async def app(
+    fake_slack: FakeSlack,
+    fake_llm: FakeLLM,
+    key_prefix: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    replicated_cluster: PrivateRedisCluster,
+) -> AsyncIterator[SlackHarness]:
+    harness = SlackHarness(
+        fake_slack, fake_llm, replicated_cluster.url, key_prefix, tmp_path, monkeypatch, CLUSTER
+    )
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+def echo(request: dict[str, Any]) -> Any:
+    """Answers what was asked last, and says how many questions it saw in the thread."""
+    asked = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    return text(f"{asked[-1].split(': ', 1)[-1]} ({len(asked)} asked)")
+
+
+async def delivered(app: SlackHarness, event: dict[str, Any]) -> int:
+    """Post as Slack does: a refused event (503: Redis unreachable) is sent again; returns
+    how many times it was refused."""
+    envelope = app.envelope(event)
+    deadline = time.monotonic() + REDELIVER_FOR_S
+    retry: int | None = None
+    while True:
+        status, _ = await app.post(envelope, retry=retry)
+        if status == 200:
+            return retry or 0
+        assert time.monotonic() < deadline, f"Slack would have given up: {status}"
+        retry = (retry or 0) + 1
+        await asyncio.sleep(0.5)
+
+
+def answers(app: SlackHarness, thread: str) -> list[str]:
+    return [m.shown for m in app.slack.thread("C0CHAN", thread) if m.user != "U0ALICE"]
+
+
+@pytest.mark.faults
+async def test_a_primary_killed_mid_conversation_loses_no_message(
+    app: SlackHarness, fake_llm: FakeLLM, replicated_cluster: PrivateRedisCluster
+) -> None:
+    fake_llm.otherwise = echo
+    await app.start(slack={"streaming": False})
+    threads = [f"1000{n}.000001" for n in range(THREADS)]
+    await asyncio.gather(*(delivered(app, mention(f"q1 of {t}", t)) for t in threads))
+    for thread in threads:
+        await app.answered("C0CHAN", thread, 1, within=20)
+
+    # Kill the primary of the first thread's shard, and write on in every thread meanwhile.
+    shard = app.state.keys.shards.of(_key(threads[0]))
+    victim = replicated_cluster.primary_of(app.state.keys.turns(shard))
+    replicated_cluster.kill(victim)
+    writing = asyncio.gather(
+        *(delivered(app, mention(f"q2 of {t}", f"{t[:-1]}2", thread_ts=t)) for t in threads)
+    )
+    await asyncio.to_thread(replicated_cluster.wait_for_failover, victim)
+    refused = await writing
+    assert refused[0] > 0  # the first thread's shard was down until its replica took over
+
+    def settled() -> bool:
+        return all(len(answers(app, t)) == 2 for t in threads)
+
+    await until(settled, 40)
+    for thread in threads:
+        assert answers(app, thread) == [
+            f"q1 of {thread} (1 asked)",
+            f"q2 of {thread} (2 asked)",  # the history of the thread came through
+        ], thread
+    assert (await app.state.queue.depth())[0] == 0
+
+
+def _key(thread_ts: str) -> ThreadKey:
+    return ThreadKey(TEAM, "C0CHAN", thread_ts)
