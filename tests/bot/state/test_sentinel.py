@@ -53,7 +53,6 @@ async def test_a_state_on_a_sentinel_url_reads_and_writes_the_primary(
     assert await stream_ids(sentinel.primary_port, stream) == [entry_id]
 
 
-@pytest.mark.faults
 async def test_a_state_follows_a_failover_without_being_rebuilt(
     sentinel: PrivateSentinel, make_state: Callable[..., State]
 ) -> None:
@@ -82,7 +81,6 @@ async def test_a_state_follows_a_failover_without_being_rebuilt(
     assert fetched is not None and fetched[1] is not None and fetched[1].text == "before"
 
 
-@pytest.mark.faults
 async def test_a_write_right_after_a_failover_lands_on_the_new_primary(
     sentinel: PrivateSentinel, make_state: Callable[..., State]
 ) -> None:
@@ -97,7 +95,6 @@ async def test_a_write_right_after_a_failover_lands_on_the_new_primary(
     assert await stream_ids(sentinel.primary_port, stream) == [before, after]
 
 
-@pytest.mark.faults
 async def test_a_read_in_flight_when_the_old_primary_is_demoted_is_retried_on_the_new_one(
     sentinel: PrivateSentinel, make_state: Callable[..., State]
 ) -> None:
