@@ -1,5 +1,6 @@
 """The tests of this folder run the app on a private Redis Cluster of three primaries
-(``redis.cluster: true``, REDIS_URL naming one node), one cluster for the whole folder.
+(``redis.cluster: true``, REDIS_URL naming one node), one cluster per test worker (it starts
+in about 2 s), so these tests spread over the workers like any others.
 
 ``slack_app``, ``make_state`` and ``state`` are the root conftest's, moved onto the cluster,
 so end-to-end scenarios written for a single Redis are imported here and run unchanged: any
@@ -22,14 +23,6 @@ from tests.fakes.slack_harness import SlackHarness
 from tests.fakes.slack_server import FakeSlack
 
 CLUSTER = {"cluster": True, "shards": 16}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """On one xdist worker, so one cluster serves them all."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.xdist_group("redis-cluster"))
 
 
 @pytest.fixture(scope="session")
