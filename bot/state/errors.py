@@ -19,5 +19,10 @@ REDIS_DOWN: tuple[type[BaseException], ...] = (
 )
 
 
+# What a polling loop (the worker's, a shard reader's) rides out with backoff: an outage, or
+# an error reply (a consumer group lost with Redis's data, until it is made again).
+REDIS_RETRYABLE: tuple[type[BaseException], ...] = (*REDIS_DOWN, redis.exceptions.ResponseError)
+
+
 class StateUnavailable(Exception):
     """Redis cannot be reached. The Slack layer refuses the ack so Slack redelivers."""

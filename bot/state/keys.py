@@ -26,7 +26,7 @@ class Keys:
         return self._in(self.shards.of(thread))
 
     def _team(self, team: str) -> str:
-        return self._in(self.shards.of(team))
+        return self._in(self.team_shard(team))
 
     def _of_id(self, qualified_id: str) -> str:
         return self._in(self.shards.of_id(qualified_id))

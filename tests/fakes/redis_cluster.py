@@ -205,6 +205,13 @@ class PrivateRedisCluster:
             counts.append(len(reply.stdout.split()))
         return counts
 
+    def __enter__(self) -> PrivateRedisCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def close(self) -> None:
         for process in self.processes.values():
             process.kill()

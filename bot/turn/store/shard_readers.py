@@ -16,9 +16,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-import redis.exceptions
-
-from bot.state.errors import REDIS_DOWN
+from bot.state.errors import REDIS_RETRYABLE
 
 if TYPE_CHECKING:
     from bot.turn.store.queue import Entry, TurnQueue
@@ -28,7 +26,6 @@ log = logging.getLogger(__name__)
 READ_BLOCK_MS = 2000  # how long one reader's read waits on its stream
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 10.0
-RETRYABLE: tuple[type[BaseException], ...] = (*REDIS_DOWN, redis.exceptions.ResponseError)
 
 
 class ShardReaders:
@@ -63,7 +60,7 @@ class ShardReaders:
                 entries = await self.queue.read_shard(
                     shard, self.consumer, self.count, READ_BLOCK_MS
                 )
-            except RETRYABLE as exc:
+            except REDIS_RETRYABLE as exc:
                 log.warning(
                     "reading shard %d of the turn queue failed (%s: %s); again in %.1f s",
                     shard,

@@ -17,11 +17,9 @@ import socket
 import time
 from functools import partial
 
-import redis.exceptions
-
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
 from bot.observability import metrics
-from bot.state.errors import REDIS_DOWN
+from bot.state.errors import REDIS_DOWN, REDIS_RETRYABLE
 from bot.turn.model import ThreadKey, Turn
 from bot.turn.responder import DeliveryFailed, Responder, Undeliverable
 from bot.turn.store.notices import GIVE_UP_AFTER_S, Notice, Notices
@@ -38,7 +36,6 @@ CLAIM_EVERY_MAX_S = 2.5  # how often, at most, a worker looks for turns of dead 
 HAND_BACK_WAIT_S = 5.0  # after the grace period, how long handing back may take
 NOTICE_LEASE_S = 30.0
 NOTICE_RETRY_MAX_S = 300.0
-RETRYABLE: tuple[type[BaseException], ...] = (*REDIS_DOWN, redis.exceptions.ResponseError)
 
 
 def consumer_name() -> str:
@@ -107,7 +104,7 @@ class Worker:
                     if not entries:
                         await self._idle(stop, next_claim - loop.time())
                     backoff = BACKOFF_START_S
-                except RETRYABLE as exc:
+                except REDIS_RETRYABLE as exc:
                     log.warning(
                         "Redis problem in worker %s (%s: %s); retrying in %.1f s",
                         self.name,

@@ -27,12 +27,8 @@ CLUSTER = {"cluster": True, "shards": 16}
 
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[PrivateRedisCluster]:
-    cluster = PrivateRedisCluster()
-    cluster.start()
-    try:
+    with PrivateRedisCluster() as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture
@@ -45,10 +41,7 @@ async def make_state(
 
     def make(url: str | None = redis_cluster.url, **sections: Any) -> State:
         redis = {"key_prefix": key_prefix, **CLUSTER, **sections.pop("redis", {})}
-        config = config_with_prefix(key_prefix, **sections)
-        state = open_state(
-            url, config.model_copy(update={"redis": config.redis.model_validate(redis)})
-        )
+        state = open_state(url, config_with_prefix(key_prefix, redis=redis, **sections))
         made.append(state)
         return state
 
