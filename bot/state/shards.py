@@ -77,9 +77,14 @@ class Shards:
         return f"{shard}/{bare_id}" if self.sharded else bare_id
 
     def of_id(self, qualified_id: str) -> int:
-        """The shard an id was minted in (0 for a bare id)."""
+        """The shard an id was minted in; 0 for a bare id, and for one that names no shard of
+        these (an id from a button can be forged: it then finds no key, and no hash tag is
+        made up for it)."""
         shard, slash, _ = qualified_id.partition("/")
-        return int(shard) if slash and self.sharded else 0
+        if not (slash and self.sharded and shard.isascii() and shard.isdigit()):
+            return 0
+        number = int(shard)
+        return number if number < self.count else 0
 
     @staticmethod
     def bare(qualified_id: str) -> str:

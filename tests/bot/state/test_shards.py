@@ -103,6 +103,8 @@ def test_ids_name_their_shard() -> None:
     assert entry == "11/1700000000000-0"
     assert shards.of_id(entry) == 11
     assert Shards.bare(entry) == "1700000000000-0"
+    for forged in ("x/1", "99/1", "²/1", "-1/1", "/1", "1e3/1"):
+        assert shards.of_id(forged) == 0
     single = Shards()
     assert single.qualify(0, "1700000000000-0") == "1700000000000-0"
     assert single.of_id("1700000000000-0") == 0
