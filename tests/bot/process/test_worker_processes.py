@@ -116,11 +116,15 @@ class Launcher:
         fake_llm: FakeLLM,
         tmp_path: Path,
         key_prefix: str,
+        redis_url: str = REDIS_URL,
+        redis: dict[str, Any] | None = None,
     ) -> None:
+        """``redis``: more of the config's ``redis`` section (``cluster: true``)."""
         self.apps, self.tmp_path = apps, tmp_path
         self.slack, self.llm = fake_slack, fake_llm
+        self.redis_url = redis_url
         self.settings: dict[str, Any] = {
-            "redis": {"key_prefix": key_prefix},
+            "redis": {"key_prefix": key_prefix, **(redis or {})},
             "llm": {"model": "fake-model", "max_retries": 0},
             "slack": {"streaming": False},
             "queue": {"lock_ttl_s": LEASE_S, "claim_idle_s": LEASE_S, "shutdown_grace_s": GRACE_S},
@@ -136,7 +140,7 @@ class Launcher:
         env = app_environment(
             self.slack.api_url,
             self.llm.base_url,
-            REDIS_URL,
+            self.redis_url,
             config,
             LOOP_HOG_MARKER=str(self.hog_marker),
             PYTHONUNBUFFERED="1",
@@ -203,20 +207,26 @@ def answers(fake_slack: FakeSlack, ts: str) -> list[str]:
 
 async def consumer_pids(state: State) -> set[int]:
     """The pids of every process that ever read the queue (a consumer stays in the group)."""
-    consumers = await state.client.xinfo_consumers(state.keys.turns(0), state.keys.workers)
-    return {int(c["name"].split("-")[-2]) for c in consumers}
+    pids: set[int] = set()
+    for shard in state.keys.shards.all():
+        consumers = await state.client.xinfo_consumers(state.keys.turns(shard), state.keys.workers)
+        pids |= {int(c["name"].split("-")[-2]) for c in consumers}
+    return pids
 
 
 async def owner_pid(state: State) -> int | None:
     """The pid of the worker process holding the one turn in the queue, if one does."""
-    pending = await state.client.xpending_range(
-        state.keys.turns(0), state.keys.workers, min="-", max="+", count=10
-    )
-    return int(pending[0]["consumer"].split("-")[-2]) if pending else None
+    for shard in state.keys.shards.all():
+        pending = await state.client.xpending_range(
+            state.keys.turns(shard), state.keys.workers, min="-", max="+", count=10
+        )
+        if pending:
+            return int(pending[0]["consumer"].split("-")[-2])
+    return None
 
 
 async def queue_empty(state: State) -> bool:
-    return int(await state.client.xlen(state.keys.turns(0))) == 0
+    return (await state.queue.depth())[0] == 0
 
 
 async def test_run_with_worker_processes_answers_and_reports_them(
