@@ -7,6 +7,7 @@ reply (or calls a function of the request); every request body is recorded.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import time
 from collections.abc import Callable
@@ -16,6 +17,9 @@ from typing import Any
 from aiohttp import web
 
 Request = dict[str, Any]
+
+# The API key of the request being answered, for a scripted function that tells callers apart.
+caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="")
 
 
 @dataclass
@@ -125,6 +129,7 @@ class FakeLLM:
                 headers={"retry-after-ms": "1", "x-should-retry": "false"},
             )
         step = self.script.pop(0)
+        caller.set(request.headers.get("Authorization", "").removeprefix("Bearer "))
         reply = step(body) if callable(step) else step
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)

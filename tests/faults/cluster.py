@@ -177,7 +177,8 @@ class Cluster:
             LOG_LEVEL="INFO",
         )
         for replica in self.replicas:
-            own = {"SLACK_BOT_TOKEN": replica.token}  # Slack calls counted per replica
+            # Slack and model calls counted per replica
+            own = {"SLACK_BOT_TOKEN": replica.token, "OPENAI_API_KEY": replica.llm_key}
             if self._partitionable:
                 proxy = CutProxy("127.0.0.1", self.redis.port)
                 await proxy.start()
@@ -254,8 +255,15 @@ class Cluster:
 
     async def takeover_s(self, question: Question, fault_at: float, dead_pid: int) -> float | None:
         """Seconds from ``fault_at`` (monotonic) to the first sign of another replica working
-        on ``question``: a model call for it, or one of its tool steps starting elsewhere."""
-        signs = [c.at for c in self.answers.calls_for(question) if c.at > fault_at]
+        on ``question``: a model call for it, or one of its tool steps starting elsewhere.
+        A replica cut off from Redis lives on, and a call it made just after the cut is not
+        a takeover: calls with its key do not count while it still runs as ``dead_pid``."""
+        alive = [r.llm_key for r in self.replicas if r.pid == dead_pid and r.exited_at is None]
+        signs = [
+            c.at
+            for c in self.answers.calls_for(question)
+            if c.at > fault_at and c.caller not in alive
+        ]
         prefix = question.step_prefix
         offset = time.time() - time.monotonic()
         with contextlib.suppress(*REDIS_AWAY):

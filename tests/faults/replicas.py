@@ -39,6 +39,11 @@ class Replica:
         return f"xoxb-replica-{self.index}"
 
     @property
+    def llm_key(self) -> str:
+        """Its own API key, so the fake LLM tells its calls from the others'."""
+        return f"sk-replica-{self.index}"
+
+    @property
     def name(self) -> str:
         return f"replica {self.index} (port {self.port}, pid {self.pid})"
 

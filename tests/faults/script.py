@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.llm_server import Reply, Request, calls
+from tests.fakes.llm_server import Reply, Request, caller, calls
 
 QUESTION = re.compile(r"\bm(\d+) (t\d+)\b")
 ANSWER = re.compile(r"answer to m(\d+) (t\d+)\b")
@@ -78,6 +78,7 @@ class ModelCall:
     question: Question | None
     round: int  # 1 for the first call of a turn
     answered: bool  # this call gave the answer (not a tool call)
+    caller: str = ""  # the API key it came with (each replica has its own)
 
 
 def _plain(question: Question) -> Plan:
@@ -95,7 +96,7 @@ class Answers:
         messages: list[dict[str, Any]] = request.get("messages") or []
         position, question = _current_question(messages)
         if question is None:
-            self.log.append(ModelCall(time.monotonic(), None, 1, True))
+            self.log.append(ModelCall(time.monotonic(), None, 1, True, caller.get()))
             return Reply(text="I do not see a question.")
         rounds_done = sum(
             1
@@ -105,11 +106,13 @@ class Answers:
         plan = self.plan(question)
         if rounds_done < len(plan.steps):
             step = plan.steps[rounds_done]
-            self.log.append(ModelCall(time.monotonic(), question, rounds_done + 1, False))
+            self.log.append(
+                ModelCall(time.monotonic(), question, rounds_done + 1, False, caller.get())
+            )
             arguments = {"name": question.step_name(rounds_done + 1), "seconds": step.seconds}
             call_id = f"call_{question.thread}_m{question.k}_s{rounds_done + 1}"
             return calls((step.tool, arguments, call_id), delay_s=plan.delay_s)
-        self.log.append(ModelCall(time.monotonic(), question, rounds_done + 1, True))
+        self.log.append(ModelCall(time.monotonic(), question, rounds_done + 1, True, caller.get()))
         answer = question.answer + (f"\n\n{plan.tail}" if plan.tail else "")
         return Reply(
             text=answer,
