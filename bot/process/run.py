@@ -85,7 +85,11 @@ async def run(
     socket_mode = socket_mode and app_token is not None
     pool = (
         SocketPool(
-            slack.app, app_token, slack.client, connections=services.config.slack.socket_connections
+            slack.app,
+            app_token,
+            slack.client,
+            connections=services.config.slack.socket_connections,
+            messages=slack.messages,
         )
         if socket_mode and app_token is not None
         else None
@@ -127,6 +131,7 @@ async def run(
                 metrics=metrics_here,
                 registry=registry,
                 workers=reported,
+                messages=slack.messages,
             )
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()

@@ -23,6 +23,7 @@ from bot.slack.inbound.inbox.context import SlackContext
 from bot.slack.inbound.inbox.files import FileReader
 from bot.slack.inbound.inbox.names import SlackNames
 from bot.slack.inbound.ingress import Ingress
+from bot.slack.inbound.message_events import MessageEvents
 from bot.slack.outbound.responder import SlackResponder
 
 
@@ -32,6 +33,7 @@ class SlackSide:
     identity: BotIdentity
     app: AsyncApp
     ingress: Ingress
+    messages: MessageEvents  # message events past Bolt, to the ingress
     later: AfterAck  # listeners' Slack work after their ack
     responder: SlackResponder
     inbox: SlackInbox  # the message whole, as the model reads it
@@ -113,5 +115,13 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         approval=config.approval,
     )
     return SlackSide(
-        client, identity, app, ingress, later, responder, inbox, SlackContext(state.pane)
+        client,
+        identity,
+        app,
+        ingress,
+        MessageEvents(ingress, identity),
+        later,
+        responder,
+        inbox,
+        SlackContext(state.pane),
     )

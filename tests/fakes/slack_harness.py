@@ -205,7 +205,13 @@ class SlackHarness:
         await process.slack.identity.share_with(process.slack.app)
         process.worker.block_ms = 200
         self._runner = web.AppRunner(
-            http_app(process.slack.app, self.services.state.client.ping, SECRET), access_log=None
+            http_app(
+                process.slack.app,
+                self.services.state.client.ping,
+                SECRET,
+                messages=process.slack.messages,
+            ),
+            access_log=None,
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

@@ -76,7 +76,7 @@ def build_app(
         process_before_response=True,
         request_verification_enabled=signing_secret is not None,
     )
-    messages.register(app, ingress, settings)
+    messages.register(app, ingress)
     assistant.register(app, settings, pane, later)
     commands.register(app, settings.command, admin, later)
     home.register(app, settings.command, policy, registry, later)

@@ -1,8 +1,9 @@
-"""From a classified Slack message to the queue, before Slack gets its ack.
+"""From a Slack message event to the queue, before Slack gets its ack.
 
-:class:`Ingress` checks follow-ups against the threads the bot is in, notes new threads,
-and enqueues (:meth:`Ingress.accept`); it keeps an :class:`~bot.slack.inbound.classify.Aside`
-as context where the bot takes part (:meth:`Ingress.listen`). Each returns a closed outcome.
+:class:`Ingress` classifies a message event (:meth:`Ingress.receive`); it checks follow-ups
+against the threads the bot is in, notes new threads, and enqueues (:meth:`Ingress.accept`);
+it keeps an :class:`~bot.slack.inbound.classify.Aside` as context where the bot takes part
+(:meth:`Ingress.listen`). Each returns a closed outcome.
 This is all that happens before the ack; when Redis is down it raises StateUnavailable and
 the app answers 503 (HTTP) or sends no ack (Socket Mode), so Slack delivers again later.
 """
@@ -13,12 +14,13 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, replace
+from typing import Any
 
 from opentelemetry.trace import SpanKind
 
 from bot.config.schema import SlackConfig
 from bot.observability.tracing import current_traceparent, tracer
-from bot.slack.inbound.classify import Aside
+from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.participation import ThreadParticipation
@@ -95,6 +97,26 @@ class Ingress:
         self.settings = settings
         self.asides = asides
         self.deadline_s = deadline_s
+
+    async def receive(self, event: dict[str, Any], event_id: str, me: Identity) -> None:
+        """A message event (a mention, a direct message, a reply in a thread): queued as a
+        turn, kept as context, or logged as not answered.
+
+        Raises :class:`StateUnavailable` like :meth:`accept`, so Slack delivers it again.
+        """
+        decision = classify(event, event_id, me, self.settings)
+        if isinstance(decision, Ignored):
+            log_not_answered(
+                event.get("channel"),
+                event.get("ts"),
+                event_id,
+                decision.reason,
+                quiet=decision.quiet,
+            )
+        elif isinstance(decision, Aside):
+            await self.listen(decision)
+        else:
+            await self.accept(decision)
 
     async def listen(self, aside: Aside) -> Heard:
         """Keep ``aside`` as context when the bot takes part in its thread.

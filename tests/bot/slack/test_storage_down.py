@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 from slack_bolt.adapter.socket_mode.async_internals import send_async_response
-from slack_bolt.async_app import AsyncApp
-from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.process.slack import build_slack_side
+from bot.process.slack import SlackSide, build_slack_side
+from bot.slack.inbound.socket.pool import answer
 from bot.slack.inbound.storage_down import STORAGE_DOWN_TEXT
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import SlackHarness, button_click, command_fields, mention
@@ -89,26 +88,29 @@ async def test_http_an_admin_command_that_writes_gets_the_sentence(
     assert reply["text"] == STORAGE_DOWN_TEXT
 
 
-# --- Socket Mode: the same requests through Bolt's dispatch, as the socket handler does ----
+# --- Socket Mode: the same requests answered as the socket pool answers them -------------
 
 
-async def socket_app(app: SlackHarness, redis: PrivateRedis) -> AsyncApp:
+async def socket_app(app: SlackHarness, redis: PrivateRedis) -> SlackSide:
     await started_without_redis(app, redis)
     assert app.services is not None
-    return build_slack_side(app.services, http=False).app
+    return build_slack_side(app.services, http=False)
 
 
-async def dispatch(app: AsyncApp, body: dict[str, Any]) -> tuple[int, str]:
-    response = await app.async_dispatch(AsyncBoltRequest(mode="socket_mode", body=body))
+async def dispatch(side: SlackSide, body: dict[str, Any], kind: str) -> tuple[int, str]:
+    request = SocketModeRequest(type=kind, envelope_id="env-1", payload=body)
+    response = await answer(side.app, side.messages, request)
     return response.status, response.body
 
 
 async def test_socket_mode_a_slash_command_is_acked_with_the_sentence(
     slack_app: SlackHarness, private_redis: PrivateRedis
 ) -> None:
-    app = await socket_app(slack_app, private_redis)
-    request = AsyncBoltRequest(mode="socket_mode", body=dict(command_fields("whoami")))
-    response = await app.async_dispatch(request)
+    side = await socket_app(slack_app, private_redis)
+    request = SocketModeRequest(
+        type="slash_commands", envelope_id="env-1", payload=dict(command_fields("whoami"))
+    )
+    response = await answer(side.app, side.messages, request)
     assert response.status == 200
     assert json.loads(response.body) == {"text": STORAGE_DOWN_TEXT, "response_type": "ephemeral"}
 
@@ -131,11 +133,11 @@ async def test_socket_mode_a_slash_command_is_acked_with_the_sentence(
 async def test_socket_mode_the_stop_button_is_acked_and_answered(
     slack_app: SlackHarness, private_redis: PrivateRedis
 ) -> None:
-    app = await socket_app(slack_app, private_redis)
+    side = await socket_app(slack_app, private_redis)
     click = button_click(
         "stop_turn", STOP_VALUE, "U0ALICE", "600.000002", slack_app.slack.response_url
     )
-    status, _ = await dispatch(app, click)
+    status, _ = await dispatch(side, click, "interactive")
     assert status == 200
     [reply] = slack_app.slack.calls_to("response_url")
     assert reply.args["text"] == STORAGE_DOWN_TEXT
@@ -144,6 +146,11 @@ async def test_socket_mode_the_stop_button_is_acked_and_answered(
 async def test_socket_mode_an_event_is_not_acked(
     slack_app: SlackHarness, private_redis: PrivateRedis
 ) -> None:
-    app = await socket_app(slack_app, private_redis)
-    status, _ = await dispatch(app, slack_app.envelope(mention("hello?", "602.000001")))
+    side = await socket_app(slack_app, private_redis)
+    await side.identity.load()  # auth.test answered: the event takes the short way past Bolt
+    envelope = slack_app.envelope(mention("hello?", "602.000001"))
+    status, _ = await dispatch(side, envelope, "events_api")
     assert status == 503  # anything but 200 sends no ack: Slack redelivers
+    side.identity.result = None  # before auth.test has answered: through Bolt, the same
+    status, _ = await dispatch(side, envelope, "events_api")
+    assert status == 503

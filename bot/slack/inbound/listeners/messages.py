@@ -1,5 +1,7 @@
-"""Mentions, direct messages and thread follow-ups: each becomes a queued turn; replies
-between other people in the bot's threads are kept as context."""
+"""Mentions, direct messages and thread follow-ups as Bolt dispatches them: each goes to the
+ingress (queued as a turn, or kept as context). Most arrive by the shortcut past Bolt
+(bot/slack/inbound/message_events.py); this listener takes the rest (before auth.test has
+answered)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,11 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.config.schema import SlackConfig
-from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
-from bot.slack.inbound.ingress import Ingress, log_not_answered
+from bot.slack.inbound.classify import Identity
+from bot.slack.inbound.ingress import Ingress
 
 
-def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
+def register(app: AsyncApp, ingress: Ingress) -> None:
     async def on_message(
         event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
     ) -> None:
@@ -22,21 +23,8 @@ def register(app: AsyncApp, ingress: Ingress, settings: SlackConfig) -> None:
             bot_user_id=context.bot_user_id,
             bot_id=context.bot_id,
         )
-        decision = classify(event, body.get("event_id") or "", me, settings)
-        if isinstance(decision, Ignored):
-            log_not_answered(
-                event.get("channel"),
-                event.get("ts"),
-                body.get("event_id") or "",
-                decision.reason,
-                quiet=decision.quiet,
-            )
-            return
-        # Both raise StateUnavailable when Redis is down: the error handler answers 503.
-        if isinstance(decision, Aside):
-            await ingress.listen(decision)
-            return
-        await ingress.accept(decision)
+        # Raises StateUnavailable when Redis is down: the error handler answers 503.
+        await ingress.receive(event, body.get("event_id") or "", me)
 
     app.event("app_mention")(on_message)
     app.event("message")(on_message)

@@ -27,11 +27,13 @@ from slack_bolt.adapter.socket_mode.async_internals import (
     send_async_response,
 )
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.inbound.message_events import MessageEvents
 from bot.slack.inbound.socket.client import PooledClient
 from bot.slack.inbound.socket.refusals import REFRESH_REASONS, REFUSED_REASONS, TOO_MANY, is_refusal
 from bot.slack.inbound.socket.sdk_log import QuietSdkLog
@@ -53,8 +55,10 @@ class SocketPool:
         connections: int = 2,
         ping_interval_s: float = 3.0,
         retry_refused_s: float = 30.0,
+        messages: MessageEvents | None = None,
     ) -> None:
         self.app = app
+        self.messages = messages  # message events past Bolt
         self.app_token = app_token
         self.web_client = web_client
         self.ping_interval_s = ping_interval_s
@@ -231,5 +235,14 @@ class SocketPool:
         self, client: AsyncBaseSocketModeClient, request: SocketModeRequest
     ) -> None:
         started = time.time()
-        response = await run_async_bolt_app(self.app, request)
+        response = await answer(self.app, self.messages, request)
         await send_async_response(client, request, response, started)
+
+
+async def answer(
+    app: AsyncApp, messages: MessageEvents | None, request: SocketModeRequest
+) -> BoltResponse:
+    """What a Socket Mode request is answered with (anything but 200 sends no ack): a
+    message event's by the short way past Bolt, every other request's by Bolt."""
+    response = await messages.answer(request.payload) if messages is not None else None
+    return response if response is not None else await run_async_bolt_app(app, request)
