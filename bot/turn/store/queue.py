@@ -19,11 +19,13 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import redis.exceptions
+from redis.asyncio.cluster import RedisCluster
 
 from bot.state.commands import Commands
 from bot.state.connection import Redis
 from bot.state.errors import REDIS_DOWN, StateUnavailable
 from bot.state.keys import Keys
+from bot.state.script_batch import ScriptBatch
 from bot.turn.model import ThreadKey, Turn
 from bot.turn.store.shard_readers import ShardReaders
 
@@ -115,7 +117,10 @@ class TurnQueue:
         self.shards = keys.shards
         self.dedup_ttl_s = dedup_ttl_s
         self.max_len = max_len
-        self._enqueue = client.register_script(ENQUEUE)
+        # A burst's enqueues go to a single Redis together (bot/state/script_batch.py).
+        self._enqueue = ScriptBatch(
+            client.register_script(ENQUEUE), batched=not isinstance(client, RedisCluster)
+        )
         self._forget = client.register_script(FORGET)
         # Wakes in-process workers at once (the embedded Redis cannot block on reads).
         self.arrived = asyncio.Event()
@@ -138,7 +143,7 @@ class TurnQueue:
             self.keys.turns(shard),
             self.keys.thread_queue(thread),
         ]
-        args = [
+        args: list[str | int | float] = [
             self.dedup_ttl_s,
             turn.to_json(),
             self.max_len,
@@ -150,7 +155,7 @@ class TurnQueue:
         ]
         if join_ttl_s is not None:
             keys.append(self.keys.participation(thread))
-        reply = await guarded(self._enqueue(keys=keys, args=args))
+        reply = await guarded(self._enqueue(keys, args))
         entry_id = reply[0] if isinstance(reply, list) else reply
         if entry_id:
             self.arrived.set()
