@@ -16,7 +16,6 @@ from bot.console.chat import ChatOptions
 from bot.observability import logs
 from bot.observability.redaction import print_redacted
 from bot.process import commands
-from bot.process.event_loop import serve
 from bot.process.listen import Listen
 from bot.process.worker_count import cpu_count
 from tools.definition import busy_sync_tools
@@ -136,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             listen = Listen(args.host, args.port, args.metrics_port)
             return _exit_now_if_stuck(
-                serve(
+                asyncio.run(
                     commands.run_app(
                         args.config, listen, with_worker=not args.no_worker, workers=args.workers
                     )
@@ -145,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "worker":
             listen = Listen(metrics_port=args.metrics_port)
             return _exit_now_if_stuck(
-                serve(
+                asyncio.run(
                     commands.run_workers(
                         args.config,
                         listen,

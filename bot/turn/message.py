@@ -9,7 +9,7 @@ the turn through the queue, so a turn carries no blocks and no thumbnails it doe
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 SLACKBOT = "USLACKBOT"
@@ -147,7 +147,7 @@ class SlackMessage:
 
     def to_dict(self) -> dict[str, Any]:
         """The compact form kept in the turn (empty fields left out)."""
-        compacted = _compact(asdict(self))
+        compacted = _compact(self)
         assert isinstance(compacted, dict)
         return compacted
 
@@ -162,9 +162,12 @@ class SlackMessage:
 
 
 def _compact(value: Any) -> Any:
-    """``value`` without empty fields, at every level; tuples as lists (JSON's form)."""
-    if isinstance(value, dict):
-        return {k: _compact(v) for k, v in value.items() if v not in ("", (), [], 0, None)}
+    """``value`` (a message, a file, a forward) as a dict without empty fields, at every
+    level; tuples as lists (JSON's form). Read field by field: ``dataclasses.asdict`` deep-
+    copies every value first, a tenth of an enqueue's CPU."""
+    if isinstance(value, (SlackMessage, Forward, FileRef)):
+        pairs = ((name, getattr(value, name)) for name in value.__dataclass_fields__)
+        return {k: _compact(v) for k, v in pairs if v not in ("", (), [], 0, None)}
     if isinstance(value, (list, tuple)):
         return [_compact(v) for v in value]
     return value
