@@ -1,6 +1,7 @@
 """Many threads at once through the real app's HTTP endpoint (`slack-agent run` in its own
-process), against the fake Slack and the
-fake LLM with injected latency, on a real Redis (REDIS_URL, default 127.0.0.1:6379).
+process), against the fake Slack and the fake LLM with injected latency, in a process of
+their own (benchmarks/fake_services.py), on a real Redis (REDIS_URL, default
+127.0.0.1:6379). This process only sends the events and times the acks.
 
 Each turn: the model asks for one slow tool, then answers. Prints:
 - ack latency (signed POST /slack/events until Slack would have its 200), p50 and p99;
@@ -12,8 +13,8 @@ Each turn: the model asks for one slow tool, then answers. Prints:
   process and every process below it, sampled before and after the measured batch (the
   batch includes the last 1.5 s of background edits); and its idle CPU, measured over the
   1.5 s before the batch, for comparison; and each process's resident memory after it;
-- the CPU of this process (the fake Slack, the fake LLM and the client sending events) per
-  turn: when it nears a core, its own delays show in the latencies above.
+- the CPU per turn of this process (the client: its delays show in the acks) and of the
+  fakes' process (their delays show in feedback and end-to-end).
 
 Answers are streamed (slack.streaming and llm.stream on) unless --no-streaming. By default
 it runs once with 1 thread and once with 50. --profile FILE attaches py-spy to the app for
@@ -27,7 +28,8 @@ app's stderr is relayed). ``--burst N`` posts N mentions at once, each on a new 
 
 ``--plot DIR`` draws the runs (use several --threads) with matplotlib into DIR:
 ack_and_end_to_end.png (ack p99, end-to-end ÷ critical path p50 and p99, against the
-concurrency) and cpu_per_turn.png (the app's CPU per turn against the concurrency).
+concurrency) and cpu_per_turn.png (the app's and the fakes' CPU per turn against the
+concurrency).
 
 Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
      [--no-streaming] [--profile FILE] [--workers N] [--plot DIR]
@@ -49,18 +51,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import yaml
 
+from benchmarks.fake_services import FakeServices
 from benchmarks.process_cpu import tree_cpu_seconds, tree_rss_bytes, tree_size
 from benchmarks.redis_prefix import delete_prefix
 from bot.process.worker_count import cpu_count
-from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
-from tests.fakes.slack_server import Call, FakeSlack
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -124,7 +124,8 @@ class Figures:
     app_cpu_share: float  # of one core, over the batch
     app_processes: int
     app_rss_mib: list[float]  # each process's resident memory after the batch
-    own_cpu_ms_per_turn: float
+    client_cpu_ms_per_turn: float  # this process: it sends the events and times the acks
+    fakes_cpu_ms_per_turn: float  # the fakes' process (benchmarks/fake_services.py)
 
 
 class Output:
@@ -165,15 +166,7 @@ async def start_profiler(pid: int, output: str) -> asyncio.subprocess.Process:
 async def main(threads: int, options: Options) -> Figures:
     llm_ms, tool_ms = options.llm_ms, options.tool_ms
 
-    def respond(request: dict[str, Any]) -> Reply:
-        if request["messages"][-1]["role"] == "tool":
-            return text("There are 12 in stock.", delay_s=llm_ms / 1000)
-        return calls(("slow_lookup", {"item": "flour"}), delay_s=llm_ms / 1000)
-
-    slack, llm = FakeSlack(), FakeLLM()
-    await slack.start()
-    await llm.start()
-    llm.otherwise = respond
+    fakes = await FakeServices.start(llm_ms)
     prefix = f"bench:{uuid.uuid4().hex[:8]}:"
     directory = Path(tempfile.mkdtemp())
     config = directory / "agent.yaml"
@@ -189,8 +182,8 @@ async def main(threads: int, options: Options) -> Figures:
         )
     )
     env = app_environment(
-        slack.api_url,
-        llm.base_url,
+        fakes.slack_url,
+        fakes.llm_url,
         REDIS_URL,
         config,
         BENCH_TOOL_MS=str(tool_ms),
@@ -219,15 +212,16 @@ async def main(threads: int, options: Options) -> Figures:
             await wait_healthy(session, port)
             await output.workers(options.workers if options.workers is not None else cpu_count())
             await post_event(session, port, "C0WARM", "1.000001")  # auth.test, connections
-            while not answered(slack, "C0WARM"):
+            while "C0WARM" not in await fakes.answered():
                 await asyncio.sleep(0.05)
             idle_from = tree_cpu_seconds(app.pid)
             await asyncio.sleep(1.5)
             idle_cpu_s = tree_cpu_seconds(app.pid) - idle_from
             if options.profile:
                 profiler = await start_profiler(app.pid, options.profile)
-            slack.calls.clear()
+            await fakes.clear()
             cpu_before = tree_cpu_seconds(app.pid)
+            fakes_before = tree_cpu_seconds(fakes.pid)
             own_before = time.process_time()
 
             sent: dict[str, float] = {}
@@ -239,13 +233,15 @@ async def main(threads: int, options: Options) -> Figures:
 
             started = time.monotonic()
             acks = list(await asyncio.gather(*(one(n) for n in range(threads))))
-            while sum(answered(slack, c) for c in sent) < threads:
+            while len((await fakes.answered()) & sent.keys()) < threads:
                 assert time.monotonic() - started < 120, "not every thread was answered"
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.5)  # the last progress edits, before counting calls
             batch_s = time.monotonic() - started
             cpu_s = tree_cpu_seconds(app.pid) - cpu_before
             own_cpu_s = time.process_time() - own_before
+            fakes_cpu_s = tree_cpu_seconds(fakes.pid) - fakes_before
+            slack_calls = await fakes.calls()
             processes = tree_size(app.pid)
             rss_mib = [size / 2**20 for size in tree_rss_bytes(app.pid)]
     finally:
@@ -256,21 +252,19 @@ async def main(threads: int, options: Options) -> Figures:
         await app.wait()
         await output.task
         await delete_prefix(REDIS_URL, prefix)
-        await slack.stop()
-        await llm.stop()
+        await fakes.stop()
 
     first_seen: dict[str, float] = {}
     done: dict[str, float] = {}
-    for call in slack.calls:
-        channel = str(call.args.get("channel") or call.args.get("channel_id") or "")
-        if channel in sent:
-            first_seen.setdefault(channel, call.at)
-            if completes(call):
-                done[channel] = call.at
+    for call in slack_calls:
+        if call.channel in sent:
+            first_seen.setdefault(call.channel, call.at)
+            if call.completes:
+                done[call.channel] = call.at
     feedback = [(first_seen[c] - sent[c]) * 1000 for c in sent]
     ideal = 2 * llm_ms + tool_ms
     ratios = [(done[c] - sent[c]) * 1000 / ideal for c in sent]
-    per_turn = len([c for c in slack.calls if c.method != "auth.test"]) / threads
+    per_turn = len([c for c in slack_calls if c.method != "auth.test"]) / threads
 
     figures = Figures(
         threads=threads,
@@ -289,7 +283,8 @@ async def main(threads: int, options: Options) -> Figures:
         app_cpu_share=cpu_s / batch_s,
         app_processes=processes,
         app_rss_mib=rss_mib,
-        own_cpu_ms_per_turn=own_cpu_s * 1000 / threads,
+        client_cpu_ms_per_turn=own_cpu_s * 1000 / threads,
+        fakes_cpu_ms_per_turn=fakes_cpu_s * 1000 / threads,
     )
     print(
         f"{'burst of ' if options.burst else ''}{threads} concurrent threads; "
@@ -313,7 +308,7 @@ async def main(threads: int, options: Options) -> Figures:
     )
     print(f"{'Slack API calls per turn':<34} {per_turn:>9.1f}")
     counts: dict[str, int] = {}
-    for call in slack.calls:
+    for call in slack_calls:
         counts[call.method] = counts.get(call.method, 0) + 1
     print("  " + ", ".join(f"{m} {n / threads:.1f}" for m, n in sorted(counts.items())))
     print(
@@ -327,8 +322,13 @@ async def main(threads: int, options: Options) -> Figures:
         f"(each process: {', '.join(f'{m:.0f}' for m in rss_mib)})"
     )
     print(
-        f"{'this process (fakes, client) (ms)':<34} {own_cpu_s * 1000 / threads:>9.1f}   "
-        f"per turn ({100 * own_cpu_s / batch_s:.0f}% of a core: its latency is in the figures)"
+        f"{'the client (this process) (ms)':<34} {own_cpu_s * 1000 / threads:>9.1f}   "
+        f"per turn ({100 * own_cpu_s / batch_s:.0f}% of a core: its latency is in the acks)"
+    )
+    print(
+        f"{'the fakes (their process) (ms)':<34} {fakes_cpu_s * 1000 / threads:>9.1f}   "
+        f"per turn ({100 * fakes_cpu_s / batch_s:.0f}% of a core: their latency is in the "
+        "end-to-end)"
     )
     return figures
 
@@ -376,10 +376,10 @@ def plot(runs: list[Figures], directory: Path) -> list[Path]:
     cpu.plot(x, [f.app_cpu_ms_per_turn for f in runs], "o-", color="tab:green", label="app")
     cpu.plot(
         x,
-        [f.own_cpu_ms_per_turn for f in runs],
+        [f.fakes_cpu_ms_per_turn for f in runs],
         "o--",
         color="tab:grey",
-        label="benchmark process (fakes, client)",
+        label="the fakes' process (Slack, LLM)",
     )
     cpu.axhline(12, color="grey", linestyle=":", label="target 12 ms (50 threads)")
     cpu.set_xscale("log")
@@ -395,27 +395,6 @@ def plot(runs: list[Figures], directory: Path) -> list[Path]:
     figure.savefig(second, dpi=100)
     plt.close(figure)
     return [first, second]
-
-
-def completes(call: Call) -> bool:
-    """The call that makes the answer complete in Slack: the stream's end or the post/edit
-    that carries it."""
-    if call.status != 200:
-        return False
-    shown = str(call.args.get("text") or "") + str(call.args.get("markdown_text") or "")
-    chunks = call.args.get("chunks") or []
-    if isinstance(chunks, str):
-        chunks = json.loads(chunks)
-    shown += "".join(str(c.get("text", "")) for c in chunks if isinstance(c, dict))
-    return "There are" in shown and call.method in (
-        "chat.stopStream",
-        "chat.postMessage",
-        "chat.update",
-    )
-
-
-def answered(slack: FakeSlack, channel: str) -> bool:
-    return any(completes(c) for c in slack.calls if c.args.get("channel") == channel)
 
 
 if __name__ == "__main__":
