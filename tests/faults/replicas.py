@@ -32,6 +32,7 @@ class Replica:
         self.process: asyncio.subprocess.Process | None = None
         self.up = False  # a load balancer would send it events
         self.exited_at: float | None = None  # time.monotonic(), once it is known to be gone
+        self._env: dict[str, str] = {}  # what it was last started with
 
     @property
     def token(self) -> str:
@@ -52,6 +53,7 @@ class Replica:
         return self.process.pid if self.process is not None else None
 
     async def start(self, env: dict[str, str]) -> None:
+        self._env = env
         with self.log_path.open("ab") as log:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -74,9 +76,15 @@ class Replica:
     async def healthy(self, within_s: float) -> None:
         """Wait until /healthz answers with Redis reachable; then it takes events."""
         deadline = time.monotonic() + within_s
+        rebinds = 2  # a free port taken by another process before this one bound it
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1)) as session:
             while True:
                 if self.process is None or self.process.returncode is not None:
+                    if rebinds and "address already in use" in self.tail():
+                        rebinds -= 1
+                        self.port, self.metrics_port = free_port(), free_port()
+                        await self.start(self._env)
+                        continue
                     raise RuntimeError(f"{self.name} exited at start-up:\n{self.tail()}")
                 with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
                     url = f"http://127.0.0.1:{self.port}/healthz"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from tests.faults.cluster import BASE_CONFIG, merged, supported
 from tests.faults.invariants import Run
 from tests.faults.proxy import CutProxy
 from tests.faults.router import Router
+from tests.faults.scenarios import ClusterFactory
 from tests.faults.script import Answers, Plan, Question, Step
 from tests.waiting import until
 
@@ -333,3 +335,23 @@ async def test_the_proxy_passes_drops_silently_then_resets_what_lived_through_th
         await client.aclose()
         await proxy.stop()
         await target.aclose()
+
+
+# --- the replicas ----------------------------------------------------------------------------
+
+
+async def test_a_replica_whose_free_port_was_taken_starts_again_on_others(
+    clusters: ClusterFactory,
+) -> None:
+    """free_port() only finds a port free; another process may bind it before the replica
+    does (CI saw 'address already in use'). The replica then starts again on new ports."""
+    cluster = clusters("port-taken", replicas=1)
+    replica = cluster.replicas[0]
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        replica.metrics_port = taken.getsockname()[1]
+        async with cluster:
+            assert replica.up
+            assert replica.metrics_port != taken.getsockname()[1]
+            assert "address already in use" in replica.tail()

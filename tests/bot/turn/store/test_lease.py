@@ -133,8 +133,9 @@ async def test_a_call_under_the_lease_is_refused_once_no_time_is_left(
     lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
     assert lease is not None
     # Calls may run until 0.7 of the TTL (0.84 s) after the renewal was sent: a tenth before the
-    # deadline (0.8), which is itself two tenths before the lock expires in Redis.
-    assert 0.7 < lease.time_left() <= 0.84
+    # deadline (0.8), which is itself two tenths before the lock expires in Redis. (No lower
+    # bound: on a loaded machine the reply took 0.17 s to come back.)
+    assert 0 < lease.time_left() <= 0.84
     async with lease.bounded("a quick call"):
         pass
     await until(lambda: lease.time_left() == 0.0, timeout=2)
