@@ -40,6 +40,14 @@ def tracer() -> Tracer:
     return trace.get_tracer(TRACER_NAME)
 
 
+def enabled() -> bool:
+    """Whether a tracer provider is installed (spans can be recorded); cheap enough to ask
+    on every event, so the ack path makes no span at all while tracing is off."""
+    return not isinstance(
+        trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+    )
+
+
 def otlp_endpoint(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """Where traces go: the environment's OTLP endpoint, else ``telemetry.otlp_endpoint``,
     else nowhere (None)."""

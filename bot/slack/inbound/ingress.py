@@ -11,6 +11,7 @@ the app answers 503 (HTTP) or sends no ack (Socket Mode), so Slack delivers agai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass, replace
@@ -20,6 +21,7 @@ from opentelemetry.trace import SpanKind
 
 from bot.config.schema import SlackConfig
 from bot.observability.tracing import current_traceparent, tracer
+from bot.observability.tracing import enabled as tracing_enabled
 from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN, StateUnavailable
@@ -154,21 +156,27 @@ class Ingress:
         """
         deadline = asyncio.timeout(self.deadline_s)
         try:
-            # The root of the turn's trace; its traceparent travels in the queued turn.
-            with tracer().start_as_current_span(
-                "slack_agent.accept",
-                kind=SpanKind.PRODUCER,
-                attributes={
-                    "slack_agent.turn.kind": turn.kind.value,
-                    "slack.team_id": turn.team,
-                    "slack.channel_id": turn.channel,
-                    "slack.thread_ts": turn.thread_ts,
-                },
-                record_exception=False,
-            ) as span:
+            # The root of the turn's trace; its traceparent travels in the queued turn. No
+            # span while tracing is off: a burst's acks wait on every event's CPU.
+            root = (
+                tracer().start_as_current_span(
+                    "slack_agent.accept",
+                    kind=SpanKind.PRODUCER,
+                    attributes={
+                        "slack_agent.turn.kind": turn.kind.value,
+                        "slack.team_id": turn.team,
+                        "slack.channel_id": turn.channel,
+                        "slack.thread_ts": turn.thread_ts,
+                    },
+                    record_exception=False,
+                )
+                if tracing_enabled()
+                else contextlib.nullcontext(None)
+            )
+            with root as span:
                 async with deadline:
                     accepted = await self._accept(turn)
-                if span.is_recording():
+                if span is not None and span.is_recording():
                     span.set_attribute("slack_agent.queued", isinstance(accepted, Queued))
                     if isinstance(accepted, Queued):
                         span.set_attribute("slack_agent.turn.id", accepted.entry_id)
@@ -196,9 +204,10 @@ class Ingress:
             join_ttl_s = None
         else:
             join_ttl_s = participation.ttl_s  # joined in the same step as it is queued
-        entry_id = await self.queue.enqueue(
-            replace(turn, traceparent=current_traceparent()), join_ttl_s=join_ttl_s
-        )
+        traceparent = current_traceparent()
+        if traceparent:
+            turn = replace(turn, traceparent=traceparent)
+        entry_id = await self.queue.enqueue(turn, join_ttl_s=join_ttl_s)
         if entry_id is None:
             log_not_answered(
                 turn.channel,

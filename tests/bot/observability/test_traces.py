@@ -142,3 +142,17 @@ def test_the_configured_endpoint_gets_the_traces_path() -> None:
         assert provider.resource.attributes["service.name"] == "bot"
     finally:
         provider.shutdown()
+
+
+def test_spans_are_made_only_with_a_tracer_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ack path asks ``enabled()`` for every event and makes no span while it is off."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from bot.observability.tracing import enabled
+
+    for off in (trace.ProxyTracerProvider(), trace.NoOpTracerProvider()):
+        monkeypatch.setattr(trace, "get_tracer_provider", lambda off=off: off)
+        assert not enabled()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: TracerProvider())
+    assert enabled()
