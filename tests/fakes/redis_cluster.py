@@ -154,6 +154,34 @@ class PrivateRedisCluster:
                     return int(fields[1].split("@")[0].rsplit(":", 1)[1])
         raise LookupError(f"no primary serves slot {slot}")
 
+    def caught_up(self, port: int) -> None:
+        """Wait until every replica of primary ``port`` has acknowledged each write the
+        primary had taken when asked (Redis replicates asynchronously: what a primary took
+        and had not yet sent on is lost with it when it dies)."""
+        taken: int | None = None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            reply = subprocess.run(
+                [self.cli, "-p", str(port), "INFO", "replication"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout
+            fields = dict(
+                line.split(":", 1) for line in reply.splitlines() if ":" in line and line[0] != "#"
+            )
+            if taken is None:
+                taken = int(fields["master_repl_offset"])
+            acked = [
+                int(dict(kv.split("=", 1) for kv in value.split(","))["offset"])
+                for key, value in fields.items()
+                if key.startswith("slave") and key[5:].isdigit()
+            ]
+            if len(acked) == self.replicas and all(offset >= taken for offset in acked):
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"the replicas of {port} never caught up with it")
+
     def kill(self, port: int) -> None:
         """SIGKILL one node."""
         process = self.processes.pop(port)

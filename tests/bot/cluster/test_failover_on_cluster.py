@@ -66,8 +66,13 @@ async def test_a_primary_killed_mid_conversation_loses_no_message(
         await slack_app.answered("C0CHAN", thread, 1, within=20)
 
     # Kill the primary of the first thread's shard, and write on in every thread meanwhile.
+    # Redis replicates asynchronously: what a primary took and had not yet sent to its
+    # replica dies with it (docs/deploy.md, "During a failover"). So the primary goes once its
+    # replica has what it had (killed at once on a loaded machine, the first answers'
+    # histories were seen lost).
     shard = slack_app.state.keys.shards.of(_key(threads[0]))
     victim = redis_cluster.primary_of(slack_app.state.keys.turns(shard))
+    await asyncio.to_thread(redis_cluster.caught_up, victim)
     redis_cluster.kill(victim)
     writing = asyncio.gather(
         *(delivered(slack_app, mention(f"q2 of {t}", f"{t[:-1]}2", thread_ts=t)) for t in threads)
