@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
-import fakeredis
 import redis.asyncio as redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
@@ -132,6 +131,8 @@ def connect(
             "queued turns, switches, grants, audit) is kept in memory only and is lost when "
             "this process stops; run one process only."
         )
+        import fakeredis  # only here: it (and numpy under it) costs 0.3 s of every start-up
+
         embedded = fakeredis.FakeAsyncRedis(
             server=fakeredis.FakeServer(), decode_responses=True, encoding_errors="replace"
         )
