@@ -75,6 +75,15 @@ def _threads_seconds(pid: int) -> float | None:
     return nanoseconds / 1e9
 
 
+def own_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by ``pid`` itself (its threads), not by its children."""
+    own = _threads_seconds(pid)
+    if own is None:
+        fields = _fields(pid)
+        own = 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
+    return own
+
+
 def tree_cpu_seconds(root: int) -> float:
     """CPU seconds used so far by ``root`` and all its descendants (live or reaped)."""
     return sum(_seconds(pid) for pid in _tree(root))

@@ -24,8 +24,9 @@ the measured batch (run with `uv run --with py-spy ...`); CPU figures are then l
 default, a worker process per CPU beside the ingress; 0: the worker loop in the ingress's
 process); the measuring starts once every worker process has logged that it started (the
 app's stderr is relayed). ``--burst N`` posts N mentions at once, each on a new connection
-(as Slack sends them), instead of --threads; it prints the acks' maximum too. Every body
-is made and signed before the clock starts: an ack is timed from its POST to the 200.
+(as Slack sends them), instead of --threads; it prints the acks' maximum and the ingress's
+CPU per ack (its own process, from the first POST to the last ack) too. Every body is made
+and signed before the clock starts: an ack is timed from its POST to the 200.
 
 ``--plot DIR`` draws the runs (use several --threads) with matplotlib into DIR:
 ack_and_end_to_end.png (ack p99, end-to-end ÷ critical path p50 and p99, against the
@@ -57,7 +58,7 @@ import aiohttp
 import yaml
 
 from benchmarks.fake_services import FakeServices
-from benchmarks.process_cpu import tree_cpu_seconds, tree_rss_bytes, tree_size
+from benchmarks.process_cpu import own_cpu_seconds, tree_cpu_seconds, tree_rss_bytes, tree_size
 from benchmarks.redis_prefix import delete_prefix
 from bot.process.worker_count import cpu_count
 from tests.fakes.redis_server import free_port
@@ -145,6 +146,7 @@ class Figures:
     app_processes: int
     app_rss_mib: list[float]  # each process's resident memory after the batch
     client_cpu_ms_per_turn: float  # this process: it sends the events and times the acks
+    ingress_cpu_ms_per_ack: float  # the app's top process, from the first POST to the last ack
     fakes_cpu_ms_per_turn: float  # the fakes' process (benchmarks/fake_services.py)
 
 
@@ -256,7 +258,9 @@ async def main(threads: int, options: Options) -> Figures:
                 return await post_signed(session, port, signed[channel])
 
             started = time.monotonic()
+            ingress_before = own_cpu_seconds(app.pid)
             acks = list(await asyncio.gather(*(one(channel) for channel in signed)))
+            ingress_cpu_s = own_cpu_seconds(app.pid) - ingress_before
             while len((await fakes.answered()) & sent.keys()) < threads:
                 assert time.monotonic() - started < 120, "not every thread was answered"
                 await asyncio.sleep(0.05)
@@ -308,6 +312,7 @@ async def main(threads: int, options: Options) -> Figures:
         app_processes=processes,
         app_rss_mib=rss_mib,
         client_cpu_ms_per_turn=own_cpu_s * 1000 / threads,
+        ingress_cpu_ms_per_ack=ingress_cpu_s * 1000 / threads,
         fakes_cpu_ms_per_turn=fakes_cpu_s * 1000 / threads,
     )
     print(
@@ -321,6 +326,11 @@ async def main(threads: int, options: Options) -> Figures:
     print(
         f"{'ack latency (ms)':<34} {statistics.median(acks):>9.1f} {percentile(acks, 0.99):>9.1f}"
         f"   max {max(acks):.1f}"
+    )
+    print(
+        f"{'ingress CPU per ack (ms)':<34} {ingress_cpu_s * 1000 / threads:>9.3f}   "
+        f"({ingress_cpu_s * 1000:.1f} ms from the first POST to the last ack; with "
+        "--workers 0 turn work included)"
     )
     print(
         f"{'first visible feedback (ms)':<34} {statistics.median(feedback):>9.1f} "
