@@ -11,13 +11,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tools.definition import Tool
 from tools.errors import ToolDefinitionError, ToolError
 from tools.mcp.config import McpConfig
-from tools.mcp.connection import McpConnection
 from tools.mcp.names import Clash, assign, clash_message
-from tools.mcp.sampling import Sampler
+
+if TYPE_CHECKING:
+    from tools.mcp.connection import McpConnection
+    from tools.mcp.sampling import Sampler
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +31,8 @@ class McpNameClash(ToolDefinitionError):
 
 class McpManager:
     def __init__(self, config: McpConfig) -> None:
+        if config.servers:  # the MCP SDK is loaded only for a configured server
+            from tools.mcp.connection import McpConnection
         self.connections = {
             name: McpConnection(
                 name,

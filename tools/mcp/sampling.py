@@ -11,12 +11,13 @@ Images and audio in the request are described in words, not sent.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import mcp_types
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tools.call_context import Requester
 from tools.mcp.results import size_of
+
+if TYPE_CHECKING:  # loaded where a server asks (tools/mcp/server_requests.py), not at start-up
+    import mcp_types
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ def capped_tokens(requested: int, cap: int) -> int:
 
 
 def create_message_result(reply: SamplingReply) -> mcp_types.CreateMessageResult:
+    import mcp_types
+
     return mcp_types.CreateMessageResult(
         role="assistant",
         content=mcp_types.TextContent(type="text", text=reply.text),
