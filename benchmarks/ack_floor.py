@@ -5,7 +5,7 @@ Slack app, no signature check and no Redis behind it. Whatever this prints is th
 and the kernel's share of an ack (plus aiohttp's own), which no change to the app can
 remove; compare it with ``slack_turns --burst N`` in the same hour.
 
-Run: uv run python -m benchmarks.ack_floor [--burst 200] [--runs 5]
+Run: uv run python -m benchmarks.ack_floor [--burst 200] [--runs 5] [--backlog N]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from aiohttp import web
 
 from benchmarks.process_cpu import tree_cpu_seconds
 from benchmarks.slack_turns import SignedEvent, percentile, post_signed, wait_healthy
+from bot.process.listen import EVENTS_BACKLOG
 from tests.fakes.redis_server import free_port
 
 
@@ -33,19 +34,25 @@ async def healthz(_: web.Request) -> web.Response:
     return web.Response()
 
 
-def serve(port: int) -> None:
+def serve(port: int, backlog: int) -> None:
     """The bare server (``--serve PORT``, in a process of its own)."""
     app = web.Application()
     app.router.add_post("/slack/events", handle_event)
     app.router.add_get("/healthz", healthz)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=backlog)
 
 
-async def burst(count: int) -> tuple[list[float], float]:
+async def burst(count: int, backlog: int) -> tuple[list[float], float]:
     """One burst against a fresh server: each ack's milliseconds, the server's CPU seconds."""
     port = free_port()
     server = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "benchmarks.ack_floor", "--serve", str(port)
+        sys.executable,
+        "-m",
+        "benchmarks.ack_floor",
+        "--serve",
+        str(port),
+        "--backlog",
+        str(backlog),
     )
     connector = aiohttp.TCPConnector(limit=0, force_close=True)
     try:
@@ -61,13 +68,16 @@ async def burst(count: int) -> tuple[list[float], float]:
         await server.wait()
 
 
-async def main(count: int, runs: int) -> None:
-    print(f"bare aiohttp server, bursts of {count} mentions, each on a new connection")
+async def main(count: int, runs: int, backlog: int) -> None:
+    print(
+        f"bare aiohttp server (listen backlog {backlog}), bursts of {count} mentions, each on "
+        "a new connection"
+    )
     print(f"{'run':<5} {'ack p50':>9} {'p99':>9} {'max':>9}  server CPU per event")
     p99s = []
     for run in range(1, runs + 1):
         load = os.getloadavg()[0]
-        acks, cpu_s = await burst(count)
+        acks, cpu_s = await burst(count, backlog)
         p99s.append(percentile(acks, 0.99))
         print(
             f"{run:<5} {statistics.median(acks):9.1f} {p99s[-1]:9.1f} {max(acks):9.1f}"
@@ -81,9 +91,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--burst", type=int, default=200, metavar="N")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--backlog",
+        type=int,
+        default=EVENTS_BACKLOG,
+        help=f"the server's listen backlog (default {EVENTS_BACKLOG}, the app's; aiohttp's own "
+        "default is 128)",
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
-        serve(args.serve)
+        serve(args.serve, args.backlog)
     else:
-        asyncio.run(main(args.burst, args.runs))
+        asyncio.run(main(args.burst, args.runs, args.backlog))

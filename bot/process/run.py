@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 from bot.agent.cancellation import Interrupted, unless
 from bot.health.endpoints import HealthServer
 from bot.health.readiness import Readiness, redis_check
-from bot.process.listen import Listen
+from bot.process.listen import Listen, listen_for_events
 from bot.process.services import Services
 from bot.process.slack import SlackSide, build_slack_side
 from bot.process.worker import slack_worker
@@ -135,7 +135,7 @@ async def run(
             )
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
-            await web.TCPSite(runner, listen.host, listen.port).start()
+            await listen_for_events(runner, listen.host, listen.port)
             log.warning(
                 "slack-agent listening on http://%s:%d/slack/events", listen.host, listen.port
             )
