@@ -21,6 +21,7 @@ from aiohttp import web
 
 from benchmarks.process_cpu import tree_cpu_seconds
 from benchmarks.slack_turns import SignedEvent, percentile, post_signed, wait_healthy
+from bot.process.heap import freeze_start_up
 from bot.process.listen import EVENTS_BACKLOG
 from tests.fakes.redis_server import free_port
 
@@ -35,10 +36,12 @@ async def healthz(_: web.Request) -> web.Response:
 
 
 def serve(port: int, backlog: int) -> None:
-    """The bare server (``--serve PORT``, in a process of its own)."""
+    """The bare server (``--serve PORT``, in a process of its own), with the app's garbage
+    collector settings (bot/process/heap.py)."""
     app = web.Application()
     app.router.add_post("/slack/events", handle_event)
     app.router.add_get("/healthz", healthz)
+    freeze_start_up()
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=backlog)
 
 
