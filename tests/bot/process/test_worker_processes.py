@@ -30,7 +30,7 @@ import yaml
 
 from bot.process.state import State
 from tests.conftest import REDIS_URL
-from tests.fakes.llm_server import FakeLLM, calls, text
+from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
 from tests.fakes.slack_server import FakeSlack
@@ -353,11 +353,24 @@ HOLD_S = 3.0
 LONG_LEASE: dict[str, float] = {"lock_ttl_s": 30, "claim_idle_s": 30}  # held loops renew no lease
 
 
+def hold_then_answer(request: dict[str, Any]) -> Reply:
+    """ "hold it": hold the loop, then say "Held."; anything else: "Second."."""
+    messages = request["messages"]
+    asked = json.dumps([m for m in messages if m["role"] == "user"][-1])
+    if "hold it" not in asked:
+        return text("Second.")
+    if any(m["role"] == "tool" for m in messages):
+        return text("Held.")
+    return calls(("hold_the_loop", {"seconds": HOLD_S}))
+
+
 @pytest.mark.parametrize("workers", [1, 0])
 async def test_turn_work_holding_a_loop_holds_acks_only_in_a_single_process(
     launch: Launcher, fake_slack: FakeSlack, fake_llm: FakeLLM, workers: int
 ) -> None:
-    fake_llm.add(calls(("hold_the_loop", {"seconds": HOLD_S})), text("Held."), text("Second."))
+    # Answered by what each turn asked, not in the order the requests come: once the loop is
+    # let go, the held turn's next call and the second turn's first may come either way.
+    fake_llm.otherwise = hold_then_answer
     app, _ = await launch.run(workers=workers, queue=LONG_LEASE)
     if workers:
         await until_true(lambda: app.ready_with(alive=workers), 40)
