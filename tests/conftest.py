@@ -53,7 +53,7 @@ async def make_model(fake_llm: FakeLLM) -> AsyncIterator[Callable[..., OpenAICha
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The fault tests (real processes, timing bounds) run one after another on one xdist
-    worker; the rest run on the other (pyproject's addopts: ``-n 2 --dist
+    worker; the rest run on the others (pyproject's addopts: ``-n 3 --dist
     loadgroup``)."""
     for item in items:
         if item.get_closest_marker("faults") is not None:
