@@ -58,11 +58,8 @@ def _seconds(pid: int) -> float:
     fields = _fields(pid)
     if fields is None:
         return 0.0
-    # utime, stime, cutime, cstime: fields 14..17
-    own = _threads_seconds(pid)
-    if own is None:
-        own = (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
-    return own + (int(fields[13]) + int(fields[14])) / TICKS_PER_SECOND
+    # cutime, cstime: fields 16 and 17
+    return own_cpu_seconds(pid, fields) + (int(fields[13]) + int(fields[14])) / TICKS_PER_SECOND
 
 
 def _threads_seconds(pid: int) -> float | None:
@@ -75,13 +72,15 @@ def _threads_seconds(pid: int) -> float | None:
     return nanoseconds / 1e9
 
 
-def own_cpu_seconds(pid: int) -> float:
-    """CPU seconds used so far by ``pid`` itself (its threads), not by its children."""
+def own_cpu_seconds(pid: int, fields: list[str] | None = None) -> float:
+    """CPU seconds used so far by ``pid`` itself (its threads), not by its children; 0 once
+    it is gone. ``fields``: its /proc/PID/stat, when already read."""
     own = _threads_seconds(pid)
-    if own is None:
-        fields = _fields(pid)
-        own = 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
-    return own
+    if own is not None:
+        return own
+    fields = fields or _fields(pid)
+    # utime, stime: fields 14 and 15
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
 
 
 def tree_cpu_seconds(root: int) -> float:

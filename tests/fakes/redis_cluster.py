@@ -108,15 +108,27 @@ class PrivateRedisCluster:
         if len(ports) != primaries:
             return False
         for port in ports:
-            reply = subprocess.run(
-                [self.cli, "-p", str(port), "INFO", "replication"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-            )
-            if reply.stdout.count("state=online") != self.replicas:  # synced, streaming
+            replicas = self.replication(port)[1]
+            if [r["state"] for r in replicas] != ["online"] * self.replicas:  # synced, streaming
                 return False
         return True
+
+    def replication(self, port: int) -> tuple[int, list[dict[str, str]]]:
+        """INFO replication of primary ``port``: its replication offset, and each replica's
+        fields (state, offset: what it has acknowledged, ...)."""
+        reply = subprocess.run(
+            [self.cli, "-p", str(port), "INFO", "replication"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout
+        fields = dict(line.split(":", 1) for line in reply.splitlines() if ":" in line)
+        replicas = [
+            dict(pair.split("=", 1) for pair in value.strip().split(","))
+            for key, value in fields.items()
+            if key.startswith("slave") and key[5:].isdigit()
+        ]
+        return int(fields["master_repl_offset"]), replicas
 
     def nodes(self, port: int | None = None) -> list[list[str]]:
         """CLUSTER NODES as one node sees it: a list of fields per node."""
@@ -158,25 +170,10 @@ class PrivateRedisCluster:
         """Wait until every replica of primary ``port`` has acknowledged each write the
         primary had taken when asked (Redis replicates asynchronously: what a primary took
         and had not yet sent on is lost with it when it dies)."""
-        taken: int | None = None
+        taken = self.replication(port)[0]
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            reply = subprocess.run(
-                [self.cli, "-p", str(port), "INFO", "replication"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-            ).stdout
-            fields = dict(
-                line.split(":", 1) for line in reply.splitlines() if ":" in line and line[0] != "#"
-            )
-            if taken is None:
-                taken = int(fields["master_repl_offset"])
-            acked = [
-                int(dict(kv.split("=", 1) for kv in value.split(","))["offset"])
-                for key, value in fields.items()
-                if key.startswith("slave") and key[5:].isdigit()
-            ]
+            acked = [int(r["offset"]) for r in self.replication(port)[1]]
             if len(acked) == self.replicas and all(offset >= taken for offset in acked):
                 return
             time.sleep(0.02)
