@@ -1,5 +1,10 @@
 """The ``slack-agent`` command: its arguments, and which command's process to run
-(assembled in ``bot/process/commands.py``)."""
+(assembled in ``bot/process/commands.py``).
+
+Only light modules are imported here. The app (the config's schema, the openai SDK, Bolt,
+redis-py: about two seconds of start-up) loads after the arguments are parsed, so a worker
+process holds on to its supervisor's lifeline before then, and dies with a supervisor
+killed while it was still starting."""
 
 from __future__ import annotations
 
@@ -12,13 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bot.config import ConfigError
-from bot.console.chat import ChatOptions
 from bot.observability import logs
 from bot.observability.redaction import print_redacted
-from bot.process import commands
-from bot.process.listen import Listen
+from bot.process.lifeline import hold_on
 from bot.process.worker_count import cpu_count
-from tools.definition import busy_sync_tools
 
 
 def parser() -> argparse.ArgumentParser:
@@ -129,6 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_format,
     )
     try:
+        if args.command == "worker" and args.supervisor_pipe is not None:
+            hold_on(args.supervisor_pipe)
+        from bot.console.chat import ChatOptions
+        from bot.process import commands
+        from bot.process.listen import Listen
+
         if args.command == "chat":
             options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
             return asyncio.run(commands.chat(args.config, options))
@@ -149,7 +157,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.config,
                         listen,
                         processes=args.processes,
-                        supervisor_pipe=args.supervisor_pipe,
                     )
                 )
             )
@@ -170,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _exit_now_if_stuck(code: int) -> int:
     """A sync tool still running in its thread would hold the interpreter's exit (its pool
     is joined at exit) for as long as it takes; its turn was handed back already."""
+    from tools.definition import busy_sync_tools
+
     stuck = busy_sync_tools()
     if stuck:
         logging.getLogger(__name__).warning(

@@ -9,7 +9,7 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
 from bot.check.findings import Finding, fail, ok, reason, warn
-from bot.config.loading import ConfigError
+from bot.config.errors import ConfigError
 from bot.state.connection import RedisHandle, checked_url, connect
 from bot.state.errors import REDIS_DOWN
 from bot.state.mode import check_cluster_mode

@@ -8,11 +8,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from bot.config.errors import ConfigError
 from bot.config.schema import AppConfig
-
-
-class ConfigError(Exception):
-    """The configuration is wrong. The message names the file, the key and what was expected."""
 
 
 def load_config(path: Path | None) -> AppConfig:

@@ -18,7 +18,6 @@ from bot.observability import tracing
 from bot.observability.process_metrics import WorkerMetrics
 from bot.observability.redaction import print_redacted
 from bot.process.heap import freeze_start_up
-from bot.process.lifeline import hold_on
 from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
 from bot.process.state import busy_connections
@@ -122,16 +121,13 @@ async def run_workers(
     listen: Listen,
     *,
     processes: int | None,
-    supervisor_pipe: int | None = None,
 ) -> int:
     """``slack-agent worker``: only the queue's turns, in ``processes`` worker processes under
-    this one's supervision (None: one per CPU; 0: the worker loop in this process).
-    ``supervisor_pipe``: this is a supervisor's worker process, to die with it."""
+    this one's supervision (None: one per CPU; 0: the worker loop in this process). A
+    supervisor's worker process has held on to its lifeline already (bot/cli.py)."""
     from bot.process.run import assemble, run_workers_only
     from bot.process.workers import WorkerLoop
 
-    if supervisor_pipe is not None:
-        hold_on(supervisor_pipe)
     services = build_services(config, "worker")
     traces = _start_tracing(services)
     metrics_files: WorkerMetrics | None = None

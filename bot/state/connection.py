@@ -16,7 +16,7 @@ from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bot.config.loading import ConfigError
+from bot.config.errors import ConfigError
 from bot.state.sentinel import SENTINEL_SCHEMES, sentinel_address, sentinel_client
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import logging
 
 from redis.exceptions import ResponseError
 
-from bot.config.loading import ConfigError
+from bot.config.errors import ConfigError
 from bot.state.connection import RedisHandle
 from bot.state.errors import REDIS_DOWN
 

@@ -30,7 +30,7 @@ from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelMan
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bot.config.loading import ConfigError
+from bot.config.errors import ConfigError
 
 SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
 SENTINEL_PORT = 26379

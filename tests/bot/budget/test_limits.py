@@ -9,7 +9,8 @@ import pytest
 
 from bot.budget.config import BudgetsConfig, unpriced_cost_limits
 from bot.budget.limits import Limit, applicable
-from bot.config.loading import ConfigError, parse_config
+from bot.config.errors import ConfigError
+from bot.config.loading import parse_config
 from permissions.config import RoleConfig
 
 ROLES = {
