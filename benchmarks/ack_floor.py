@@ -5,7 +5,9 @@ Slack app, no signature check and no Redis behind it. Whatever this prints is th
 and the kernel's share of an ack (plus aiohttp's own), which no change to the app can
 remove; compare it with ``slack_turns --burst N`` in the same hour.
 
-Run: uv run python -m benchmarks.ack_floor [--burst 200] [--runs 5] [--backlog N]
+``--raw-client`` sends the burst with the lean client of ``slack_turns --raw-client``.
+
+Run: uv run python -m benchmarks.ack_floor [--burst 200] [--runs 5] [--backlog N] [--raw-client]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import aiohttp
 from aiohttp import web
 
 from benchmarks.process_cpu import tree_cpu_seconds
-from benchmarks.slack_turns import SignedEvent, percentile, post_signed, wait_healthy
+from benchmarks.slack_turns import SignedEvent, percentile, post_raw, post_signed, wait_healthy
 from bot.process.heap import freeze_start_up
 from bot.process.listen import EVENTS_BACKLOG
 from tests.fakes.redis_server import free_port
@@ -45,7 +47,7 @@ def serve(port: int, backlog: int) -> None:
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=backlog)
 
 
-async def burst(count: int, backlog: int) -> tuple[list[float], float]:
+async def burst(count: int, backlog: int, raw_client: bool) -> tuple[list[float], float]:
     """One burst against a fresh server: each ack's milliseconds, the server's CPU seconds."""
     port = free_port()
     server = await asyncio.create_subprocess_exec(
@@ -63,24 +65,28 @@ async def burst(count: int, backlog: int) -> tuple[list[float], float]:
             await wait_healthy(session, port)
             signed = [SignedEvent.mention(f"C{n:05d}", f"{1000 + n}.000001") for n in range(count)]
             await post_signed(session, port, signed[0])  # warm-up
+            raw = [s.request(port) for s in signed]
             cpu_before = tree_cpu_seconds(server.pid)
-            acks = list(await asyncio.gather(*(post_signed(session, port, s) for s in signed)))
+            if raw_client:
+                acks = list(await asyncio.gather(*(post_raw(port, r) for r in raw)))
+            else:
+                acks = list(await asyncio.gather(*(post_signed(session, port, s) for s in signed)))
             return acks, tree_cpu_seconds(server.pid) - cpu_before
     finally:
         server.terminate()
         await server.wait()
 
 
-async def main(count: int, runs: int, backlog: int) -> None:
+async def main(count: int, runs: int, backlog: int, raw_client: bool) -> None:
     print(
         f"bare aiohttp server (listen backlog {backlog}), bursts of {count} mentions, each on "
-        "a new connection"
+        f"a new connection, {'the raw client' if raw_client else 'aiohttp client'}"
     )
     print(f"{'run':<5} {'ack p50':>9} {'p99':>9} {'max':>9}  server CPU per event")
     p99s = []
     for run in range(1, runs + 1):
         load = os.getloadavg()[0]
-        acks, cpu_s = await burst(count, backlog)
+        acks, cpu_s = await burst(count, backlog, raw_client)
         p99s.append(percentile(acks, 0.99))
         print(
             f"{run:<5} {statistics.median(acks):9.1f} {p99s[-1]:9.1f} {max(acks):9.1f}"
@@ -101,9 +107,14 @@ if __name__ == "__main__":
         help=f"the server's listen backlog (default {EVENTS_BACKLOG}, the app's; aiohttp's own "
         "default is 128)",
     )
+    parser.add_argument(
+        "--raw-client",
+        action="store_true",
+        help="send each request as bytes on a bare asyncio connection (as slack_turns does)",
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.serve, args.backlog)
     else:
-        asyncio.run(main(args.burst, args.runs, args.backlog))
+        asyncio.run(main(args.burst, args.runs, args.backlog, args.raw_client))

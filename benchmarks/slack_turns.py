@@ -27,6 +27,9 @@ app's stderr is relayed). ``--burst N`` posts N mentions at once, each on a new 
 (as Slack sends them), instead of --threads; it prints the acks' maximum and the ingress's
 CPU per ack (its own process, from the first POST to the last ack) too. Every body is made
 and signed before the clock starts: an ack is timed from its POST to the 200.
+``--raw-client`` (with --burst) sends each request as bytes made before the clock starts,
+over a bare asyncio connection, instead of through aiohttp's client: the client then costs
+about half the CPU on the machine's shared cores (Slack's own senders are not on them).
 
 ``--plot DIR`` draws the runs (use several --threads) with matplotlib into DIR:
 ack_and_end_to_end.png (ack p99, end-to-end ÷ critical path p50 and p99, against the
@@ -36,6 +39,7 @@ concurrency).
 Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
      [--no-streaming] [--profile FILE] [--workers N] [--plot DIR]
      uv run python -m benchmarks.slack_turns --burst 200 --workers 0   (or 1, 2)
+     uv run python -m benchmarks.slack_turns --burst 200 --raw-client
      uv run python -m benchmarks.slack_turns --threads 1 20 50 200 500 --plot docs/benchmarks
 """
 
@@ -86,6 +90,18 @@ class SignedEvent:
         body = json.dumps(event_envelope(event, f"Ev{channel}{ts}"))
         return cls(body, signed_headers(body))
 
+    def request(self, port: int) -> bytes:
+        """The whole HTTP/1.1 request, on a connection of its own (``Connection: close``)."""
+        body = self.body.encode()
+        head = [
+            "POST /slack/events HTTP/1.1",
+            f"Host: 127.0.0.1:{port}",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+            *(f"{name}: {value}" for name, value in self.headers.items()),
+        ]
+        return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
 
 async def post_event(session: aiohttp.ClientSession, port: int, channel: str, ts: str) -> float:
     return await post_signed(session, port, SignedEvent.mention(channel, ts))
@@ -99,6 +115,21 @@ async def post_signed(session: aiohttp.ClientSession, port: int, signed: SignedE
     ) as response:
         await response.read()
         assert response.status == 200, response.status
+    return (time.monotonic() - started) * 1000
+
+
+async def post_raw(port: int, request: bytes) -> float:
+    """Send ``request`` (:meth:`SignedEvent.request`) on a new connection; the milliseconds
+    until the app's 200 has been read (the lean client of --raw-client)."""
+    started = time.monotonic()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        status = await reader.readline()
+        assert status.split(b" ", 2)[1:2] == [b"200"], status
+        await reader.read()  # to the end: the server closes the connection
+    finally:
+        writer.close()
     return (time.monotonic() - started) * 1000
 
 
@@ -123,6 +154,7 @@ class Options:
     profile: str | None = None
     workers: int | None = None  # passed to `slack-agent run --workers`; None: its default
     burst: bool = False  # every mention on a new connection
+    raw_client: bool = False  # each request as bytes on a bare asyncio connection
 
 
 @dataclass(frozen=True)
@@ -253,8 +285,12 @@ async def main(threads: int, options: Options) -> Figures:
                 for n in range(threads)
             }
 
+            raw = {channel: event.request(port) for channel, event in signed.items()}
+
             async def one(channel: str) -> float:
                 sent[channel] = time.monotonic()
+                if options.raw_client:
+                    return await post_raw(port, raw[channel])
                 return await post_signed(session, port, signed[channel])
 
             started = time.monotonic()
@@ -321,6 +357,7 @@ async def main(threads: int, options: Options) -> Figures:
         f"LLM {llm_ms} ms a call, tool {tool_ms} ms; "
         f"critical path {ideal} ms (2 rounds); "
         f"{'streamed' if options.streaming else 'not streamed'}"
+        f"{'; the raw client' if options.raw_client else ''}"
     )
     print(f"{'measure':<34} {'p50':>9} {'p99':>9}")
     print(
@@ -457,6 +494,12 @@ if __name__ == "__main__":
         help="post N mentions at once, each on a new connection (instead of --threads)",
     )
     parser.add_argument(
+        "--raw-client",
+        action="store_true",
+        help="with --burst: send each request as bytes on a bare asyncio connection (a "
+        "client that costs about half the CPU of aiohttp's)",
+    )
+    parser.add_argument(
         "--plot", metavar="DIR", type=Path, help="draw the runs into DIR (PNGs, matplotlib)"
     )
     args = parser.parse_args()
@@ -464,6 +507,8 @@ if __name__ == "__main__":
         parser.error(f"argument --workers: {args.workers} is below 0")
     if args.burst is not None and args.burst < 1:
         parser.error(f"argument --burst: {args.burst} is below 1")
+    if args.raw_client and args.burst is None:
+        parser.error("argument --raw-client: only with --burst")
     counts = [args.burst] if args.burst is not None else args.threads
     results: list[Figures] = []
     for count in counts:
@@ -478,6 +523,7 @@ if __name__ == "__main__":
             profile,
             workers=args.workers,
             burst=args.burst is not None,
+            raw_client=args.raw_client,
         )
         results.append(asyncio.run(main(count, run)))
         print()
