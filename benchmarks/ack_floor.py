@@ -65,9 +65,9 @@ async def burst(count: int, backlog: int, raw_client: bool) -> tuple[list[float]
             await wait_healthy(session, port)
             signed = [SignedEvent.mention(f"C{n:05d}", f"{1000 + n}.000001") for n in range(count)]
             await post_signed(session, port, signed[0])  # warm-up
-            raw = [s.request(port) for s in signed]
+            raw = [s.request(port) for s in signed] if raw_client else []
             cpu_before = tree_cpu_seconds(server.pid)
-            if raw_client:
+            if raw:
                 acks = list(await asyncio.gather(*(post_raw(port, r) for r in raw)))
             else:
                 acks = list(await asyncio.gather(*(post_signed(session, port, s) for s in signed)))

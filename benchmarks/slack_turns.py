@@ -285,11 +285,15 @@ async def main(threads: int, options: Options) -> Figures:
                 for n in range(threads)
             }
 
-            raw = {channel: event.request(port) for channel, event in signed.items()}
+            raw = (
+                {channel: event.request(port) for channel, event in signed.items()}
+                if options.raw_client
+                else {}
+            )
 
             async def one(channel: str) -> float:
                 sent[channel] = time.monotonic()
-                if options.raw_client:
+                if channel in raw:
                     return await post_raw(port, raw[channel])
                 return await post_signed(session, port, signed[channel])
 
