@@ -10,18 +10,17 @@ import logging
 import signal
 from dataclasses import dataclass
 
-from aiohttp import web
 from prometheus_client import REGISTRY
 
 from bot.agent.cancellation import Interrupted, unless
 from bot.health.endpoints import HealthServer
 from bot.health.readiness import Readiness, redis_check
-from bot.process.listen import Listen, listen_for_events
+from bot.process.listen import EventsPort, Listen
 from bot.process.services import Services
 from bot.process.slack import SlackSide, build_slack_side
 from bot.process.worker import slack_worker
 from bot.process.workers import Workers
-from bot.slack.inbound.http import http_app
+from bot.slack.inbound.http import ShortAnswers, http_app
 from bot.slack.inbound.socket.pool import SocketPool
 from bot.slack.tokens import verify_tokens
 from bot.turn.worker.consumer import Worker
@@ -104,7 +103,7 @@ async def run(
         if health_port is not None and (socket_mode or health_port != listen.port)
         else None
     )
-    runner: web.AppRunner | None = None
+    events_port: EventsPort | None = None
     working: asyncio.Task[None] | None = None
     try:
         if health is not None:
@@ -123,19 +122,18 @@ async def run(
             assert secret is not None  # build_slack_side(http=True) required it
             # Slack's events port is public: /metrics only where --metrics-port says.
             metrics_here = listen.metrics_port == listen.port
+            short = ShortAnswers(secret.get_secret_value(), slack.messages)
             app = http_app(
                 slack.app,
                 ping,
-                secret.get_secret_value(),
+                short,
                 readiness,
                 metrics=metrics_here,
                 registry=registry,
                 workers=reported,
-                messages=slack.messages,
             )
-            runner = web.AppRunner(app, access_log=None)
-            await runner.setup()
-            await listen_for_events(runner, listen.host, listen.port)
+            events_port = EventsPort(app, short)
+            await events_port.start(listen.host, listen.port)
             log.warning(
                 "slack-agent listening on http://%s:%d/slack/events", listen.host, listen.port
             )
@@ -143,8 +141,8 @@ async def run(
     finally:
         if pool is not None:
             await pool.close()
-        if runner is not None:
-            await runner.cleanup()
+        if events_port is not None:
+            await events_port.stop()
         await slack.later.close()
         if working is not None:
             stop.set()

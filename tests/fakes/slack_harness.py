@@ -17,12 +17,12 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 import yaml
-from aiohttp import web
 
+from bot.process.listen import EventsPort
 from bot.process.run import SlackProcess, assemble
 from bot.process.services import Services, build_services
 from bot.process.state import State
-from bot.slack.inbound.http import http_app
+from bot.slack.inbound.http import ShortAnswers, http_app
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
 from tests.waiting import until
@@ -161,7 +161,7 @@ class SlackHarness:
         self.monkeypatch = monkeypatch
         self.services: Services | None = None
         self.process: SlackProcess | None = None
-        self._runner: web.AppRunner | None = None
+        self._events_port: EventsPort | None = None
         self._stop = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
@@ -204,19 +204,13 @@ class SlackHarness:
         await self.services.start()  # MCP servers, as `slack-agent run` does
         await process.slack.identity.share_with(process.slack.app)
         process.worker.block_ms = 200
-        self._runner = web.AppRunner(
-            http_app(
-                process.slack.app,
-                self.services.state.client.ping,
-                SECRET,
-                messages=process.slack.messages,
-            ),
-            access_log=None,
+        # The events port as `slack-agent run` opens it: the front door, then aiohttp.
+        short = ShortAnswers(SECRET, process.slack.messages)
+        self._events_port = EventsPort(
+            http_app(process.slack.app, self.services.state.client.ping, short), short
         )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        await self._events_port.start("127.0.0.1", 0)
+        self.port = self._events_port.port
         if with_worker:
             self._worker = asyncio.create_task(process.worker.run(self._stop))
         return self
@@ -225,8 +219,8 @@ class SlackHarness:
         self._stop.set()
         if self._worker is not None:
             await asyncio.wait_for(self._worker, 40)
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._events_port is not None:
+            await self._events_port.stop()
         if self.process is not None:
             await self.process.slack.later.close()
             await self.process.slack.client.aclose()

@@ -16,10 +16,11 @@ class MalformedRequest(Exception):
 
 def signed_by_slack(verifier: SignatureVerifier, raw: bytes, headers: Mapping[str, str]) -> bool:
     """Whether X-Slack-Signature is the HMAC of X-Slack-Request-Timestamp and ``raw`` and
-    the timestamp is within five minutes of now."""
+    the timestamp is within five minutes of now. ``headers``: names in lower case, or
+    looked up without case (aiohttp's)."""
     try:
         return verifier.is_valid(
-            raw, headers.get("X-Slack-Request-Timestamp"), headers.get("X-Slack-Signature")
+            raw, headers.get("x-slack-request-timestamp"), headers.get("x-slack-signature")
         )
     except ValueError:  # a timestamp that is not a number; a body that is not UTF-8
         return False

@@ -8,15 +8,19 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pytest
 from aiohttp import web
 
-from bot.process.listen import listen_for_events
+from bot.process.listen import EventsPort
 from tests.fakes.redis_server import free_port
 
 BURST = 300  # more than aiohttp's default backlog (128)
+
+
+async def no_short_answer(raw: bytes, headers: Mapping[str, str]) -> None:
+    return None
 
 
 class BusyServer:
@@ -33,12 +37,11 @@ class BusyServer:
         asyncio.run(self._serve())
 
     async def _serve(self) -> None:
-        runner = web.AppRunner(web.Application())
-        await runner.setup()
-        await listen_for_events(runner, "127.0.0.1", self.port)
+        port = EventsPort(web.Application(), no_short_answer)
+        await port.start("127.0.0.1", self.port)
         self.held.set()
         self.released.wait(30)  # the loop accepts nothing meanwhile
-        await runner.cleanup()
+        await port.stop()
 
     def release(self) -> None:
         self.released.set()

@@ -1,0 +1,231 @@
+"""Slack's events port before aiohttp: the connections that carry Slack's events.
+
+In a burst of events, aiohttp's machinery for each request (its protocol's task per
+connection, the request and response objects, the router, the payload stream) was more
+than half of the ingress's CPU per ack (docs/benchmarks.md), and the burst's acks wait for
+all of it. Most of what Slack sends is ``POST /slack/events`` with a message event, which
+needs none of it: the body, three headers, and a status to write back.
+
+:class:`FrontDoor` is the protocol factory of the events port. Each :class:`Connection`
+reads the bytes that arrive and, for a plain ``POST /slack/events`` (its head as
+bot/slack/inbound/request_head.py reads it, a body of at most 1 MiB), awaits the short
+answer (bot/slack/inbound/http.py: 401 unsigned, or the answer to a message event) and
+writes it. Requests are answered one at a time and in order; HTTP/1.1 keep-alive holds.
+
+Every other request (/healthz, /readyz, commands, interactions, a request the short way
+does not answer, a head it does not read, a body over 1 MiB) goes to aiohttp: the
+connection is handed, with the bytes read and not answered yet, to a protocol of aiohttp's
+server (``fallback``), which owns it from then on and answers as it always did.
+
+A connection that brings no whole request within ``request_timeout_s`` of opening or of its
+last answer is closed (aiohttp's keep-alive timeout; here a request trickled in byte by byte
+does not reset it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+from slack_bolt.response import BoltResponse
+
+from bot.slack.inbound.request_head import (
+    EVENTS_REQUEST_LINE,
+    MAX_BODY,
+    MAX_HEAD,
+    Answers,
+    Head,
+    head_end,
+    read_head,
+)
+
+log = logging.getLogger(__name__)
+
+ShortAnswer = Callable[[bytes, Mapping[str, str]], Awaitable[BoltResponse | None]]
+
+REQUEST_TIMEOUT_S = 75.0  # aiohttp's keep-alive timeout
+
+
+class FrontDoor:
+    def __init__(
+        self,
+        answer: ShortAnswer,
+        fallback: Callable[[], asyncio.Protocol],
+        *,
+        request_timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> None:
+        """``answer``: the short answer to a request's body and headers (names in lower
+        case), or None for aiohttp to answer it; ``fallback``: a new protocol of aiohttp's
+        server (``web.Server``), for a connection handed on."""
+        self.answer = answer
+        self.fallback = fallback
+        self.request_timeout_s = request_timeout_s
+        self.answers = Answers()
+        self.connections: set[Connection] = set()
+        self.closing = False
+        self.loop = asyncio.get_running_loop()
+
+    def __call__(self) -> Connection:
+        return Connection(self)
+
+    async def close(self, timeout_s: float) -> None:
+        """Close idle connections at once; a request being answered is answered (with
+        ``Connection: close``) for up to ``timeout_s``, then its connection is dropped.
+        Connections handed to aiohttp are its server's to close."""
+        self.closing = True
+        answering = []
+        for connection in list(self.connections):
+            if connection.task is None:
+                connection.close()
+            else:
+                answering.append(connection.task)
+        if answering:
+            await asyncio.wait(answering, timeout=timeout_s)
+        for connection in list(self.connections):
+            connection.close()
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, door: FrontDoor) -> None:
+        self.door = door
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.task: asyncio.Task[None] | None = None
+        self.eof = False
+        self.paused = False
+        self.deadline: asyncio.TimerHandle | None = None
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.door.connections.add(self)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if self.task is None:
+            self._next()
+        elif len(self.buffer) > MAX_HEAD + MAX_BODY and not self.paused:
+            # a client that sends on while its request is answered: wait for the answer
+            self.paused = True
+            self._transport().pause_reading()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        if self.task is None:
+            self._next()
+        return True  # the answer to a whole request can still be written; then we close
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.door.connections.discard(self)
+        self._disarm()
+
+    # the requests
+
+    def close(self) -> None:
+        self._disarm()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _next(self) -> None:
+        """Answer the next whole request in the buffer, hand the connection to aiohttp,
+        or wait for more bytes."""
+        buffer = self.buffer
+        if not buffer:
+            if self.eof or self.door.closing:
+                self.close()
+            return
+        line = EVENTS_REQUEST_LINE
+        if not (buffer.startswith(line) if len(buffer) >= len(line) else line.startswith(buffer)):
+            self._hand_over()
+            return
+        end = head_end(buffer)
+        if end < 0:
+            bare_lf = buffer.count(b"\n") != buffer.count(b"\r\n")
+            if self.eof or bare_lf or len(buffer) > MAX_HEAD:
+                self._hand_over()
+            return
+        head = read_head(bytes(buffer[:end]))
+        if head is None or head.body_length > MAX_BODY:
+            self._hand_over()
+            return
+        size = end + 4 + head.body_length
+        if len(buffer) < size:
+            if self.eof:
+                self._hand_over()  # aiohttp says what an incomplete body gets
+            return
+        request = bytes(buffer[:size])
+        del buffer[:size]
+        self._disarm()
+        self.task = self.door.loop.create_task(self._answer(head, request, end + 4))
+
+    async def _answer(self, head: Head, request: bytes, body_at: int) -> None:
+        try:
+            reply = await self.door.answer(request[body_at:], head.headers)
+        except Exception:  # the short answer catches its own; this is a last resort
+            log.exception("handling a Slack request failed")
+            reply = BoltResponse(status=500, body="")
+        self.task = None
+        if reply is None:  # aiohttp answers it, and whatever follows on this connection
+            self.buffer[0:0] = request
+            self._hand_over()
+            return
+        transport = self._transport()
+        if transport.is_closing():  # the client is gone; what the answer did stays done
+            return
+        keep_alive = head.keep_alive and not self.door.closing
+        content_type = reply.headers.get("content-type", ["text/plain"])[0]
+        transport.write(
+            self.door.answers.render(
+                reply.status,
+                reply.body,
+                keep_alive=keep_alive,
+                content_type=content_type.partition(";")[0].strip(),
+            )
+        )
+        if not keep_alive:
+            self.close()
+            return
+        if self.paused:
+            self.paused = False
+            transport.resume_reading()
+        self._arm()
+        self._next()
+
+    def _hand_over(self) -> None:
+        """This connection is aiohttp's from now on, with the bytes not answered yet."""
+        self._disarm()
+        self.door.connections.discard(self)
+        transport = self._transport()
+        if transport.is_closing():
+            return
+        protocol = self.door.fallback()
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        if self.buffer:
+            data, self.buffer = bytes(self.buffer), bytearray()
+            protocol.data_received(data)
+        if self.paused:
+            self.paused = False
+            transport.resume_reading()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self.deadline = self.door.loop.call_later(self.door.request_timeout_s, self._time_out)
+
+    def _disarm(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+
+    def _time_out(self) -> None:
+        self.deadline = None
+        if self.task is None:
+            self.close()
+
+    def _transport(self) -> asyncio.Transport:
+        assert self.transport is not None, "not connected"
+        return self.transport

@@ -1,0 +1,264 @@
+"""The events port's front door: the short answers without aiohttp, in order, with
+keep-alive; every other request, and every request it does not read, answered by aiohttp
+on the same connection, as before."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+
+import pytest
+from aiohttp import web
+from slack_bolt.response import BoltResponse
+
+from bot.process.listen import EventsPort
+
+
+class ShortWay:
+    """A stand-in for the short answers (bot/slack/inbound/http.py): bodies starting with
+    ``short`` get 200 "short", ``boom`` raises, ``slow`` waits for :attr:`go`; everything
+    else is aiohttp's."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.headers: list[Mapping[str, str]] = []
+        self.go = asyncio.Event()
+        self.started = asyncio.Event()
+        self.finished = asyncio.Event()
+
+    async def __call__(self, raw: bytes, headers: Mapping[str, str]) -> BoltResponse | None:
+        self.bodies.append(raw)
+        self.headers.append(headers)
+        if raw.startswith(b"boom"):
+            raise RuntimeError("boom")
+        if raw.startswith(b"slow"):
+            self.started.set()
+            await self.go.wait()
+            self.finished.set()
+        if raw.startswith((b"short", b"slow")):
+            return BoltResponse(status=200, body="short " + raw.decode())
+        return None
+
+
+class Port:
+    def __init__(self, events_port: EventsPort, short: ShortWay, seen: list[bytes]) -> None:
+        self.events_port = events_port
+        self.short = short
+        self.seen = seen  # bodies aiohttp's POST /slack/events handler read
+
+    async def connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", self.events_port.port)
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[Port]:
+    seen: list[bytes] = []
+
+    async def events(request: web.Request) -> web.Response:
+        body = await request.read()
+        seen.append(body)
+        return web.Response(text="aiohttp " + body.decode())
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/slack/events", events)
+    app.router.add_get("/healthz", healthz)
+    short = ShortWay()
+    events_port = EventsPort(app, short)
+    await events_port.start("127.0.0.1", 0)
+    yield Port(events_port, short, seen)
+    await events_port.stop()
+
+
+def post(body: bytes, *extra: str, path: str = "/slack/events", version: str = "1.1") -> bytes:
+    head = [f"POST {path} HTTP/{version}", "Host: bot", f"Content-Length: {len(body)}"]
+    head += ["X-Slack-Signature: v0=abc", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], str]:
+    """One answer: its status, headers (names in lower case) and body."""
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    lines = head.decode("latin-1").split("\r\n")[:-2]
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 5)
+    return int(lines[0].split()[1]), headers, body.decode()
+
+
+async def closed(reader: asyncio.StreamReader) -> bool:
+    """Whether the server closes the connection (EOF) within 5 s."""
+    return await asyncio.wait_for(reader.read(), 5) == b""
+
+
+async def test_a_short_answer_is_given_without_aiohttp(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(post(b"short one"))
+    status, headers, body = await answer(reader)
+    assert (status, body) == (200, "short short one")
+    assert headers["connection"] == "keep-alive"
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    assert port.short.bodies == [b"short one"]
+    assert port.short.headers[0]["x-slack-signature"] == "v0=abc"
+    assert port.seen == []
+    writer.close()
+
+
+async def test_requests_on_one_connection_are_answered_in_order(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(post(b"short 1"))
+    assert (await answer(reader))[2] == "short short 1"
+    # pipelined: three requests in one write
+    writer.write(post(b"short 2") + post(b"short 3") + post(b"short 4"))
+    assert [(await answer(reader))[2] for _ in range(3)] == [
+        "short short 2",
+        "short short 3",
+        "short short 4",
+    ]
+    writer.close()
+
+
+async def test_a_request_trickled_byte_by_byte_is_answered(port: Port) -> None:
+    reader, writer = await port.connect()
+    for byte in post(b"short trickled"):
+        writer.write(bytes([byte]))
+        await writer.drain()
+    assert (await answer(reader))[2] == "short short trickled"
+    writer.close()
+
+
+async def test_a_request_the_short_way_does_not_answer_is_aiohttps_with_the_rest(
+    port: Port,
+) -> None:
+    reader, writer = await port.connect()
+    writer.write(post(b"short first"))
+    assert (await answer(reader))[2] == "short short first"
+    writer.write(post(b'{"type": "block_actions"}') + post(b"short after"))
+    assert (await answer(reader))[2] == 'aiohttp {"type": "block_actions"}'
+    # the connection is aiohttp's from then on, the next request too
+    assert (await answer(reader))[2] == "aiohttp short after"
+    assert port.seen == [b'{"type": "block_actions"}', b"short after"]
+    assert port.short.bodies == [b"short first", b'{"type": "block_actions"}']
+    writer.close()
+
+
+async def test_other_paths_go_to_aiohttp_unread(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: bot\r\n\r\n")
+    assert (await answer(reader))[::2] == (200, "ok")
+    writer.close()
+    reader, writer = await port.connect()
+    writer.write(post(b"short but not here", path="/slack/events?ssl_check=1"))
+    assert (await answer(reader))[2] == "aiohttp short but not here"
+    assert port.short.bodies == []
+    writer.close()
+
+
+async def test_a_chunked_body_is_read_by_aiohttp(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(
+        b"POST /slack/events HTTP/1.1\r\nHost: bot\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nshort\r\n6\r\n chunk\r\n0\r\n\r\n"
+    )
+    assert (await answer(reader))[::2] == (200, "aiohttp short chunk")
+    assert port.short.bodies == []
+    writer.close()
+
+
+async def test_a_smuggled_request_never_takes_the_short_way(port: Port) -> None:
+    """Content-Length and Transfer-Encoding both: what is the body? Not ours to decide."""
+    reader, writer = await port.connect()
+    writer.write(post(b"0\r\n\r\nshort smuggled", "Transfer-Encoding: chunked"))
+    status, _, _ = await answer(reader)
+    assert status == 400
+    assert port.short.bodies == []
+    writer.close()
+
+
+async def test_a_head_with_bare_line_feeds_is_aiohttps(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(post(b"short").replace(b"\r\n", b"\n"))
+    status, _, _ = await answer(reader)
+    assert status in (200, 400)  # aiohttp's parser decides
+    assert port.short.bodies == []
+    writer.close()
+
+
+async def test_a_body_over_one_mebibyte_gets_aiohttps_413(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(post(b"short" + b"x" * 1024**2))
+    status, _, _ = await answer(reader)
+    assert status == 413
+    assert port.short.bodies == []
+    writer.close()
+
+
+async def test_connection_close_and_http_1_0_close_after_the_answer(port: Port) -> None:
+    for request in (post(b"short", "Connection: close"), post(b"short", version="1.0")):
+        reader, writer = await port.connect()
+        writer.write(request)
+        status, headers, _ = await answer(reader)
+        assert (status, headers["connection"]) == (200, "close")
+        assert await closed(reader)
+        writer.close()
+
+
+async def test_a_client_that_half_closes_still_gets_its_answer(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(post(b"short then EOF"))
+    writer.write_eof()
+    assert (await answer(reader))[2] == "short short then EOF"
+    assert await closed(reader)
+    writer.close()
+
+
+async def test_a_failing_answer_is_a_500_and_the_connection_goes_on(port: Port) -> None:
+    reader, writer = await port.connect()
+    writer.write(post(b"boom"))
+    assert (await answer(reader))[::2] == (500, "")
+    writer.write(post(b"short again"))
+    assert (await answer(reader))[2] == "short short again"
+    writer.close()
+
+
+async def test_a_connection_without_a_whole_request_is_closed_in_time(port: Port) -> None:
+    assert port.events_port.door is not None
+    port.events_port.door.request_timeout_s = 0.3
+    reader, writer = await port.connect()
+    writer.write(post(b"short never finished")[:-5])
+    assert await closed(reader)
+    assert port.short.bodies == []
+    writer.close()
+
+
+async def test_an_answer_under_way_finishes_when_the_client_leaves(port: Port) -> None:
+    _reader, writer = await port.connect()
+    writer.write(post(b"slow"))
+    await port.short.started.wait()
+    writer.close()
+    port.short.go.set()
+    await asyncio.wait_for(port.short.finished.wait(), 5)
+
+
+async def test_stopping_finishes_the_answer_under_way_and_closes_idle_connections(
+    port: Port,
+) -> None:
+    idle_reader, idle_writer = await port.connect()
+    idle_writer.write(post(b"short"))
+    await answer(idle_reader)
+    reader, writer = await port.connect()
+    writer.write(post(b"slow"))
+    await port.short.started.wait()
+    stopping = asyncio.create_task(port.events_port.stop())
+    assert await closed(idle_reader)
+    port.short.go.set()
+    status, headers, body = await answer(reader)
+    assert (status, headers["connection"], body) == (200, "close", "short slow")
+    assert await closed(reader)
+    await asyncio.wait_for(stopping, 5)
+    writer.close()
+    idle_writer.close()
