@@ -135,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             hold_on(args.supervisor_pipe)
         from bot.console.chat import ChatOptions
         from bot.process import commands
+        from bot.process.event_loop import run_service
         from bot.process.listen import Listen
 
         if args.command == "chat":
@@ -143,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             listen = Listen(args.host, args.port, args.metrics_port)
             return _exit_now_if_stuck(
-                asyncio.run(
+                run_service(
                     commands.run_app(
                         args.config, listen, with_worker=not args.no_worker, workers=args.workers
                     )
@@ -152,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "worker":
             listen = Listen(metrics_port=args.metrics_port)
             return _exit_now_if_stuck(
-                asyncio.run(
+                run_service(
                     commands.run_workers(
                         args.config,
                         listen,

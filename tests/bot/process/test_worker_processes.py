@@ -225,6 +225,11 @@ async def owner_pid(state: State) -> int | None:
     return None
 
 
+def on_uvloop(pid: int) -> bool:
+    """Whether process ``pid`` has uvloop's event loop library loaded."""
+    return "uvloop/loop." in Path(f"/proc/{pid}/maps").read_text()
+
+
 async def queue_empty(state: State) -> bool:
     return (await state.queue.depth())[0] == 0
 
@@ -243,6 +248,8 @@ async def test_run_with_worker_processes_answers_and_reports_them(
     # The ingress only acked and queued: only the worker processes ever read the queue.
     workers = set(app.workers())
     assert await consumer_pids(state) <= workers and app.pid not in await consumer_pids(state)
+    # Every process of the app runs its event loop on uvloop (bot/process/event_loop.py).
+    assert all(on_uvloop(pid) for pid in {app.pid, *workers})
 
     async def counted() -> bool:
         code, text_body = await app.endpoint("/metrics", metrics_port)
