@@ -1,6 +1,6 @@
 """The events port's front door: the short answers without aiohttp, in order, with
 keep-alive; every other request, and every request it does not read, answered by aiohttp
-on the same connection, as before."""
+on the same connection, as before. On asyncio's loop and uvloop's (conftest.py)."""
 
 from __future__ import annotations
 
@@ -106,6 +106,11 @@ async def test_a_short_answer_is_given_without_aiohttp(port: Port) -> None:
     assert port.short.headers[0]["x-slack-signature"] == "v0=abc"
     assert port.seen == []
     writer.close()
+
+
+async def test_both_event_loops_are_tried(request: pytest.FixtureRequest) -> None:
+    kind = type(asyncio.get_running_loop()).__module__.split(".")[0]
+    assert f"[{kind}]" in request.node.name
 
 
 async def test_requests_on_one_connection_are_answered_in_order(port: Port) -> None:
