@@ -27,6 +27,12 @@ def test_a_plain_head_is_read_with_lower_case_names() -> None:
     assert head.keep_alive
 
 
+def test_a_repeated_header_keeps_every_value() -> None:
+    head = read_head(PLAIN + b"\r\nX-Slack-Signature: v0=def")
+    assert head is not None
+    assert head.headers["x-slack-signature"] == "v0=abc, v0=def"  # no signature matches
+
+
 def test_where_a_head_ends() -> None:
     request = PLAIN + b"\r\n\r\n" + b'{"a": "b\r\n"}'
     assert head_end(request) == len(PLAIN)

@@ -3,13 +3,15 @@ body that cannot be read is a 400 with one warning, never a 500 with a traceback
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from urllib.parse import quote
 
 import aiohttp
 import pytest
 
-from tests.fakes.slack_harness import SlackHarness, signed_headers
+from tests.fakes.slack_harness import SlackHarness, event_envelope, mention, signed_headers
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
@@ -124,3 +126,26 @@ async def test_a_signed_well_formed_request_still_reaches_bolt(slack_app: SlackH
     body = '{"token": "legacy", "challenge": "c-42", "type": "url_verification"}'
     status, reply = await send(slack_app, *signed(body, JSON))
     assert status == 200 and "c-42" in reply
+
+
+async def test_a_repeated_signature_header_is_a_401_without_a_turn(
+    slack_app: SlackHarness,
+) -> None:
+    """A valid signature and a second one after it: both are read, so the check fails
+    (aiohttp's headers would have shown only the first)."""
+    await slack_app.start()
+    body = json.dumps(event_envelope(mention("hello", "900.000001"), "Ev0TWICE"))
+    headers = signed_headers(body)
+    head = [
+        "POST /slack/events HTTP/1.1",
+        "Host: bot",
+        f"Content-Length: {len(body.encode())}",
+        *(f"{name}: {value}" for name, value in headers.items()),
+        "X-Slack-Signature: v0=" + "0" * 64,
+    ]
+    reader, writer = await asyncio.open_connection("127.0.0.1", slack_app.port)
+    writer.write(("\r\n".join(head) + "\r\n\r\n" + body).encode())
+    status_line = await asyncio.wait_for(reader.readline(), 5)
+    writer.close()
+    assert status_line.startswith(b"HTTP/1.1 401 ")
+    assert (await slack_app.state.queue.depth())[0] == 0
