@@ -38,6 +38,7 @@ from bot.slack.inbound.request_head import (
     Answers,
     Head,
     head_end,
+    media_type,
     read_head,
 )
 
@@ -177,13 +178,10 @@ class Connection(asyncio.Protocol):
         if transport.is_closing():  # the client is gone; what the answer did stays done
             return
         keep_alive = head.keep_alive and not self.door.closing
-        content_type = reply.headers.get("content-type", ["text/plain"])[0]
+        content_type = media_type(reply.headers.get("content-type", ["text/plain"])[0])
         transport.write(
             self.door.answers.render(
-                reply.status,
-                reply.body,
-                keep_alive=keep_alive,
-                content_type=content_type.partition(";")[0].strip(),
+                reply.status, reply.body, keep_alive=keep_alive, content_type=content_type
             )
         )
         if not keep_alive:

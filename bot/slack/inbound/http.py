@@ -28,11 +28,13 @@ from slack_sdk.signature import SignatureVerifier
 from bot.health.endpoints import add_routes
 from bot.health.readiness import Readiness, redis_check
 from bot.slack.inbound.message_events import MessageEvents
+from bot.slack.inbound.request_head import media_type
 from bot.slack.inbound.requests import MalformedRequest, bolt_request, signed_by_slack
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
+JSON = "application/json"
 
 
 class ShortAnswers:
@@ -50,8 +52,7 @@ class ShortAnswers:
         if not signed_by_slack(self.verifier, raw, headers):
             log.info("refused a request without a valid Slack signature (401)")
             return BoltResponse(status=401, body="invalid or missing Slack signature")
-        media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
-        if self.messages is None or media_type != "application/json":
+        if self.messages is None or media_type(headers.get("content-type", "")) != JSON:
             return None
         try:
             body = json.loads(raw)

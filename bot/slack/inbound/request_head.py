@@ -48,10 +48,10 @@ class Head:
         tokens = self.headers.get("connection", "").lower().split(",")
         return "close" not in (token.strip() for token in tokens)
 
-    @property
-    def content_type(self) -> str:
-        """The media type of the body, in lower case, without its parameters."""
-        return self.headers.get("content-type", "").partition(";")[0].strip().lower()
+
+def media_type(content_type: str) -> str:
+    """A Content-Type's media type, in lower case, without its parameters."""
+    return content_type.partition(";")[0].strip().lower()
 
 
 def head_end(buffer: bytes | bytearray) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.slack.inbound.request_head import Answers, head_end, read_head
+from bot.slack.inbound.request_head import Answers, head_end, media_type, read_head
 
 PLAIN = (
     b"POST /slack/events HTTP/1.1\r\n"
@@ -23,7 +23,7 @@ def test_a_plain_head_is_read_with_lower_case_names() -> None:
     assert head.body_length == 12
     assert head.headers["x-slack-signature"] == "v0=abc"
     assert head.headers["x-slack-request-timestamp"] == "1700000000"
-    assert head.content_type == "application/json"
+    assert media_type(head.headers["content-type"]) == "application/json"
     assert head.keep_alive
 
 
