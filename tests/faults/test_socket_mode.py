@@ -185,8 +185,8 @@ async def test_every_event_answered_once_through_drops_resets_and_refreshes(
     fake_llm.otherwise = answer_to
     fake_socket.close_after_s = 2.0
     app = await launch.run()
-    await until_true(app.ready, 30)
-    assert len(fake_socket.open_connections) == 2
+    await until_true(app.ready, 30)  # one connection open: the other may still be opening
+    await until(lambda: len(fake_socket.open_connections) == 2, 30)
 
     sent: list[str] = []
 
@@ -393,6 +393,9 @@ async def test_link_disabled_fails_readiness_and_says_why(
 ) -> None:
     app = await launch.run()
     await until_true(app.ready, 30)
+    # Both slots open before Slack refuses: a slot still opening would open after the
+    # refusal and (rightly) clear it, since the app then takes events again.
+    await until(lambda: len(fake_socket.open_connections) == 2, 30)
     fake_slack.fail("apps.connections.open", "invalid_auth", times=1000)
     for connection in fake_socket.open_connections:
         await fake_socket.refresh(connection, "link_disabled")

@@ -524,9 +524,18 @@ def check_silent_when_cut_off(processes: Sequence[SimProcess]) -> None:
             assert not spoke, f"{process.name}, cut off for {end - start:.2f} s, called {spoke}"
 
 
+# SCHEDULE_EXAMPLES=500 for a long search; CI runs the default.
+EXAMPLES = int(os.environ.get("SCHEDULE_EXAMPLES", "25"))
+# pytest-timeout bounds the whole search, not one example. An example takes 0-2.3 s here
+# (150 in 137 s on 2 vCPUs), several times that on a loaded CI machine: 60 s for the whole
+# search once cut a passing run short, and Hypothesis took the cut for a failure (then spent
+# five minutes shrinking it). A stuck example still fails on its own, after CONVERGE_S.
+SEARCH_TIMEOUT_S = 60 + 8 * EXAMPLES
+
+
+@pytest.mark.timeout(SEARCH_TIMEOUT_S)
 @settings(
-    # SCHEDULE_EXAMPLES=500 for a long search; CI runs the default.
-    max_examples=int(os.environ.get("SCHEDULE_EXAMPLES", "25")),
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
