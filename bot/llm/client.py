@@ -3,7 +3,8 @@
 The request goes through the SDK's client (its retries, timeouts, authentication and
 errors) as the plain JSON body this module builds, without the SDK's request transform; a
 streamed answer is read from the raw response as plain dicts (bot/llm/sse.py), without a
-pydantic object per chunk.
+pydantic object per chunk; under the SDK, the bytes travel over aiohttp
+(bot/llm/transport.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from bot.llm.response import (
 )
 from bot.llm.telemetry import ModelCallTelemetry, has_content
 from bot.llm.tokens import TokenEstimator
+from bot.llm.transport import http_client
 from bot.llm.usage import Usage
 
 if TYPE_CHECKING:
@@ -88,6 +90,7 @@ class OpenAIChatModel:
             base_url=base_url or config.base_url,
             timeout=config.timeout_s,
             max_retries=config.max_retries,
+            http_client=http_client(),
         )
         self._calls = 0
         self.price = price_for(config.model, config.prices)

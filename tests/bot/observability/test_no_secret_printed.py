@@ -192,9 +192,11 @@ async def test_run_prints_no_secret_and_exports_none(
         lines = [json.loads(line) for line in stderr.splitlines()]  # still JSON, every line
         assert any(REDACTED in line["message"] for line in lines)
     if level == "DEBUG":
-        # The HTTP clients' request lines: the model's URL without its password, the MCP
-        # server's without its query.
-        assert f"http://{REDACTED}@127.0.0.1" in stderr
+        # The HTTP clients' request lines: the model's URL without its credentials (they
+        # leave the URL once they are its Basic authentication: bot/llm/transport.py),
+        # the MCP server's without its query.
+        assert f"HTTP Request: POST {fake_llm.base_url}/chat/completions" in stderr
+        assert "model-user" not in stderr
         assert "/mcp?" + REDACTED in stderr
     else:
         # At INFO no HTTP client says which URL it asked (the answer above needed both).
