@@ -21,8 +21,6 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from redis.asyncio.connection import Connection
-
 from bot.agent.events import AgentEvent
 from bot.config.schema import AppConfig
 from bot.llm import ModelResponse, ToolCall, Usage
@@ -32,22 +30,11 @@ from bot.turn.responder import Deadline, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tests.fakes.function_model import FunctionModel
+from tests.fakes.round_trips import RoundTrips, counting_round_trips
 from tests.fakes.worker_kit import make_worker as kit_worker
 from tools import tool
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-ROUND_TRIPS = 0
-
-
-def count_round_trips() -> None:
-    original = Connection.send_packed_command
-
-    async def counted(self: Connection, command: Any, check_health: bool = True) -> None:
-        global ROUND_TRIPS
-        ROUND_TRIPS += 1
-        await original(self, command, check_health)
-
-    setattr(Connection, "send_packed_command", counted)  # noqa: B010 - patched to count
 
 
 @tool
@@ -118,7 +105,11 @@ async def net_bytes(state: State) -> int:
 
 
 async def main(turns: int) -> None:
-    count_round_trips()
+    with counting_round_trips() as trips:
+        await measure(turns, trips)
+
+
+async def measure(turns: int, trips: RoundTrips) -> None:
     prefix = f"bench:{uuid.uuid4().hex[:8]}:"
     config = AppConfig.model_validate({"redis": {"key_prefix": prefix}})
     state = open_state(REDIS_URL, config)
@@ -132,18 +123,17 @@ async def main(turns: int) -> None:
             stop = asyncio.Event()
             task = asyncio.create_task(worker.run(stop))
             await asyncio.sleep(0.3)  # let the worker settle into its blocking read
-            global ROUND_TRIPS
-            trips_before, bytes_before = ROUND_TRIPS, await net_bytes(state)
+            trips_before, bytes_before = trips.sent, await net_bytes(state)
             for n in range(turns):
                 thread = f"{label}-{n % 10}"  # ten threads, so histories grow like real ones
                 ts = f"{int(with_tool)}{n}.1"
                 turn = Turn("T1", "C1", thread, "U1", f"q{label}{n}", ts, f"Ev{label}{n}")
                 await run_batch(state, responder, [turn], {})
-            trips = (ROUND_TRIPS - trips_before) / turns
+            per_turn = (trips.sent - trips_before) / turns
             size = (await net_bytes(state) - bytes_before) / turns
             stop.set()
             await task
-            print(f"{label:<26} {trips:>12.1f} {size:>10.0f}")
+            print(f"{label:<26} {per_turn:>12.1f} {size:>10.0f}")
 
         print()
         print("enqueue-to-start latency (ms)")

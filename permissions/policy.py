@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from permissions.config import RoleConfig
+from permissions.lookups import Cached
 from permissions.resolver import RoleResolver
 from permissions.rules import is_admin, tool_allowed
 from permissions.sources import HeldRole, role_names
@@ -22,6 +23,13 @@ from tools.toolset import Toolset
 
 class Switches(Protocol):
     async def disabled(self) -> set[str]: ...
+
+
+class Reads(Protocol):
+    """One question's reads at once: what the resolver's cache holds for the person
+    (``Cache.read``) and the tools switched off (``Switches.disabled``), one round trip."""
+
+    async def read(self, team: str, user: str, external: bool) -> tuple[Cached, set[str]]: ...
 
 
 @dataclass(frozen=True)
@@ -47,10 +55,12 @@ class Policy:
         roles: Mapping[str, RoleConfig],
         resolver: RoleResolver,
         switches: Switches | None = None,
+        reads: Reads | None = None,
     ) -> None:
         self.roles = roles
         self.resolver = resolver
         self.switches = switches
+        self.reads = reads  # the switches and the resolver's cache, read together
 
     async def held(self, person: Person) -> list[HeldRole]:
         return await self.resolver.resolve(person.team, person.user, external=person.external)
@@ -66,13 +76,28 @@ class Policy:
             return True  # no roles configured: every tool for everyone
         return tool_allowed(held, self.roles, tool, channel)
 
+    async def _ask(
+        self, person: Person, held: Sequence[str] | None
+    ) -> tuple[Sequence[str], set[str]]:
+        """The roles of ``person`` (``held``, when fixed) and the tools switched off, both
+        read afresh for this question."""
+        if held is not None:
+            return held, await self.disabled()
+        if self.reads is None:
+            return role_names(await self.held(person)), await self.disabled()
+        cached, off = await self.reads.read(person.team, person.user, person.external)
+        found = await self.resolver.resolve(
+            person.team, person.user, external=person.external, cached=cached
+        )
+        return role_names(found), off
+
     async def check(
         self, person: Person, tool: str, held: Sequence[str] | None = None
     ) -> str | None:
         """None when ``person`` may run ``tool`` here and now; else the reason they may not."""
-        if tool in await self.disabled():
+        names, off = await self._ask(person, held)
+        if tool in off:
             return "An admin has switched it off."
-        names = held if held is not None else role_names(await self.held(person))
         if not self.by_roles(names, tool, person.channel):
             where = " in this channel" if person.channel else ""
             return f"Your roles ({', '.join(names) or 'none'}) do not allow it{where}."
@@ -81,8 +106,7 @@ class Policy:
     async def visible(
         self, person: Person, tools: Sequence[Tool], held: Sequence[str] | None = None
     ) -> list[Tool]:
-        names = held if held is not None else role_names(await self.held(person))
-        off = await self.disabled()
+        names, off = await self._ask(person, held)
         return [
             t for t in tools if t.name not in off and self.by_roles(names, t.name, person.channel)
         ]

@@ -52,16 +52,21 @@ class RoleResolver:
             for role in roles.values()
         )
 
-    async def resolve(self, team: str, user: str, *, external: bool = False) -> list[HeldRole]:
+    async def resolve(
+        self, team: str, user: str, *, external: bool = False, cached: Cached | None = None
+    ) -> list[HeldRole]:
         """The roles ``user`` holds in ``team``. ``external``: the surface (event, click,
         command) names another workspace as the person's, or none; only the config's user
         IDs and admins' grants count. Otherwise the directory decides whether they are of this
-        workspace; if it says not, or cannot say, they count as ``external`` too."""
-        cached = Cached(None, "")
-        if self.cache is not None:
-            cached = await self.cache.read(team, user, external)  # the generation: first
-            if cached.value is not None:
-                return [HeldRole(**item) for item in json.loads(cached.value)]
+        workspace; if it says not, or cannot say, they count as ``external`` too.
+        ``cached``: what the cache holds, read by the caller just now (with the policy's
+        other reads, permissions/policy.py); else it is read here."""
+        if cached is None:
+            cached = Cached(None, "")
+            if self.cache is not None:
+                cached = await self.cache.read(team, user, external)  # the generation: first
+        if cached.value is not None:
+            return [HeldRole(**item) for item in json.loads(cached.value)]
         held, complete = await self._resolve(team, user, external)
         if self.cache is not None:
             ttl = CACHE_TTL_S if complete else DEGRADED_CACHE_TTL_S

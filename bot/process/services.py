@@ -170,7 +170,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     state = open_state(redis_url, config)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
     resolver = RoleResolver(config.roles, grants=state.grants, cache=state.roles)
-    policy = Policy(config.roles, resolver, state.switches)
+    policy = Policy(config.roles, resolver, state.switches, state.policy_reads)
     settings = loop_settings(config)
     estimate = CallEstimator(model.estimator, settings.price, config.llm.max_tokens)
     budgets = Budgets(config.budgets, config.roles, state.budgets, state.audit, estimate, policy)

@@ -16,6 +16,7 @@ from bot.state.grants import RoleGrants
 from bot.state.history import RedisHistory
 from bot.state.keys import Keys
 from bot.state.participation import ThreadParticipation
+from bot.state.policy_reads import PolicyReads
 from bot.state.role_cache import RedisCache, RoleCache
 from bot.state.shards import Shards
 from bot.state.switches import ToolSwitches
@@ -47,6 +48,7 @@ class State:
     pane: AgentPaneThreads
     cache: RedisCache
     roles: RoleCache  # resolved roles, guarded by a generation per person
+    policy_reads: PolicyReads  # the roles and the switches in one round trip
     stops: StopRequests
     elicitations: Elicitations
     approvals: Approvals
@@ -65,6 +67,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
     client = handle.client
     keys = Keys(config.redis.key_prefix, Shards(config.redis.shards if config.redis.cluster else 1))
     audit = AuditLog(client, keys)
+    roles = RoleCache(client, keys)
     return State(
         handle=handle,
         keys=keys,
@@ -90,7 +93,8 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         asides=ThreadAsides(client, keys, config.history.idle_ttl_s),
         pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),
-        roles=RoleCache(client, keys),
+        roles=roles,
+        policy_reads=PolicyReads(client, keys, roles),
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
         approvals=Approvals(client, keys),

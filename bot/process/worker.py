@@ -19,7 +19,7 @@ from bot.turn.responder import Deadline, Responder
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
-from permissions.approval import needs_approval
+from permissions.approval import may_need_approval, needs_approval
 from permissions.policy import Person
 from permissions.sources import role_names
 from tools.approval import ApprovalToolset
@@ -44,6 +44,8 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
 
         async def needs(tool: Tool) -> bool:
+            if not may_need_approval(tool.name, tool.confirm, config.approval):
+                return False  # whoever asks: no roles to read
             held = role_names(await policy.held(person))
             return needs_approval(tool.name, tool.confirm, config.approval, config.roles, held)
 

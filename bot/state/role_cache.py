@@ -49,21 +49,28 @@ class RoleCache:
         self._write = client.register_script(WRITE)
 
     async def read(self, team: str, user: str, external: bool) -> Cached:
-        value, generation = await self.client.mget(
-            self.keys.roles(team, user, external), self.keys.roles_generation(team, user)
-        )
-        return Cached(str(value) if value is not None else None, str(generation or "0"))
+        value, generation = await self.client.mget(*self.keys_of(team, user, external))
+        return cached(value, generation)
+
+    def keys_of(self, team: str, user: str, external: bool) -> tuple[str, str]:
+        """What :meth:`read` reads, in one slot: the cached answer, the generation."""
+        return self.keys.roles(team, user, external), self.keys.roles_generation(team, user)
 
     async def write(
         self, team: str, user: str, external: bool, value: str, ttl_s: int, generation: str
     ) -> bool:
-        keys = [self.keys.roles(team, user, external), self.keys.roles_generation(team, user)]
+        keys = list(self.keys_of(team, user, external))
         return bool(await self._write(keys=keys, args=[value, ttl_s, generation]))
 
     async def forget(self, team: str, user: str) -> None:
         async with self.client.pipeline(transaction=True) as pipe:
             forgetting(pipe, self.keys, team, user)
             await pipe.execute()
+
+
+def cached(value: str | None, generation: str | None) -> Cached:
+    """What :meth:`RoleCache.keys_of` hold, as the resolver reads it."""
+    return Cached(str(value) if value is not None else None, str(generation or "0"))
 
 
 def forgetting(pipe: Any, keys: Keys, team: str, user: str) -> None:

@@ -30,13 +30,22 @@ class ToolSwitches:
         return switch
 
     async def all(self) -> dict[str, Switch]:
-        raw = await self.client.hgetall(self.keys.switches)
-        return {tool: Switch(**json.loads(value)) for tool, value in raw.items()}
+        return parse(await self.client.hgetall(self.keys.switches))
 
     async def disabled(self) -> set[str]:
-        return {tool for tool, switch in (await self.all()).items() if not switch.enabled}
+        return switched_off(await self.client.hgetall(self.keys.switches))
 
     async def is_enabled(self, tool: str) -> bool:
         """Tools are on unless an admin switched them off."""
         raw = await self.client.hget(self.keys.switches, tool)
         return raw is None or bool(json.loads(raw)["enabled"])
+
+
+def parse(raw: dict[str, str]) -> dict[str, Switch]:
+    """The switches hash as read (tool name: its last switch, as JSON)."""
+    return {tool: Switch(**json.loads(value)) for tool, value in raw.items()}
+
+
+def switched_off(raw: dict[str, str]) -> set[str]:
+    """The tools the switches hash ``raw`` has off."""
+    return {tool for tool, switch in parse(raw).items() if not switch.enabled}

@@ -35,6 +35,7 @@ class Reply:
     index_style: str = "normal"  # "normal", "missing" (no index), "zero" (all index 0)
     finish_reason: str | None = None
     chunk_delay_s: float = 0.0  # pause between streamed chunks, like a real model
+    hold: asyncio.Event | None = None  # answer only once it is set (the request has arrived)
 
 
 def text(content: str, **kwargs: Any) -> Reply:
@@ -131,6 +132,8 @@ class FakeLLM:
         step = self.script.pop(0)
         caller.set(request.headers.get("Authorization", "").removeprefix("Bearer "))
         reply = step(body) if callable(step) else step
+        if reply.hold is not None:
+            await reply.hold.wait()
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
         if reply.status != 200:

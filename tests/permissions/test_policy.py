@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from permissions import Person, Policy, RoleConfig, RoleResolver
+from permissions.lookups import Cached
+from permissions.sources import CONFIG, DEFAULT, HeldRole
 from tools import StaticToolset, ToolUnavailable, tool
 
 
@@ -91,3 +95,65 @@ async def test_fixed_roles_and_no_roles_at_all() -> None:
     assert len(await fixed.list_tools()) == 3
     open_policy = Policy({}, RoleResolver({}))
     assert len(await open_policy.toolset(TOOLS, Person("T", "U", None)).list_tools()) == 3
+
+
+class Reads:
+    """The roles' cache and the switches read together, as bot/state/policy_reads.py does."""
+
+    def __init__(self, cached: Cached, off: set[str]) -> None:
+        self.cached = cached
+        self.off = off
+        self.asked: list[tuple[str, str, bool]] = []
+
+    async def read(self, team: str, user: str, external: bool) -> tuple[Cached, set[str]]:
+        self.asked.append((team, user, external))
+        return self.cached, set(self.off)
+
+
+class Cache:
+    """The resolver's own cache: never read when the policy read it along with the switches."""
+
+    def __init__(self) -> None:
+        self.written: list[tuple[str, str]] = []
+
+    async def read(self, team: str, user: str, external: bool) -> Cached:
+        raise AssertionError("read twice")
+
+    async def write(
+        self, team: str, user: str, external: bool, value: str, ttl_s: int, generation: str
+    ) -> bool:
+        self.written.append((value, generation))
+        return True
+
+    async def forget(self, team: str, user: str) -> None:
+        raise AssertionError("not asked")
+
+
+async def test_one_read_per_question_of_the_roles_and_the_switches_together() -> None:
+    held = json.dumps([HeldRole("clerk", CONFIG).to_json()])
+    reads = Reads(Cached(held, "3"), {"get_time"})
+    cache = Cache()
+    p = Policy(ROLES, RoleResolver(ROLES, cache=cache), Switches(), reads)
+    clerk = p.toolset(TOOLS, Person("T", "U0ANYONE", "C0WH1", user_team="T"))
+    # The cached answer counts (U0ANYONE is no clerk by the config), the switch too.
+    assert [t.name for t in await clerk.list_tools()] == ["search_materials"]
+    assert (await clerk.get_tool("search_materials")) is search_materials
+    with pytest.raises(ToolUnavailable, match="An admin has switched it off"):
+        await clerk.get_tool("get_time")
+    assert reads.asked == [("T", "U0ANYONE", False)] * 3  # once a question, nothing kept
+    assert cache.written == []
+
+    # Nothing cached: the roles are looked up, and written under the generation read.
+    reads.cached, reads.off = Cached(None, "7"), set()
+    assert (await clerk.get_tool("get_time")) is get_time  # the default role's
+    assert cache.written == [(json.dumps([HeldRole("member", DEFAULT).to_json()]), "7")]
+
+
+async def test_fixed_roles_read_only_the_switches() -> None:
+    reads = Reads(Cached(None, "0"), set())
+    switches = Switches()
+    switches.off.add("get_time")
+    p = Policy(ROLES, RoleResolver(ROLES), switches, reads)
+    fixed = p.toolset(TOOLS, Person("T", "U0ANYONE", None), held=["admin"])
+    assert [t.name for t in await fixed.list_tools()] == ["search_materials", "create_new_intent"]
+    assert reads.asked == []

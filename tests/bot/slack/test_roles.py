@@ -4,6 +4,7 @@ on the real Redis."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,10 +13,14 @@ from typing import Any
 import pytest
 
 from bot.process.state import State
+from bot.process.worker import slack_toolsets
+from bot.turn.model import Turn
 from tests.fakes import warehouse_tools
+from tests.fakes.deadline import NoDeadline
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
+from tests.fakes.round_trips import counting_round_trips
 from tests.fakes.slack_harness import SlackHarness, mention
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack_server import TEAM, FakeSlack
 
 ROLES = {
     "admin": {
@@ -176,6 +181,68 @@ async def test_an_admin_switch_is_seen_at_once_by_another_instance(
         )
     finally:
         await instance_b.stop()
+
+
+async def test_a_tool_switched_off_after_it_was_offered_is_refused_at_the_call(
+    app: SlackHarness,
+) -> None:
+    """Each policy question reads the switches afresh: the model was offered `calculate`,
+    an admin turns it off before the model's call arrives, and the call is refused."""
+    answer = asyncio.Event()
+    app.llm.add(calls(("calculate", {"expression": "2+2"}, "sum"), hold=answer), text("Off."))
+    await app.post(app.envelope(mention("sum?", "208.000001", user="U0ADMIN")))
+    await app.llm.wait_for_requests(1)
+    assert "calculate" in app.llm.offered_tools(0)
+    await app.command("disable calculate", user="U0ADMIN")
+    answer.set()
+    await app.answered("C0CHAN", "208.000001")
+    refusal = json.loads(tool_results(app.llm.requests[1])["sum"])
+    assert refusal["error"] == "ToolNotAllowed"
+    assert "An admin has switched it off." in refusal["message"]
+    assert "calculate" not in app.llm.offered_tools(1)
+
+
+async def test_a_role_revoked_after_its_tool_was_offered_is_refused_at_the_call(
+    app: SlackHarness,
+) -> None:
+    """Each policy question reads the person's roles afresh: a revoke between the model's
+    offer and its call stops the call, though the roles were cached for the offer."""
+    await app.command("grant <@U0ALICE> warehouse_staff", user="U0ADMIN")
+    answer = asyncio.Event()
+    app.llm.add(
+        calls(("search_materials", {"query": "flour"}, "find"), hold=answer), text("Revoked.")
+    )
+    await app.post(app.envelope(mention("flour?", "209.000001", user="U0ALICE")))
+    await app.llm.wait_for_requests(1)
+    assert "search_materials" in app.llm.offered_tools(0)
+    await app.command("revoke <@U0ALICE> warehouse_staff", user="U0ADMIN")
+    answer.set()
+    await app.answered("C0CHAN", "209.000001")
+    refusal = json.loads(tool_results(app.llm.requests[1])["find"])
+    assert refusal["error"] == "ToolNotAllowed"
+    assert "Your roles (member) do not allow it" in refusal["message"]
+    assert "search_materials" not in warehouse_tools.RUNS
+    assert "search_materials" not in app.llm.offered_tools(1)
+
+
+async def test_a_call_asks_redis_once_for_roles_and_switches(slack_app: SlackHarness) -> None:
+    """The policy's question at a call is one round trip (the roles and the switches read
+    together); the approval rule reads the roles again only for a tool that may need it."""
+    app = await slack_app.start(with_worker=False, **CONFIG, approval={"tools": ["create_*"]})
+    assert app.services is not None and app.process is not None
+    toolset_for = slack_toolsets(app.services, app.process.slack)
+    turn = Turn(TEAM, "C0CHAN", "210.000001", "U0ADMIN", "hi")
+    await app.command("grant <@U0ADMIN> warehouse_staff", user="U0ADMIN")  # nothing cached
+    tools = await toolset_for(turn, "entry", NoDeadline())
+    await tools.list_tools()  # the answer looked up and cached: now a usual turn
+    with counting_round_trips() as listing:
+        offered = [t.name for t in await tools.list_tools()]
+    with counting_round_trips() as call:
+        await tools.get_tool("calculate")
+    with counting_round_trips() as asked:
+        await tools.get_tool("create_new_intent")  # may need approval: the roles again
+    assert "calculate" in offered and "create_new_intent" in offered
+    assert (listing.sent, call.sent, asked.sent) == (1, 1, 2)
 
 
 async def test_a_non_admin_is_refused_politely(app: SlackHarness) -> None:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
-
-from redis.asyncio.connection import Connection
 
 from bot.llm.usage import Usage
 from bot.process.state import State
 from bot.state.audit import AuditEntry
 from bot.state.usage import UsageTotals
+from tests.fakes.round_trips import counting_round_trips
 
 
 async def test_tool_switches(state: State) -> None:
@@ -86,21 +84,10 @@ async def test_the_usage_report_is_one_round_trip(state: State) -> None:
     for user, tokens in (("U1", 10), ("U2", 20), ("U3", 30)):
         for _ in range(2):
             await state.usage.record("T1", user, Usage(tokens, 1), 0.5)
-    sent = 0
-    original = Connection.send_packed_command
-
-    async def counted(self: Connection, command: Any, check_health: bool = True) -> None:
-        nonlocal sent
-        sent += 1
-        await original(self, command, check_health)
-
-    Connection.send_packed_command = counted  # type: ignore[method-assign,assignment]
-    try:
+    with counting_round_trips() as trips:
         report = await state.usage.report("T1", days=7)
         single = await state.usage.person("T1", "U2", days=7)
-    finally:
-        Connection.send_packed_command = original  # type: ignore[method-assign]
-    assert sent == 2  # one each
+    assert trips.sent == 2  # one each
     by_user = {p.user: p for p in report}
     assert set(by_user) == {"U1", "U2", "U3"}
     assert by_user["U3"].all_days.prompt_tokens == 60 and by_user["U3"].all_days.turns == 2
