@@ -31,13 +31,17 @@ and signed before the clock starts: an ack is timed from its POST to the 200.
 over a bare asyncio connection, instead of through aiohttp's client: the client then costs
 about half the CPU on the machine's shared cores (Slack's own senders are not on them).
 
+``--count-redis`` counts the app's Redis round trips (a command, or a pipeline) over the
+measured batch, in every process of the app, and prints them per turn by command, a script
+named by the file and line that registered it (benchmarks/redis_sends/).
+
 ``--plot DIR`` draws the runs (use several --threads) with matplotlib into DIR:
 ack_and_end_to_end.png (ack p99, end-to-end ÷ critical path p50 and p99, against the
 concurrency) and cpu_per_turn.png (the app's and the fakes' CPU per turn against the
 concurrency).
 
 Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--tool-ms 300]
-     [--no-streaming] [--profile FILE] [--workers N] [--plot DIR]
+     [--no-streaming] [--profile FILE] [--workers N] [--plot DIR] [--count-redis]
      uv run python -m benchmarks.slack_turns --burst 200 --workers 0   (or 1, 2)
      uv run python -m benchmarks.slack_turns --burst 200 --raw-client
      uv run python -m benchmarks.slack_turns --threads 1 20 50 200 500 --plot docs/benchmarks
@@ -61,6 +65,7 @@ from pathlib import Path
 import aiohttp
 import yaml
 
+from benchmarks import redis_sends
 from benchmarks.fake_services import FakeServices
 from benchmarks.process_cpu import own_cpu_seconds, tree_cpu_seconds, tree_rss_bytes, tree_size
 from benchmarks.redis_prefix import delete_prefix
@@ -155,6 +160,7 @@ class Options:
     workers: int | None = None  # passed to `slack-agent run --workers`; None: its default
     burst: bool = False  # every mention on a new connection
     raw_client: bool = False  # each request as bytes on a bare asyncio connection
+    count_redis: bool = False  # the app's Redis round trips per turn, by command
 
 
 @dataclass(frozen=True)
@@ -235,6 +241,8 @@ async def main(threads: int, options: Options) -> Figures:
             }
         )
     )
+    sends = directory / "redis-sends"
+    sends.mkdir()
     env = app_environment(
         fakes.slack_url,
         fakes.llm_url,
@@ -242,6 +250,7 @@ async def main(threads: int, options: Options) -> Figures:
         config,
         BENCH_TOOL_MS=str(tool_ms),
         LOG_LEVEL="WARNING",
+        **(redis_sends.environment(sends) if options.count_redis else {}),
     )
     port = free_port()
     chosen = ["--workers", str(options.workers)] if options.workers is not None else []
@@ -274,6 +283,7 @@ async def main(threads: int, options: Options) -> Figures:
             if options.profile:
                 profiler = await start_profiler(app.pid, options.profile)
             await fakes.clear()
+            sends_before = await redis_sends.snapshot(sends)
             cpu_before = tree_cpu_seconds(app.pid)
             fakes_before = tree_cpu_seconds(fakes.pid)
             own_before = time.process_time()
@@ -312,6 +322,8 @@ async def main(threads: int, options: Options) -> Figures:
             slack_calls = await fakes.calls()
             processes = tree_size(app.pid)
             rss_mib = [size / 2**20 for size in tree_rss_bytes(app.pid)]
+            sends_during = await redis_sends.snapshot(sends)
+            sends_during.subtract(sends_before)
     finally:
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
@@ -392,6 +404,15 @@ async def main(threads: int, options: Options) -> Figures:
         f"{processes} process{'es' if processes > 1 else ''})"
     )
     print(f"{'app CPU when idle (ms/s)':<34} {idle_cpu_s * 1000 / 1.5:>9.1f}")
+    if options.count_redis:
+        trips = sum(sends_during.values())
+        print(
+            f"{'app Redis round trips per turn':<34} {trips / threads:>9.1f}   "
+            f"(every process; a pipeline is one; in the {batch_s:.1f} s batch)"
+        )
+        for names, count in sends_during.most_common():
+            if count > 0:
+                print(f"  {count / threads:>6.2f}  {names}")
     print(
         f"{'app resident memory (MiB)':<34} {sum(rss_mib):>9.1f}   "
         f"(each process: {', '.join(f'{m:.0f}' for m in rss_mib)})"
@@ -485,6 +506,11 @@ if __name__ == "__main__":
         action="store_false",
         help="post and edit the answer (slack.streaming and llm.stream off)",
     )
+    parser.add_argument(
+        "--count-redis",
+        action="store_true",
+        help="count the app's Redis round trips per turn, by command, in every process",
+    )
     parser.add_argument("--profile", metavar="FILE", help="py-spy record the measured batch")
     parser.add_argument(
         "--workers",
@@ -528,6 +554,7 @@ if __name__ == "__main__":
             workers=args.workers,
             burst=args.burst is not None,
             raw_client=args.raw_client,
+            count_redis=args.count_redis,
         )
         results.append(asyncio.run(main(count, run)))
         print()
