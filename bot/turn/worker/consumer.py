@@ -30,6 +30,12 @@ from bot.turn.worker.processor import ThreadProcessor
 log = logging.getLogger(__name__)
 
 BLOCK_MS = 2000
+# A read takes at most this many turns, so a burst spreads over every worker reading the
+# stream (the processes of `run --workers N`, the replicas): the first to read does not take
+# them all while the others wait, and a busy worker reads less often. At 50 threads at once
+# on two worker processes, end-to-end ÷ critical path went from 1.57-1.63 to 1.26-1.37
+# (docs/benchmarks.md).
+READ_BATCH = 8
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 10.0
 CLAIM_EVERY_MAX_S = 2.5  # how often, at most, a worker looks for turns of dead workers
@@ -56,12 +62,14 @@ class Worker:
         embedded: bool = False,
         name: str | None = None,
         block_ms: int = BLOCK_MS,
+        read_batch: int = READ_BATCH,
     ) -> None:
         self.queue = queue
         self.processor = processor
         self.notices = notices
         self.responder = responder
         self.block_ms = block_ms  # how long a read waits for new turns (and so for a stop)
+        self.read_batch = read_batch  # the most turns one read takes
         self.concurrency = concurrency
         self.claim_idle_ms = int(claim_idle_s * 1000)
         self.claim_every_s = min(max(claim_idle_s / 4, 0.05), CLAIM_EVERY_MAX_S)
@@ -98,7 +106,9 @@ class Worker:
                         self._start(claimed)
                         next_claim = loop.time() + self.claim_every_s
                     entries = await self.queue.read(
-                        self.name, self._free(), 0 if self.embedded else self.block_ms
+                        self.name,
+                        min(self._free(), self.read_batch),
+                        0 if self.embedded else self.block_ms,
                     )
                     self._start(entries)
                     if not entries:

@@ -20,6 +20,7 @@ from bot.state.history import UNDELIVERED
 from bot.turn.model import Turn
 from bot.turn.responder import GAVE_UP, NOT_DELIVERED
 from bot.turn.store.notices import Notice
+from bot.turn.worker.consumer import READ_BATCH
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.worker_kit import MemoryResponder, make_worker, running
@@ -317,3 +318,27 @@ async def test_a_notice_whose_thread_is_busy_is_posted_once_the_thread_is_free(
         await until(lambda: len(responder.gave_up) == 1, timeout=5)
     assert responder.gave_up[0].text == "Sorry."
     assert await state.notices.pending() == 0
+
+
+async def test_a_burst_is_shared_by_the_workers_reading_the_stream(
+    make_state: Callable[..., State],
+) -> None:
+    """A read takes at most READ_BATCH turns: 40 turns enqueued at once, on workers that
+    may each run 40 at a time, are not all taken by the first worker to read."""
+    timeline: Timeline = []
+    responders = {"a": MemoryResponder(), "b": MemoryResponder()}
+    states = {name: make_state() for name in responders}
+    workers = [
+        make_worker(states[n], slow_echo(timeline, 0.2), responders[n], name=n, concurrency=40)
+        for n in responders
+    ]
+    assert all(worker.read_batch == READ_BATCH < 40 for worker in workers)
+    async with running(*workers):
+        await until(lambda: all(worker.alive for worker in workers), 10)
+        turns = [turn_in(f"burst-{n}", f"q{n}", f"{n}.1") for n in range(40)]
+        await asyncio.gather(*(states["a"].queue.enqueue(turn) for turn in turns))
+        await until(lambda: sum(len(r.delivered) for r in responders.values()) == 40, 30)
+    taken = {name: len(r.delivered) for name, r in responders.items()}
+    assert min(taken.values()) >= READ_BATCH, taken  # each read its share
+    answered = {turn.text for r in responders.values() for turn, _, _ in r.delivered}
+    assert answered == {f"q{n}" for n in range(40)}  # each turn once
