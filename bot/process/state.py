@@ -67,7 +67,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
     client = handle.client
     keys = Keys(config.redis.key_prefix, Shards(config.redis.shards if config.redis.cluster else 1))
     audit = AuditLog(client, keys)
-    roles = RoleCache(client, keys)
+    roles, switches = RoleCache(client, keys), ToolSwitches(client, keys)
     return State(
         handle=handle,
         keys=keys,
@@ -84,7 +84,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         locks=ThreadLocks(client, keys, config.queue.lock_ttl_s),
         records=TurnRecords(client, keys),
         notices=Notices(client, keys),
-        switches=ToolSwitches(client, keys),
+        switches=switches,
         grants=RoleGrants(client, keys),
         usage=UsageCounters(client, keys),
         audit=audit,
@@ -94,7 +94,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
         cache=RedisCache(client, keys),
         roles=roles,
-        policy_reads=PolicyReads(client, keys, roles),
+        policy_reads=PolicyReads(roles, switches),
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
         approvals=Approvals(client, keys),

@@ -4,18 +4,17 @@ so a tool switched off or a role revoked stops the very next call."""
 
 from __future__ import annotations
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
 from bot.state.role_cache import RoleCache, cached
-from bot.state.switches import switched_off
+from bot.state.switches import ToolSwitches, switched_off
 from permissions.lookups import Cached
 
 
 class PolicyReads:
-    def __init__(self, client: Redis, keys: Keys, roles: RoleCache) -> None:
-        self.client = client
-        self.keys = keys
+    """What :meth:`RoleCache.read` and :meth:`ToolSwitches.disabled` read, together."""
+
+    def __init__(self, roles: RoleCache, switches: ToolSwitches) -> None:
         self.roles = roles
+        self.switches = switches
 
     async def read(self, team: str, user: str, external: bool) -> tuple[Cached, set[str]]:
         # Not a transaction: the switches and a person's roles live in different slots of a
@@ -24,9 +23,9 @@ class PolicyReads:
         # the answer, so the lookup that follows holds the old generation and its write is
         # refused (bot/state/role_cache.py).
         value, generation = self.roles.keys_of(team, user, external)
-        async with self.client.pipeline(transaction=False) as pipe:
+        async with self.roles.client.pipeline(transaction=False) as pipe:
             pipe.get(generation)
             pipe.get(value)
-            pipe.hgetall(self.keys.switches)
+            pipe.hgetall(self.switches.keys.switches)
             generation_read, value_read, switches = await pipe.execute()
         return cached(value_read, generation_read), switched_off(switches)

@@ -183,23 +183,36 @@ async def test_an_admin_switch_is_seen_at_once_by_another_instance(
         await instance_b.stop()
 
 
+async def refusal_after_a_change(
+    app: SlackHarness, user: str, ts: str, call: tuple[str, dict[str, str]], change: str
+) -> dict[str, str]:
+    """``user`` asks; the model is offered the tool of ``call`` and calls it, but its call
+    arrives only once an admin has run ``change``: what the model is told of the call.
+    The tool is not offered again in the round after."""
+    tool, arguments = call
+    answer = asyncio.Event()
+    app.llm.add(calls((tool, arguments, "call"), hold=answer), text("Not this time."))
+    await app.post(app.envelope(mention("please", ts, user=user)))
+    await app.llm.wait_for_requests(1)
+    assert tool in app.llm.offered_tools(0)
+    await app.command(change, user="U0ADMIN")
+    answer.set()
+    await app.answered("C0CHAN", ts)
+    assert tool not in app.llm.offered_tools(1)
+    refusal: dict[str, str] = json.loads(tool_results(app.llm.requests[1])["call"])
+    return refusal
+
+
 async def test_a_tool_switched_off_after_it_was_offered_is_refused_at_the_call(
     app: SlackHarness,
 ) -> None:
     """Each policy question reads the switches afresh: the model was offered `calculate`,
     an admin turns it off before the model's call arrives, and the call is refused."""
-    answer = asyncio.Event()
-    app.llm.add(calls(("calculate", {"expression": "2+2"}, "sum"), hold=answer), text("Off."))
-    await app.post(app.envelope(mention("sum?", "208.000001", user="U0ADMIN")))
-    await app.llm.wait_for_requests(1)
-    assert "calculate" in app.llm.offered_tools(0)
-    await app.command("disable calculate", user="U0ADMIN")
-    answer.set()
-    await app.answered("C0CHAN", "208.000001")
-    refusal = json.loads(tool_results(app.llm.requests[1])["sum"])
+    refusal = await refusal_after_a_change(
+        app, "U0ADMIN", "208.000001", ("calculate", {"expression": "2+2"}), "disable calculate"
+    )
     assert refusal["error"] == "ToolNotAllowed"
     assert "An admin has switched it off." in refusal["message"]
-    assert "calculate" not in app.llm.offered_tools(1)
 
 
 async def test_a_role_revoked_after_its_tool_was_offered_is_refused_at_the_call(
@@ -208,21 +221,16 @@ async def test_a_role_revoked_after_its_tool_was_offered_is_refused_at_the_call(
     """Each policy question reads the person's roles afresh: a revoke between the model's
     offer and its call stops the call, though the roles were cached for the offer."""
     await app.command("grant <@U0ALICE> warehouse_staff", user="U0ADMIN")
-    answer = asyncio.Event()
-    app.llm.add(
-        calls(("search_materials", {"query": "flour"}, "find"), hold=answer), text("Revoked.")
+    refusal = await refusal_after_a_change(
+        app,
+        "U0ALICE",
+        "209.000001",
+        ("search_materials", {"query": "flour"}),
+        "revoke <@U0ALICE> warehouse_staff",
     )
-    await app.post(app.envelope(mention("flour?", "209.000001", user="U0ALICE")))
-    await app.llm.wait_for_requests(1)
-    assert "search_materials" in app.llm.offered_tools(0)
-    await app.command("revoke <@U0ALICE> warehouse_staff", user="U0ADMIN")
-    answer.set()
-    await app.answered("C0CHAN", "209.000001")
-    refusal = json.loads(tool_results(app.llm.requests[1])["find"])
     assert refusal["error"] == "ToolNotAllowed"
     assert "Your roles (member) do not allow it" in refusal["message"]
     assert "search_materials" not in warehouse_tools.RUNS
-    assert "search_materials" not in app.llm.offered_tools(1)
 
 
 async def test_a_call_asks_redis_once_for_roles_and_switches(slack_app: SlackHarness) -> None:
