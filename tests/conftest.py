@@ -51,13 +51,21 @@ async def make_model(fake_llm: FakeLLM) -> AsyncIterator[Callable[..., OpenAICha
 # --- Redis -----------------------------------------------------------------------------
 
 
+# The fault tests mostly wait (on processes starting, outages, timeouts): one after
+# another they took 530 s on a 2-CPU machine, at half a core, and were the suite's long
+# pole. Split in two, each half runs one test at a time on its own xdist worker.
+FAULT_GROUPS = 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fault tests (real processes, timing bounds) run one after another on one xdist
-    worker; the rest run on the others (pyproject's addopts: ``-n 3 --dist
-    loadgroup``)."""
-    for item in items:
-        if item.get_closest_marker("faults") is not None:
-            item.add_marker(pytest.mark.xdist_group("faults"))
+    """The fault tests (real processes, timing bounds) run in FAULT_GROUPS groups, one test
+    at a time in each, on xdist workers of their own (xdist schedules the largest groups
+    first, one to a worker); the rest run beside them and after (pyproject's addopts:
+    ``-n 4 --dist loadgroup``). Alternate tests in collection order (the same on every
+    worker) go to alternate groups, so each file's slow tests are shared out."""
+    faults = [item for item in items if item.get_closest_marker("faults") is not None]
+    for index, item in enumerate(faults):
+        item.add_marker(pytest.mark.xdist_group(f"faults-{index % FAULT_GROUPS}"))
 
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

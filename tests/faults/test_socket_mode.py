@@ -65,6 +65,8 @@ class Process:
             return 0, None
 
     async def ready(self, status: int = 200, failing: str = "") -> bool:
+        if self.process.returncode is not None:  # it will never be ready: say why at once
+            raise AssertionError(f"exited {self.process.returncode}:\n{self.output[-4000:]}")
         code, body = await self.endpoint("/readyz")
         if code != status:
             return False
@@ -95,6 +97,9 @@ async def processes() -> AsyncIterator[list[Process]]:
     started: list[Process] = []
     yield started
     for process in started:
+        # Shown with a failing test's report ("Captured stdout teardown"), else discarded.
+        code = process.process.returncode
+        print(f"\n--- {process.log.name}, exit {code}:\n{process.output[-4000:]}")
         if process.process.returncode is None:
             process.process.kill()
             await process.process.wait()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.bot.console.test_chat_cli import WAREHOUSE, mcp_config, write_config
 from tests.cli_process import run_cli
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
@@ -16,19 +18,21 @@ DOTTED = WAREHOUSE + (
 )
 
 
-async def test_deny_lists_match_either_name_and_tools_shows_both(tmp_path: Path) -> None:
+@pytest.mark.parametrize("deny", ['"delete_*"', '"delete.*"', '"wh_delete_*"'])
+async def test_a_deny_list_matches_either_name(deny: str, tmp_path: Path) -> None:
     """A tool named ``delete.everything`` reaches the model as ``wh_delete_everything``: a
-    deny pattern written for the model's name or for the server's leaves it out, and
-    ``slack-agent tools`` shows a tool under both its names."""
-    for deny in ('"delete_*"', '"delete.*"', '"wh_delete_*"'):
-        config = mcp_config(tmp_path, DOTTED + f"      deny: [{deny}]\n", "deny.yaml")
-        code, out, err = await run_cli("tools", "--json", "--config", str(config))
-        assert code == 0, err
-        listed = {row["name"]: row for row in json.loads(out)}
-        assert not [name for name in listed if "delete" in name], deny
-        assert listed["wh_stock_level"]["remote_name"] == "stock.level"
-        assert listed["wh_lookup_stock"]["remote_name"] == "lookup_stock"
-        assert listed["calculate"]["remote_name"] is None
+    deny pattern written for the model's name or for the server's leaves it out."""
+    config = mcp_config(tmp_path, DOTTED + f"      deny: [{deny}]\n", "deny.yaml")
+    code, out, err = await run_cli("tools", "--json", "--config", str(config))
+    assert code == 0, err
+    listed = {row["name"]: row for row in json.loads(out)}
+    assert not [name for name in listed if "delete" in name]
+    assert listed["wh_stock_level"]["remote_name"] == "stock.level"
+    assert listed["wh_lookup_stock"]["remote_name"] == "lookup_stock"
+    assert listed["calculate"]["remote_name"] is None
+
+
+async def test_tools_shows_a_tool_under_both_its_names(tmp_path: Path) -> None:
     config = mcp_config(tmp_path, DOTTED + '      deny: ["delete.*"]\n', "deny.yaml")
     code, out, err = await run_cli("tools", "--config", str(config))
     assert code == 0, err

@@ -217,8 +217,24 @@ async def until_answered(fake_slack: FakeSlack, ts: str) -> None:
     await until(lambda: "Both answered." in [m.text for m in fake_slack.thread("C0CHAN", ts)], 30)
 
 
+# Each command's output, what it must say with its secrets redacted (one test each: every
+# run starts the CLI and its MCP servers).
+SAID_REDACTED = {
+    "check": [
+        # the model's URL without its password, the server's last words without the token
+        f"llm: http://{REDACTED}@127.0.0.1",
+        f"for --token={REDACTED}",
+        "redis: reachable at 127.0.0.1",  # with Redis's password
+    ],
+    "check --json": [f"for --token={REDACTED}"],
+    "tools": ["rm_lookup_stock", "MCP server broken is not connected", f"for --token={REDACTED}"],
+    "tools --json": ['"name": "wh_whoami"', f"for --token={REDACTED}"],
+}
+
+
+@pytest.mark.parametrize("command", list(SAID_REDACTED))
 async def test_check_and_tools_print_no_secret(
-    secrets: Secrets, http_mcp_server: HttpMcpServer, tmp_path: Path
+    command: str, secrets: Secrets, http_mcp_server: HttpMcpServer, tmp_path: Path
 ) -> None:
     # A second stdio server says its token on stderr and crashes with it in its last line.
     config = write_config(tmp_path / "agent.yaml", http_mcp_server)
@@ -227,30 +243,21 @@ async def test_check_and_tools_print_no_secret(
         prefix="br_", env={"WAREHOUSE_CRASH": "1"}, connect_timeout_s=5
     )
     config.write_text(yaml.safe_dump(data))
-    outputs: list[str] = []
-    for command in (["check"], ["check", "--json"], ["tools"], ["tools", "--json"]):
-        code, out, err = await run_cli("--log-level", "DEBUG", *command, env=secrets.env)
-        assert code == 1, (command, out, err)  # the broken server
-        assert secrets.leaked(out, err) == [], command
-        outputs.append(out + err)
-        if "--json" in command:
-            json.loads(out)
-    check_text, check_json, tools_text, tools_json = outputs
-    # check: the model's URL without its password, the server's last words without the token.
-    assert f"llm: http://{REDACTED}@127.0.0.1" in check_text
-    assert f"for --token={REDACTED}" in check_text and f"for --token={REDACTED}" in check_json
-    assert "redis: reachable at 127.0.0.1" in check_text  # with Redis's password
-    assert "rm_lookup_stock" in tools_text and '"name": "wh_whoami"' in tools_json
-    assert "MCP server broken is not connected" in tools_text
-    assert f"for --token={REDACTED}" in tools_text and f"for --token={REDACTED}" in tools_json
+    code, out, err = await run_cli("--log-level", "DEBUG", *command.split(), env=secrets.env)
+    assert code == 1, (out, err)  # the broken server
+    assert secrets.leaked(out, err) == []
+    if "--json" in command:
+        json.loads(out)
+    for said in SAID_REDACTED[command]:
+        assert said in out + err, said
 
 
+@pytest.mark.parametrize("command", ["check", "check --json", "tools"])
 async def test_check_with_a_config_that_does_not_load_prints_no_secret(
-    secrets: Secrets, http_mcp_server: HttpMcpServer, tmp_path: Path
+    command: str, secrets: Secrets, http_mcp_server: HttpMcpServer, tmp_path: Path
 ) -> None:
     write_config(tmp_path / "agent.yaml", http_mcp_server, nonsense={"key": "${MCP_TOKEN}"})
-    for command in (["check"], ["check", "--json"], ["tools"]):
-        code, out, err = await run_cli("--log-level", "DEBUG", *command, env=secrets.env)
-        assert code in (1, 2), (command, out, err)
-        assert "nonsense: unknown key" in out + err
-        assert secrets.leaked(out, err) == [], command
+    code, out, err = await run_cli("--log-level", "DEBUG", *command.split(), env=secrets.env)
+    assert code in (1, 2), (out, err)
+    assert "nonsense: unknown key" in out + err
+    assert secrets.leaked(out, err) == []

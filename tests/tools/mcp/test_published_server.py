@@ -71,7 +71,7 @@ async def test_its_structured_plus_text_result_reads_as_the_text(
 
 async def test_a_kill_mid_session_and_the_first_call_after_it(time_server: McpConnection) -> None:
     """The default ping interval: the kill is seen at once, the first call after it is
-    unavailable, and the tools are back within 2 s."""
+    unavailable, and the tools are back well before the next ping (15 s) would find it."""
     assert time_server.config.ping_interval_s == 15
     [pid] = server_pids("mcp_server_time")
     offered = dict(time_server.tools)
@@ -85,6 +85,7 @@ async def test_a_kill_mid_session_and_the_first_call_after_it(time_server: McpCo
     restarted_at = time.monotonic()
     assert restarted_at - killed_at < 1  # reconnection started at once
     await until(lambda: "get_current_time" in time_server.tools, 10)
-    assert time.monotonic() - restarted_at < 2
+    # The server's own start-up is in this (1-2 s of imports on a loaded 2-CPU machine).
+    assert time.monotonic() - restarted_at < 5
     shown = await time_server.tools["get_current_time"].invoke({"timezone": "UTC"})
     assert json.loads(shown)["timezone"] == "UTC"
