@@ -83,8 +83,9 @@ class FakeLLM:
         self.script.extend(replies)
 
     async def wait_for_requests(self, count: int) -> None:
-        """Return once ``count`` requests have arrived (at most 10 s)."""
-        async with asyncio.timeout(10), self._arrived:
+        """Return once ``count`` requests have arrived (at most 30 s: a loaded machine may
+        take 10 s to start a worker's first turn)."""
+        async with asyncio.timeout(30), self._arrived:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
 
     def offered_tools(self, request_index: int = -1) -> list[str]:
