@@ -1,11 +1,12 @@
 """One Slack message that is posted once, edited at most once per interval while a turn
 runs, and written at once, for sure, at the end.
 
-Callers set the latest content whenever they like; the message catches up in the
-background, so a turn with twenty tool calls makes a handful of ``chat.update`` calls, not
-forty, and the agent loop never waits on Slack. Background writes are best effort (a
-failure is logged and left for the end). :meth:`write_now` is the end: it skips the edit
-window and raises what Slack answered, so delivery can retry it.
+Callers set the latest content whenever they like, or say how to render it
+(:meth:`set_rendered`: rendered once, when it is written, however often it changed since);
+the message catches up in the background, so a turn with twenty tool calls makes a handful
+of ``chat.update`` calls, not forty, and the agent loop never waits on Slack. Background
+writes are best effort (a failure is logged and left for the end). :meth:`write_now` is the
+end: it skips the edit window and raises what Slack answered, so delivery can retry it.
 
 Every write first asks the guard (does this owner still hold the turn's lease?). Creating
 the message is announced before and recorded after (``before_post``, ``on_posted``), so a
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 Hook = Callable[[], Awaitable[None]]
 TsHook = Callable[[str], Awaitable[None]]
 BeforePost = Callable[[], Awaitable[str | None]]
+Content = tuple[str, Blocks]
+Render = Callable[[], Content]
 
 
 async def _nothing() -> None:
@@ -78,8 +81,8 @@ class CoalescedMessage:
         self.on_posted = on_posted
         self.on_written = on_written
         self.ts: str | None = None
-        self._content: tuple[str, Blocks] | None = None
-        self._shown: tuple[str, Blocks] | None = None
+        self._content: Content | Render | None = None  # a render is called when written
+        self._shown: Content | None = None
         self._last_write = 0.0
         self._writer: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -91,9 +94,23 @@ class CoalescedMessage:
 
     def set(self, text: str, blocks: Blocks) -> None:
         """Show this next; written now if nothing was written lately, else soon."""
-        self._content = (text, blocks)
+        self._changed((text, blocks))
+
+    def set_rendered(self, render: Render) -> None:
+        """Show what ``render`` returns when the next write goes out: content that changes
+        with every streamed piece is built once per write, not once per piece."""
+        self._changed(render)
+
+    def _changed(self, content: Content | Render) -> None:
+        self._content = content
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._catch_up())
+
+    def _latest(self) -> Content | None:
+        """The content to write now (a pending render is rendered, once)."""
+        if callable(self._content):
+            self._content = self._content()
+        return self._content
 
     async def write_now(self, text: str, blocks: Blocks) -> None:
         """Write this at once, skipping the edit window. Raises Slack's error, or
@@ -159,8 +176,8 @@ class CoalescedMessage:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._hurry.wait(), wait)
             async with self._lock:
-                content = self._content
-                if content == self._shown:
+                content = self._latest()
+                if content is None or content == self._shown:
                     return
                 try:
                     await self._write(content)
@@ -174,7 +191,7 @@ class CoalescedMessage:
                     )
                     return
 
-    async def _write(self, content: tuple[str, Blocks]) -> None:
+    async def _write(self, content: Content) -> None:
         if not self.guard():
             raise Aborted("the turn's lease is gone")
         text, blocks = content

@@ -17,6 +17,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.process.slack import build_slack_side
+from bot.slack.outbound import answer as answer_module
 from tests.fakes.llm_server import calls, error, text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import (
@@ -390,6 +391,29 @@ async def test_progress_edits_are_coalesced(slack_app: SlackHarness) -> None:
     assert len(updates) <= 4  # 40 tool events, a handful of edits
     times = [u.at for u in updates]
     assert all(b - a >= 0.9 for a, b in itertools.pairwise(times))
+
+
+async def test_a_long_answer_read_at_once_is_rendered_once_per_write(
+    slack_app: SlackHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message is built (Block Kit, through slack_sdk's models) when an edit goes out,
+    not for every piece of text: 2,000 pieces that arrive together are not 2,000 builds."""
+    rendered = itertools.count()
+    real = answer_module.turn_blocks
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        next(rendered)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(answer_module, "turn_blocks", counted)
+    await slack_app.start(slack={"streaming": False, "edit_interval_s": 1.0})
+    words = " ".join(f"w{n}" for n in range(1500))
+    slack_app.llm.add(text(words, text_piece=4))  # about 2,000 pieces, sent at once
+    await slack_app.post(slack_app.envelope(mention("long", "117.000002")))
+    [answer] = await slack_app.answered("C0CHAN", "117.000002")
+    assert answer.shown.endswith("w1499")
+    writes = slack_app.slack.calls_to("chat.postMessage") + slack_app.slack.calls_to("chat.update")
+    assert next(rendered) <= len(writes)  # at most one build per write (the last is the end's)
 
 
 async def test_llm_down_gives_plain_words(slack_app: SlackHarness) -> None:
