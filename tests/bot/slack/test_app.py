@@ -18,6 +18,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.process.slack import build_slack_side
 from bot.slack.outbound import answer as answer_module
+from bot.slack.outbound import blocks as blocks_module
 from tests.fakes.llm_server import calls, error, text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import (
@@ -399,7 +400,7 @@ async def test_a_long_answer_read_at_once_is_rendered_once_per_write(
     """The message is built (Block Kit, through slack_sdk's models) when an edit goes out,
     not for every piece of text: 2,000 pieces that arrive together are not 2,000 builds."""
     rendered = itertools.count()
-    real = answer_module.turn_blocks
+    real = blocks_module.turn_blocks
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         next(rendered)
