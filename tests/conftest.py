@@ -49,15 +49,6 @@ async def make_model(fake_llm: FakeLLM) -> AsyncIterator[Callable[..., OpenAICha
         await model.aclose()
 
 
-# --- Redis -----------------------------------------------------------------------------
-
-
-# The fault tests mostly wait (on processes starting, outages, timeouts): one after
-# another they took 530 s on a 2-CPU machine, at half a core, and were the suite's long
-# pole. Split in two, each half runs one test at a time on its own xdist worker.
-FAULT_GROUPS = 2
-
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "tools", "permissions", "tests", "benchmarks")
 
@@ -73,6 +64,12 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(ROOT / package, quiet=1)
 
 
+# The fault tests mostly wait (on processes starting, outages, timeouts): one after
+# another they took 530 s on a 2-CPU machine, at half a core, and were the suite's long
+# pole. Split in two, each half runs one test at a time on its own xdist worker.
+FAULT_GROUPS = 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The fault tests (real processes, timing bounds) run in FAULT_GROUPS groups, one test
     at a time in each, on xdist workers of their own (xdist schedules the largest groups
@@ -82,6 +79,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     faults = [item for item in items if item.get_closest_marker("faults") is not None]
     for index, item in enumerate(faults):
         item.add_marker(pytest.mark.xdist_group(f"faults-{index % FAULT_GROUPS}"))
+
+
+# --- Redis -----------------------------------------------------------------------------
 
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -100,7 +100,7 @@ async def processes() -> AsyncIterator[list[Process]]:
         # Shown with a failing test's report ("Captured stdout teardown"), else discarded.
         code = process.process.returncode
         print(f"\n--- {process.log.name}, exit {code}:\n{process.output[-4000:]}")
-        if process.process.returncode is None:
+        if code is None:
             process.process.kill()
             await process.process.wait()
 
