@@ -66,7 +66,7 @@ import aiohttp
 import yaml
 
 from benchmarks import redis_sends
-from benchmarks.fake_services import FakeServices
+from benchmarks.fake_services import MENTIONER, FakeServices
 from benchmarks.process_cpu import own_cpu_seconds, tree_cpu_seconds, tree_rss_bytes, tree_size
 from benchmarks.redis_prefix import delete_prefix
 from bot.process.worker_count import cpu_count
@@ -91,7 +91,7 @@ class SignedEvent:
 
     @classmethod
     def mention(cls, channel: str, ts: str) -> SignedEvent:
-        event = mention("stock?", ts, channel=channel)
+        event = mention("stock?", ts, channel=channel, user=MENTIONER)
         body = json.dumps(event_envelope(event, f"Ev{channel}{ts}"))
         return cls(body, signed_headers(body))
 
