@@ -6,10 +6,16 @@ dicts the server sent. What the SDK does with a stream is kept: an event whose d
 object with an ``error`` raises ``openai.APIError`` (its message, else a generic one),
 data that is not JSON raises ``ValueError``, anything after ``[DONE]`` is read and dropped
 (so the connection can be reused), and a stream that ends without ``[DONE]`` just ends.
+
+A response that arrives faster than it is read is buffered, and the buffered bytes come back
+without the read ever waiting: a long answer would then be parsed, and handed on, in one go,
+holding the worker's event loop (and every other turn on it) for the whole of it. The
+reader lets the loop run others after every ``YIELD_EVERY`` chunks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -19,6 +25,7 @@ import openai
 
 DONE = "[DONE]"
 STREAM_ERROR = "An error occurred during streaming"
+YIELD_EVERY = 32  # chunks read before the loop runs others (a few ms of work at most)
 
 
 class EventData:
@@ -84,6 +91,7 @@ async def chunks(response: httpx2.Response) -> AsyncGenerator[dict[str, Any], No
     """Every chunk of ``response`` (not yet read), in order; the response is closed after."""
     events = EventData()
     done = False
+    read = 0
     try:
         async for raw in response.aiter_bytes():
             if done:
@@ -93,6 +101,9 @@ async def chunks(response: httpx2.Response) -> AsyncGenerator[dict[str, Any], No
                     done = True
                     break
                 yield parsed(data, response.request)
+                read += 1
+                if read % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # let the loop's other tasks run
         if not done:
             for data in events.finish():
                 if data.startswith(DONE):

@@ -3,6 +3,7 @@ mid-stream, and the same chunks the openai SDK reads from the fake server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from bot.config.schema import LLMConfig
 from bot.llm import LLMError, OpenAIChatModel, ToolCall
-from bot.llm.sse import STREAM_ERROR, EventData, chunks
+from bot.llm.sse import STREAM_ERROR, YIELD_EVERY, EventData, chunks
 from bot.llm.usage import Usage
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 
@@ -80,6 +81,33 @@ async def test_the_response_is_read_to_its_end_and_closed() -> None:
     response = response_of(b'data: {"n": 1}\n\ndata: [DONE]\n\n' + b": padding\n" * 1000)
     assert [c async for c in chunks(response)] == [{"n": 1}]
     assert response.is_closed and response.is_stream_consumed
+
+
+async def test_a_response_read_at_once_lets_the_loop_run_others() -> None:
+    """The whole answer is buffered (here: in the response already), so no read waits; the
+    other tasks of the loop still run while it is parsed, not only after."""
+    count = 40 * YIELD_EVERY
+    body = b"".join(b'data: {"n": %d}\n\n' % n for n in range(count)) + b"data: [DONE]\n\n"
+    ticks = 0
+
+    async def other_turn() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(other_turn())
+    await asyncio.sleep(0)
+    seen = []  # the other task's ticks when each chunk was handed on
+    try:
+        async for chunk in chunks(response_of(body)):
+            seen.append((chunk["n"], ticks))
+    finally:
+        other.cancel()
+    assert [n for n, _ in seen] == list(range(count))
+    first = seen[0][1]
+    # It ran again and again during the read: once after every YIELD_EVERY chunks.
+    assert seen[-1][1] - first >= count // YIELD_EVERY - 1
 
 
 @pytest.mark.parametrize(
