@@ -28,7 +28,9 @@ from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolPara
 
 from bot.agent import AgentEvent, LoopSettings, run_turn
 from bot.config.schema import LLMConfig
-from bot.llm import ModelResponse, OpenAIChatModel, ToolCall, Usage
+from bot.llm.client import OpenAIChatModel
+from bot.llm.response import ModelResponse, ToolCall
+from bot.llm.usage import Usage
 from tests.fakes.function_model import FunctionModel
 from tests.fakes.llm_server import FakeLLM, calls, text
 from tools import StaticToolset, tool

@@ -21,7 +21,7 @@ import openai
 
 from benchmarks.fake_services import FakeServices
 from bot.config.schema import LLMConfig
-from bot.llm import OpenAIChatModel
+from bot.llm.client import OpenAIChatModel
 from bot.process.event_loop import run_service
 
 SYSTEM = {"role": "system", "content": "You answer questions about the warehouse. " * 30}

@@ -23,7 +23,8 @@ from typing import Any
 
 from bot.agent.events import AgentEvent
 from bot.config.schema import AppConfig
-from bot.llm import ModelResponse, ToolCall, Usage
+from bot.llm.response import ModelResponse, ToolCall
+from bot.llm.usage import Usage
 from bot.process.state import State, open_state
 from bot.turn.model import Turn
 from bot.turn.responder import Deadline, DeliveryRecord, Fence, Settled

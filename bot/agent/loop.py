@@ -20,8 +20,8 @@ from bot.agent.journal import Journal, deferred_marker, resume_from
 from bot.agent.messages import Message, assistant_message, repair, system_message, tool_message
 from bot.agent.messages import user_message as make_user_message
 from bot.agent.result import CallOutcome, StopReason, ToolExecution, TurnResult
-from bot.llm.client import ChatModel, TextCallback
 from bot.llm.errors import LLMError
+from bot.llm.model import ChatModel, TextCallback
 from bot.llm.pricing import Price, cost_of
 from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage

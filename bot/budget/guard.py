@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from bot.budget.estimate import CallEstimator, Estimate
-from bot.llm.client import TextCallback
+from bot.llm.model import TextCallback
 from bot.llm.response import ModelResponse
 from bot.llm.usage import Usage
 

@@ -15,7 +15,7 @@ from bot.console.approval import console_approver
 from bot.console.asker import ConsoleAsker
 from bot.console.display import ConsoleDisplay
 from bot.console.lines import LineReader
-from bot.llm.client import ChatModel
+from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.history import RedisHistory
 from bot.turn.model import ThreadKey

@@ -1,16 +1,5 @@
-"""The LLM client: any OpenAI-compatible Chat Completions server."""
+"""The LLM client: any OpenAI-compatible Chat Completions server.
 
-from bot.llm.client import ChatModel, OpenAIChatModel, TextCallback
-from bot.llm.errors import LLMError
-from bot.llm.response import ModelResponse, ToolCall
-from bot.llm.usage import Usage
-
-__all__ = [
-    "ChatModel",
-    "LLMError",
-    "ModelResponse",
-    "OpenAIChatModel",
-    "TextCallback",
-    "ToolCall",
-    "Usage",
-]
+Import from the modules (``bot.llm.client``, ``.response``, ``.errors``, ``.usage``...): the
+package itself imports nothing, so what needs only prices, token counts or usage (the
+ingress's budgets, say) does not load the openai SDK (half a second and about 45 MB)."""

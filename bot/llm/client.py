@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import openai
@@ -21,7 +21,8 @@ from openai import RequestOptions
 
 from bot.llm import sse
 from bot.llm.accumulate import StreamAccumulator
-from bot.llm.errors import LLMError, classify
+from bot.llm.errors import LLMError
+from bot.llm.model import Message, TextCallback
 from bot.llm.pricing import price_for
 from bot.llm.response import (
     NAME_MAX_CHARS,
@@ -30,6 +31,7 @@ from bot.llm.response import (
     arguments_text,
     with_unique_ids,
 )
+from bot.llm.sdk_errors import classify
 from bot.llm.telemetry import ModelCallTelemetry, has_content
 from bot.llm.tokens import TokenEstimator
 from bot.llm.transport import http_client
@@ -40,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TextCallback = Callable[[str], Awaitable[None]]
-Message = dict[str, Any]
 
 PATH = "/chat/completions"
 # The SDK's own option for a response whose body is read by the caller
@@ -51,21 +51,6 @@ STREAMED: RequestOptions = {
     "security": {"bearer_auth": True},
 }
 WHOLE: RequestOptions = {"security": {"bearer_auth": True}}
-
-
-class ChatModel(Protocol):
-    """One model call. Implementations raise :class:`LLMError` and nothing else."""
-
-    model_name: str
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
-        *,
-        tool_choice: str | None = None,
-        on_text: TextCallback | None = None,
-    ) -> ModelResponse: ...
 
 
 class OpenAIChatModel:

@@ -9,7 +9,7 @@ Two things differ from httpx's transport, and are mended here or in bot/llm/erro
   refuses a URL with credentials beside an Authorization header, so they leave the URL once
   the header is built (they were never sent in the request line anyway).
 - Every failed connection (refused, reset, closed by the server) reaches the SDK as a
-  timeout: ``errors.connection_lost`` reads what lies under it.
+  timeout: ``sdk_errors.connection_lost`` reads what lies under it.
 """
 
 from __future__ import annotations

@@ -104,6 +104,7 @@ async def run_app(
             metrics_files = WorkerMetrics()
             answering = supervisor(count, config, services, metrics_files)
         elif with_worker:
+            services.model.load()  # the SDK, before the first turn and the heap's freeze
             answering = WorkerLoop(process.worker)
         freeze_start_up()
         await run(process, socket_mode=socket_mode, listen=listen, workers=answering)
@@ -151,6 +152,7 @@ async def run_workers(
         await check_persistence(services.state.handle, services.config.redis.require_persistence)
         await services.state.handle.warm(busy_connections(services.config))
         await services.start()
+        services.model.load()  # the SDK, before the first turn and the heap's freeze
         freeze_start_up()
         try:
             await run_workers_only(services, WorkerLoop(process.worker), listen)

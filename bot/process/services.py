@@ -14,7 +14,7 @@ from bot.budget.estimate import CallEstimator
 from bot.budget.guard import CappableChatModel
 from bot.config import AppConfig, ConfigError, Environment, load_config
 from bot.config.requirements import Command, missing_message, missing_settings
-from bot.llm.client import OpenAIChatModel
+from bot.llm.deferred import DeferredChatModel
 from bot.llm.pricing import Price, cost_of, price_for
 from bot.llm.usage import Usage
 from bot.observability.redaction import REDACTOR
@@ -71,7 +71,7 @@ class Services:
     config: AppConfig
     environment: Environment
     tools: Tools
-    model: OpenAIChatModel
+    model: DeferredChatModel
     loop_settings: LoopSettings
     state: State
     policy: Policy
@@ -165,7 +165,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
         raise ConfigError(missing_message(missing))
     base_url = environment.openai_base_url or config.llm.base_url
     api_key = environment.openai_api_key.get_secret_value() if environment.openai_api_key else None
-    model = OpenAIChatModel(config.llm, api_key=api_key, base_url=base_url)
+    model = DeferredChatModel(config.llm, api_key=api_key, base_url=base_url)
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
@@ -181,7 +181,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
 
 
 def model_sampler(
-    model: OpenAIChatModel, price: Price | None, state: State, budgets: Budgets
+    model: DeferredChatModel, price: Price | None, state: State, budgets: Budgets
 ) -> ModelSampler[Usage]:
     """MCP sampling answered by ``model`` within the person's spending limits: the tokens
     priced and counted in the person's usage (``turns=0``: spent outside a turn's own model

@@ -4,7 +4,7 @@ tools the policy gives them, and the one place that knows which stores each part
 from __future__ import annotations
 
 from bot.config.schema import QueueConfig
-from bot.llm.client import ChatModel
+from bot.llm.model import ChatModel
 from bot.process.services import Services
 from bot.process.slack import SlackSide
 from bot.process.state import State

@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.agent.loop import LoopSettings
 from bot.agent.messages import user_message
-from bot.llm.client import ChatModel
+from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.turn.model import Turn
 from bot.turn.responder import Deadline

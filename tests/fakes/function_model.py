@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from bot.llm import ModelResponse, TextCallback, Usage
+from bot.llm.model import TextCallback
+from bot.llm.response import ModelResponse
+from bot.llm.usage import Usage
 
 Respond = Callable[[Sequence[dict[str, Any]], Sequence[dict[str, Any]]], Awaitable[ModelResponse]]
 

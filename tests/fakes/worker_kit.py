@@ -13,7 +13,8 @@ from typing import Any
 from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
 from bot.config.schema import AppConfig, LLMConfig, QueueConfig
-from bot.llm.client import ChatModel, OpenAIChatModel
+from bot.llm.client import OpenAIChatModel
+from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State, open_state
 from bot.process.worker import build_worker as assemble

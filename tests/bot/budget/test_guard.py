@@ -20,7 +20,8 @@ from bot.budget.config import BudgetsConfig
 from bot.budget.estimate import CallEstimator
 from bot.budget.ledger import Spend
 from bot.budget.refusal import OverBudget
-from bot.llm import LLMError, OpenAIChatModel
+from bot.llm.client import OpenAIChatModel
+from bot.llm.errors import LLMError
 from bot.llm.pricing import Price
 from bot.process.state import State
 from permissions.budget import Budget

@@ -172,7 +172,7 @@ async def test_services_need_a_key_or_a_base_url(monkeypatch: pytest.MonkeyPatch
         build_services()
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
     services = build_services()
-    assert str(services.model.client.base_url) == "http://127.0.0.1:11434/v1/"
+    assert str(services.model.load().client.base_url) == "http://127.0.0.1:11434/v1/"
     await services.aclose()
 
 
@@ -184,13 +184,13 @@ async def test_environment_overrides_the_file(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://env.example/v1")
     services = build_services(path)
-    assert str(services.model.client.base_url) == "http://env.example/v1/"
-    assert services.model.client.max_retries == 4
+    assert str(services.model.load().client.base_url) == "http://env.example/v1/"
+    assert services.model.load().client.max_retries == 4
     assert services.model.model_name == "m1"
     await services.aclose()
     monkeypatch.delenv("OPENAI_BASE_URL")
     services = build_services(path)
-    assert str(services.model.client.base_url) == "http://file.example/v1/"
+    assert str(services.model.load().client.base_url) == "http://file.example/v1/"
     await services.aclose()
 
 

@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.llm import LLMError, OpenAIChatModel, ToolCall
-from bot.llm.errors import classify
+from bot.llm.client import OpenAIChatModel
+from bot.llm.errors import LLMError
 from bot.llm.pricing import Price, cost_of, price_for
-from bot.llm.response import with_unique_ids
+from bot.llm.response import ToolCall, with_unique_ids
+from bot.llm.sdk_errors import classify
 from bot.llm.usage import Usage
 from tests.fakes.llm_server import FakeLLM, calls, error, text
 

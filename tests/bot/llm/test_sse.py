@@ -13,7 +13,9 @@ import openai
 import pytest
 
 from bot.config.schema import LLMConfig
-from bot.llm import LLMError, OpenAIChatModel, ToolCall
+from bot.llm.client import OpenAIChatModel
+from bot.llm.errors import LLMError
+from bot.llm.response import ToolCall
 from bot.llm.sse import STREAM_ERROR, YIELD_EVERY, EventData, chunks
 from bot.llm.usage import Usage
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text

@@ -15,8 +15,9 @@ import openai
 import pytest
 
 from bot.config.schema import LLMConfig
-from bot.llm import LLMError, OpenAIChatModel
-from bot.llm.errors import classify
+from bot.llm.client import OpenAIChatModel
+from bot.llm.errors import LLMError
+from bot.llm.sdk_errors import classify
 from tests.fakes.llm_server import FakeLLM, Reply, caller, text
 from tests.fakes.redis_server import free_port
 

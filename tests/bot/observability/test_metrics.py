@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.agent.events import ToolFinished
 from bot.agent.result import CallOutcome
-from bot.llm import ModelResponse, ToolCall
+from bot.llm.response import ModelResponse, ToolCall
 from bot.observability import metrics
 from bot.observability.observer import UNKNOWN_TOOL, TurnTelemetry
 from bot.process.state import State

@@ -12,7 +12,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from bot.llm import LLMError, OpenAIChatModel
+from bot.llm.client import OpenAIChatModel
+from bot.llm.errors import LLMError
 from bot.observability import tracing
 from bot.observability.span_export import RedactingSpanExporter
 from bot.process.run import assemble

@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 from bot.agent.messages import repair
 from bot.config.schema import AppConfig, SlackConfig
-from bot.llm import ModelResponse, ToolCall
+from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State, build_state, open_state
 from bot.slack.outbound.responder import SlackResponder
 from bot.state.connection import connect

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from bot.llm import ModelResponse, ToolCall
+from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State
 from bot.turn.model import Turn
 from bot.turn.states import TurnState

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.agent.result import StopReason
-from bot.llm import ModelResponse, ToolCall
+from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State
 from bot.state import StateUnavailable
 from bot.state.commands import Commands
