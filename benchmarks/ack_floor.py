@@ -22,7 +22,14 @@ import aiohttp
 from aiohttp import web
 
 from benchmarks.process_cpu import tree_cpu_seconds
-from benchmarks.slack_turns import SignedEvent, percentile, post_raw, post_signed, wait_healthy
+from benchmarks.slack_turns import (
+    SignedEvent,
+    collector_held,
+    percentile,
+    post_raw,
+    post_signed,
+    wait_healthy,
+)
 from bot.process.heap import freeze_start_up
 from bot.process.listen import EVENTS_BACKLOG
 from tests.fakes.redis_server import free_port
@@ -67,10 +74,12 @@ async def burst(count: int, backlog: int, raw_client: bool) -> tuple[list[float]
             await post_signed(session, port, signed[0])  # warm-up
             raw = [s.request(port) for s in signed] if raw_client else []
             cpu_before = tree_cpu_seconds(server.pid)
-            if raw:
-                acks = list(await asyncio.gather(*(post_raw(port, r) for r in raw)))
-            else:
-                acks = list(await asyncio.gather(*(post_signed(session, port, s) for s in signed)))
+            with collector_held():
+                if raw:
+                    acks = list(await asyncio.gather(*(post_raw(port, r) for r in raw)))
+                else:
+                    sends = (post_signed(session, port, s) for s in signed)
+                    acks = list(await asyncio.gather(*sends))
             return acks, tree_cpu_seconds(server.pid) - cpu_before
     finally:
         server.terminate()
