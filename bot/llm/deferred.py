@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.llm.model import Message, TextCallback
-from bot.llm.pricing import price_for
 from bot.llm.response import ModelResponse
 from bot.llm.tokens import TokenEstimator
 
@@ -20,14 +19,13 @@ if TYPE_CHECKING:
 
 
 class DeferredChatModel:
-    """An :class:`OpenAIChatModel` built at the first call; its estimator, name and price
-    are known before."""
+    """An :class:`OpenAIChatModel` built at the first call; its name and estimator are
+    known before."""
 
     def __init__(self, config: LLMConfig, *, api_key: str | None, base_url: str | None) -> None:
         self.config = config
         self.model_name = config.model
         self.estimator = TokenEstimator()  # the built model's own: what it learns is kept
-        self.price = price_for(config.model, config.prices)
         self._api_key = api_key
         self._base_url = base_url
         self._model: OpenAIChatModel | None = None
