@@ -20,6 +20,13 @@ server (``fallback``), which owns it from then on and answers as it always did.
 A connection that brings no whole request within ``request_timeout_s`` of opening or of its
 last answer is closed (aiohttp's keep-alive timeout; here a request trickled in byte by byte
 does not reset it).
+
+The door holds at most ``max_connections`` connections. One more closes, of those with no
+answer under way (kept alive, or still bringing their request), the one whose last answer
+or opening is oldest: connections opened and left idle, or trickled byte by byte, cannot
+take the port from Slack. When every one is being answered, the newcomer is closed instead
+(Slack sends the event again). A warning says so at most once a minute. Connections handed
+to aiohttp are its server's, and not counted.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ log = logging.getLogger(__name__)
 ShortAnswer = Callable[[bytes, Mapping[str, str]], Awaitable[BoltResponse | None]]
 
 REQUEST_TIMEOUT_S = 75.0  # aiohttp's keep-alive timeout
+MAX_CONNECTIONS = 1024  # a burst of Slack's events, with room; far below a process's files
+SHED_WARN_EVERY_S = 60.0
 
 
 class FrontDoor:
@@ -56,6 +65,7 @@ class FrontDoor:
         fallback: Callable[[], asyncio.Protocol],
         *,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         """``answer``: the short answer to a request's body and headers (names in lower
         case), or None for aiohttp to answer it; ``fallback``: a new protocol of aiohttp's
@@ -63,13 +73,48 @@ class FrontDoor:
         self.answer = answer
         self.fallback = fallback
         self.request_timeout_s = request_timeout_s
+        self.max_connections = max_connections
         self.answers = Answers()
-        self.connections: set[Connection] = set()
+        self.connections: dict[Connection, None] = {}  # the least recently answered first
         self.closing = False
         self.loop = asyncio.get_running_loop()
+        self.shed = 0  # connections closed to make room, since the last warning
+        self.warned_at: float | None = None
 
     def __call__(self) -> Connection:
         return Connection(self)
+
+    def admit(self, connection: Connection) -> bool:
+        """Make room for ``connection`` when the door is full: close the least recently
+        answered connection with no answer under way. False (the newcomer is to be closed)
+        when every one is being answered."""
+        if len(self.connections) >= self.max_connections:
+            idle = next((c for c in self.connections if c.task is None), None)
+            self._shed()
+            if idle is None:
+                return False
+            idle.close()
+            del self.connections[idle]
+        self.connections[connection] = None
+        return True
+
+    def answered(self, connection: Connection) -> None:
+        """``connection`` was just answered and stays open: the last to be closed for room."""
+        if connection in self.connections:
+            del self.connections[connection]
+            self.connections[connection] = None
+
+    def _shed(self) -> None:
+        self.shed += 1
+        now = self.loop.time()
+        if self.warned_at is None or now - self.warned_at >= SHED_WARN_EVERY_S:
+            log.warning(
+                "the events port holds its most connections (%d): closed %d to make room "
+                "(connections left idle or trickling, or more events at once than it holds)",
+                self.max_connections,
+                self.shed,
+            )
+            self.warned_at, self.shed = now, 0
 
     async def close(self, timeout_s: float) -> None:
         """Close idle connections at once; a request being answered is answered (with
@@ -102,10 +147,14 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
-        self.door.connections.add(self)
+        if not self.door.admit(self):
+            self.transport.close()
+            return
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._transport().is_closing():
+            return  # closed by the door (for room, or stopping): nothing more is read
         self.buffer += data
         if self.task is None:
             self._next()
@@ -121,7 +170,7 @@ class Connection(asyncio.Protocol):
         return True  # the answer to a whole request can still be written; then we close
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.door.connections.discard(self)
+        self.door.connections.pop(self, None)
         self._disarm()
 
     # the requests
@@ -187,6 +236,7 @@ class Connection(asyncio.Protocol):
         if not keep_alive:
             self.close()
             return
+        self.door.answered(self)
         if self.paused:
             self.paused = False
             transport.resume_reading()
@@ -196,7 +246,7 @@ class Connection(asyncio.Protocol):
     def _hand_over(self) -> None:
         """This connection is aiohttp's from now on, with the bytes not answered yet."""
         self._disarm()
-        self.door.connections.discard(self)
+        self.door.connections.pop(self, None)
         transport = self._transport()
         if transport.is_closing():
             return

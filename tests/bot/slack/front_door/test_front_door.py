@@ -12,6 +12,7 @@ from aiohttp import web
 from slack_bolt.response import BoltResponse
 
 from bot.process.listen import EventsPort
+from tests.waiting import until
 
 
 class ShortWay:
@@ -267,3 +268,61 @@ async def test_stopping_finishes_the_answer_under_way_and_closes_idle_connection
     await asyncio.wait_for(stopping, 5)
     writer.close()
     idle_writer.close()
+
+
+async def test_at_its_most_connections_the_least_recently_answered_idle_one_makes_room(
+    port: Port, caplog: pytest.LogCaptureFixture
+) -> None:
+    door = port.events_port.door
+    assert door is not None
+    door.max_connections = 3
+    opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    for _ in range(3):  # one at a time: the door sees them open in this order
+        opened.append(await port.connect())
+        await until(lambda: len(door.connections) == len(opened))
+    (first_reader, first_writer), (second_reader, _), (third_reader, third_writer) = opened
+    first_writer.write(post(b"short first"))  # answered: now the most recent of the three
+    assert (await answer(first_reader))[2] == "short short first"
+    third_writer.write(post(b"short never finished")[:-5])  # still bringing its request
+    await until(lambda: port.short.bodies == [b"short first"] and len(door.connections) == 3)
+
+    newcomer_reader, newcomer_writer = await port.connect()
+    assert await closed(second_reader)  # opened before the third, never answered
+    newcomer_writer.write(post(b"short newcomer"))
+    assert (await answer(newcomer_reader))[2] == "short short newcomer"
+    fourth_reader, fourth_writer = await port.connect()
+    assert await closed(third_reader)  # the trickling one: idle longer than the others
+    for reader, writer, body in (
+        (first_reader, first_writer, b"short again"),
+        (fourth_reader, fourth_writer, b"short fourth"),
+    ):
+        writer.write(post(body))
+        assert (await answer(reader))[2] == "short " + body.decode()
+    shed = [r for r in caplog.records if "most connections (3)" in r.getMessage()]
+    assert len(shed) == 1 and shed[0].levelname == "WARNING"  # at most once a minute
+    for _, writer in (*opened, (newcomer_reader, newcomer_writer), (fourth_reader, fourth_writer)):
+        writer.close()
+
+
+async def test_when_every_connection_is_being_answered_a_newcomer_is_closed(
+    port: Port,
+) -> None:
+    door = port.events_port.door
+    assert door is not None
+    door.max_connections = 2
+    busy = [await port.connect(), await port.connect()]
+    for _, writer in busy:
+        writer.write(post(b"slow"))
+    await until(lambda: len(port.short.bodies) == 2)
+
+    newcomer_reader, newcomer_writer = await port.connect()
+    assert await closed(newcomer_reader)
+    port.short.go.set()
+    for reader, writer in busy:  # the answers under way are given
+        assert (await answer(reader))[2] == "short slow"
+        writer.close()
+    newcomer_writer.close()
+    reader, writer = await port.connect()  # the answers given, there is room again
+    writer.write(post(b"short later"))
+    assert (await answer(reader))[2] == "short short later"
+    writer.close()
