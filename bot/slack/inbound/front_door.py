@@ -21,10 +21,11 @@ A connection that brings no whole request within ``request_timeout_s`` of openin
 last answer is closed (aiohttp's keep-alive timeout; here a request trickled in byte by byte
 does not reset it).
 
-The door holds at most ``max_connections`` connections. One more closes, of those with no
-answer under way (kept alive, or still bringing their request), the one whose last answer
-or opening is oldest: connections opened and left idle, or trickled byte by byte, cannot
-take the port from Slack. When every one is being answered, the newcomer is closed instead
+The door holds at most ``max_connections`` connections (:func:`connection_cap`: 1,024, or
+half the files the process may open). One more closes, of those with no answer under way
+(kept alive, or still bringing their request), the one whose last answer or opening is
+oldest: connections opened and left idle, or trickled byte by byte, cannot take the port
+from Slack. When every one is being answered, the newcomer is closed instead
 (Slack sends the event again). A warning says so at most once a minute. Connections handed
 to aiohttp are its server's, and not counted.
 """
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
@@ -54,7 +56,7 @@ log = logging.getLogger(__name__)
 ShortAnswer = Callable[[bytes, Mapping[str, str]], Awaitable[BoltResponse | None]]
 
 REQUEST_TIMEOUT_S = 75.0  # aiohttp's keep-alive timeout
-MAX_CONNECTIONS = 1024  # a burst of Slack's events, with room; far below a process's files
+MAX_CONNECTIONS = 1024  # a burst of Slack's events, with room
 SHED_WARN_EVERY_S = 60.0
 
 
@@ -65,7 +67,7 @@ class FrontDoor:
         fallback: Callable[[], asyncio.Protocol],
         *,
         request_timeout_s: float = REQUEST_TIMEOUT_S,
-        max_connections: int = MAX_CONNECTIONS,
+        max_connections: int | None = None,
     ) -> None:
         """``answer``: the short answer to a request's body and headers (names in lower
         case), or None for aiohttp to answer it; ``fallback``: a new protocol of aiohttp's
@@ -73,7 +75,7 @@ class FrontDoor:
         self.answer = answer
         self.fallback = fallback
         self.request_timeout_s = request_timeout_s
-        self.max_connections = max_connections
+        self.max_connections = connection_cap() if max_connections is None else max_connections
         self.answers = Answers()
         self.connections: dict[Connection, None] = {}  # the least recently answered first
         self.closing = False
@@ -131,6 +133,17 @@ class FrontDoor:
             await asyncio.wait(answering, timeout=timeout_s)
         for connection in list(self.connections):
             connection.close()
+
+
+def connection_cap(files: int | None = None) -> int:
+    """:data:`MAX_CONNECTIONS`, or half the files this process may open when that is less
+    (``files``: RLIMIT_NOFILE's soft limit), so the cap is reached before the limit: Redis,
+    Slack, the model and the MCP servers need files too."""
+    if files is None:
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if files == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(min(MAX_CONNECTIONS, files // 2), 1)
 
 
 class Connection(asyncio.Protocol):

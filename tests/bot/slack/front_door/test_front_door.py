@@ -5,6 +5,7 @@ on the same connection, as before. On asyncio's loop and uvloop's (conftest.py).
 from __future__ import annotations
 
 import asyncio
+import resource
 from collections.abc import AsyncIterator, Mapping
 
 import pytest
@@ -12,6 +13,7 @@ from aiohttp import web
 from slack_bolt.response import BoltResponse
 
 from bot.process.listen import EventsPort
+from bot.slack.inbound.front_door import MAX_CONNECTIONS, connection_cap
 from tests.waiting import until
 
 
@@ -326,3 +328,11 @@ async def test_when_every_connection_is_being_answered_a_newcomer_is_closed(
     writer.write(post(b"short later"))
     assert (await answer(reader))[2] == "short short later"
     writer.close()
+
+
+def test_the_cap_stays_below_the_files_the_process_may_open() -> None:
+    assert connection_cap(1_048_576) == MAX_CONNECTIONS == 1024
+    assert connection_cap(1024) == 512  # half: Redis, Slack and the model need files too
+    assert connection_cap(1) == 1
+    assert connection_cap(resource.RLIM_INFINITY) == MAX_CONNECTIONS
+    assert connection_cap() == min(1024, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
