@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.observability import logs
 from bot.observability.redaction import print_redacted
 from bot.process.lifeline import hold_on

@@ -4,7 +4,7 @@ within its connect timeout; two servers offering one name is a problem too."""
 from __future__ import annotations
 
 from bot.check.findings import Finding, fail, ok
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.process.services import Tools
 
 SHOWN = 8  # tool names quoted per server

@@ -16,8 +16,10 @@ from bot.check.mcp_servers import check_mcp
 from bot.check.model import check_model
 from bot.check.slack import check_slack, check_socket_mode
 from bot.check.storage import check_redis
-from bot.config import AppConfig, ConfigError, Environment
+from bot.config.environment import Environment
+from bot.config.errors import ConfigError
 from bot.config.requirements import missing_settings, socket_mode, token_shape_problems
+from bot.config.schema import AppConfig
 from bot.observability.redaction import print_redacted
 from bot.process.services import Tools, config_path, load
 

@@ -26,7 +26,7 @@ import prometheus_client
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.health.readiness import Readiness
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.budget.budgets import Spender
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
 from bot.observability import tracing
 from bot.observability.process_metrics import WorkerMetrics

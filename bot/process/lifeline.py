@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

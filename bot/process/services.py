@@ -12,8 +12,11 @@ from bot.budget.budgets import Budgets
 from bot.budget.config import unpriced_cost_limits
 from bot.budget.estimate import CallEstimator
 from bot.budget.guard import CappableChatModel
-from bot.config import AppConfig, ConfigError, Environment, load_config
+from bot.config.environment import Environment
+from bot.config.errors import ConfigError
+from bot.config.loading import load_config
 from bot.config.requirements import Command, missing_message, missing_settings
+from bot.config.schema import AppConfig
 from bot.llm.deferred import DeferredChatModel
 from bot.llm.pricing import Price, cost_of, price_for
 from bot.llm.usage import Usage

@@ -10,7 +10,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.admin.commands import AdminCommands
 from bot.admin.context import AdminStores
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.config.requirements import missing_message, missing_settings
 from bot.process.services import Services
 from bot.slack.client import GuardedWebClient, web_client

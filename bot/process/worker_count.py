@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 
 
 def cpu_count() -> int:

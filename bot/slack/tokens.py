@@ -13,7 +13,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.slack.identity import BotIdentity
 from bot.slack.inbound.socket.refusals import is_refusal
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.state.connection import Redis, RedisHandle
 from bot.state.errors import REDIS_DOWN
 

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import AppConfig, ConfigError, load_config, parse_config
 from bot.config.environment import Environment
+from bot.config.errors import ConfigError
+from bot.config.loading import load_config, parse_config
+from bot.config.schema import AppConfig
 from bot.process.services import build_services, config_path
 
 EXAMPLE = """

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import AppConfig, Environment
+from bot.config.environment import Environment
 from bot.config.requirements import Command, missing_message, missing_settings, token_shape_problems
+from bot.config.schema import AppConfig
 
 NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")
 

@@ -10,7 +10,7 @@ import prometheus_client
 import pytest
 from aiohttp import web
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.health.endpoints import HealthServer, add_routes
 from bot.health.readiness import Readiness, redis_check, worker_check
 from tests.fakes.redis_server import free_port

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.trace import Status, StatusCode
 
-from bot.config import Environment
+from bot.config.environment import Environment
 from bot.config.loading import parse_config
 from bot.observability import logs, tracing
 from bot.observability.redaction import REDACTOR, Redactor, without_queries

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.process.lifeline import Lifeline, hold_on
 
 HOLDER = """

@@ -15,7 +15,8 @@ import sys
 LOADED = """
 import json, sys
 import bot.process.run, bot.process.commands
-from tools.mcp import McpConfig, McpManager
+from tools.mcp.config import McpConfig
+from tools.mcp.manager import McpManager
 McpManager(McpConfig())
 before = {m: m in sys.modules for m in ("mcp", "mcp_types", "fakeredis", "numpy")}
 manager = McpManager(McpConfig.model_validate({"servers": {"s": {"command": "true"}}}))

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.process.worker_count import cpu_count, worker_processes
 
 

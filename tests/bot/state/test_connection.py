@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 import redis.exceptions
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.process.state import State
 from bot.state.connection import (
     DRIVER_INFO,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.process.state import State
 from bot.state.connection import RedisHandle, connect
 from bot.state.persistence import (

@@ -8,7 +8,8 @@ from itertools import pairwise
 import pytest
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-from bot.config import ConfigError, parse_config
+from bot.config.errors import ConfigError
+from bot.config.loading import parse_config
 from bot.state.keys import Keys
 from bot.state.shards import Shards, shard_tag
 from bot.turn.model import ThreadKey

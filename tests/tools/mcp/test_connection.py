@@ -20,8 +20,8 @@ from tests.fakes.mcp_servers import HttpMcpServer, stdio_command
 from tests.waiting import until
 from tools import ToolArgumentsError, ToolError
 from tools.call_context import CallScope, Requester, calling
-from tools.mcp import McpConnection, McpServerConfig
-from tools.mcp.connection import McpUnavailable
+from tools.mcp.config import McpServerConfig
+from tools.mcp.connection import McpConnection, McpUnavailable
 from tools.mcp.identity import client_info
 
 FAST = {"connect_timeout_s": 10, "ping_interval_s": 0.3, "call_timeout_s": 5}
@@ -341,7 +341,8 @@ async def test_a_server_slower_than_its_connect_timeout_is_never_killed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """It needs 20 s; start-up waits 2 s for it, and it connects when it is ready."""
-    from tools.mcp import McpConfig, McpManager
+    from tools.mcp.config import McpConfig
+    from tools.mcp.manager import McpManager
 
     caplog.set_level(logging.WARNING, logger="tools.mcp")
     starts = tmp_path / "starts"
@@ -366,7 +367,8 @@ async def test_a_server_slower_than_its_connect_timeout_is_never_killed(
 
 
 async def test_a_hanging_server_does_not_hold_up_start(tmp_path: Path) -> None:
-    from tools.mcp import McpConfig, McpManager
+    from tools.mcp.config import McpConfig
+    from tools.mcp.manager import McpManager
 
     hanging = tmp_path / "hang.py"
     hanging.write_text("import time\ntime.sleep(60)\n")

@@ -14,9 +14,9 @@ import pytest
 from tests.fakes.mcp_servers import stdio_command
 from tests.waiting import until
 from tools.errors import ToolError
-from tools.mcp import McpConfig, McpManager
+from tools.mcp.config import McpConfig
 from tools.mcp.connection import McpUnavailable
-from tools.mcp.manager import McpNameClash
+from tools.mcp.manager import McpManager, McpNameClash
 
 Make = Callable[..., Any]
 

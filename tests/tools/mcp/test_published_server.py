@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.waiting import until
-from tools.mcp import McpConnection, McpServerConfig
-from tools.mcp.connection import McpUnavailable
+from tools.mcp.config import McpServerConfig
+from tools.mcp.connection import McpConnection, McpUnavailable
 
 TIME_SERVER = McpServerConfig(
     command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"]

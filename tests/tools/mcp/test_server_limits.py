@@ -11,7 +11,8 @@ import pytest
 
 from tests.fakes.mcp_servers import HttpMcpServer, stdio_command
 from tools.call_context import CallScope, Requester, calling
-from tools.mcp import McpConnection, McpServerConfig
+from tools.mcp.config import McpServerConfig
+from tools.mcp.connection import McpConnection
 
 FAST = {"connect_timeout_s": 10, "ping_interval_s": 0.3, "call_timeout_s": 5}
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bot.config import ConfigError
+from bot.config.errors import ConfigError
 from bot.slack.client import web_client
 from bot.slack.identity import BotIdentity
 from bot.slack.tokens import verify_tokens
