@@ -26,7 +26,7 @@ half the files the process may open). One more closes, of those with no answer u
 (kept alive, or still bringing their request), the one whose last answer or opening is
 oldest: connections opened and left idle, or trickled byte by byte, cannot take the port
 from Slack. When every one is being answered, the newcomer is closed instead
-(Slack sends the event again). A warning says so at most once a minute. Connections handed
+(Slack sends the event again). A warning counts them, at most once a minute. Connections handed
 to aiohttp are its server's, and not counted.
 """
 
@@ -80,8 +80,10 @@ class FrontDoor:
         self.connections: dict[Connection, None] = {}  # the least recently answered first
         self.closing = False
         self.loop = asyncio.get_running_loop()
-        self.shed = 0  # connections closed to make room, since the last warning
+        self.shed = 0  # connections closed or refused for room, not warned of yet
         self.warned_at: float | None = None
+        self.warn_every_s = SHED_WARN_EVERY_S
+        self.pending_warning: asyncio.TimerHandle | None = None
 
     def __call__(self) -> Connection:
         return Connection(self)
@@ -91,7 +93,7 @@ class FrontDoor:
         answered connection with no answer under way. False (the newcomer is to be closed)
         when every one is being answered."""
         if len(self.connections) >= self.max_connections:
-            idle = next((c for c in self.connections if c.task is None), None)
+            idle = next((c for c in self.connections if c.task is None and c.open()), None)
             self._shed()
             if idle is None:
                 return False
@@ -107,22 +109,37 @@ class FrontDoor:
             self.connections[connection] = None
 
     def _shed(self) -> None:
+        """Count one connection closed or refused for room: warned of at once, or with the
+        others of the minute when its warning is due."""
         self.shed += 1
-        now = self.loop.time()
-        if self.warned_at is None or now - self.warned_at >= SHED_WARN_EVERY_S:
+        if self.pending_warning is not None:
+            return
+        due = 0.0 if self.warned_at is None else self.warned_at + self.warn_every_s
+        if due <= self.loop.time():
+            self._warn()
+        else:
+            self.pending_warning = self.loop.call_at(due, self._warn)
+
+    def _warn(self) -> None:
+        self.pending_warning = None
+        if self.shed:
             log.warning(
-                "the events port holds its most connections (%d): closed %d to make room "
-                "(connections left idle or trickling, or more events at once than it holds)",
+                "the events port holds its most connections (%d): %d closed or refused for "
+                "room (connections left idle or trickling, or more events at once than it "
+                "holds)",
                 self.max_connections,
                 self.shed,
             )
-            self.warned_at, self.shed = now, 0
+        self.warned_at, self.shed = self.loop.time(), 0
 
     async def close(self, timeout_s: float) -> None:
         """Close idle connections at once; a request being answered is answered (with
         ``Connection: close``) for up to ``timeout_s``, then its connection is dropped.
         Connections handed to aiohttp are its server's to close."""
         self.closing = True
+        if self.pending_warning is not None:
+            self.pending_warning.cancel()
+            self._warn()  # what the minute counted so far
         answering = []
         for connection in list(self.connections):
             if connection.task is None:
@@ -187,6 +204,10 @@ class Connection(asyncio.Protocol):
         self._disarm()
 
     # the requests
+
+    def open(self) -> bool:
+        """Connected, and not closing."""
+        return self.transport is not None and not self.transport.is_closing()
 
     def close(self) -> None:
         self._disarm()

@@ -221,3 +221,19 @@ def test_the_readme_example_loads(monkeypatch: pytest.MonkeyPatch) -> None:
         "k8s": "streamable_http",
         "legacy": "sse",
     }
+
+
+def test_a_base_url_the_sdk_cannot_use_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The model's client is built at its first call; its URL is checked before that."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:hunter2@[::1/v1")
+    monkeypatch.delenv("SLACK_AGENT_CONFIG", raising=False)
+    with pytest.raises(ConfigError, match=r"^OPENAI_BASE_URL: the model's base URL is not a URL"):
+        build_services()
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    path = tmp_path / "c.yaml"
+    path.write_text("llm: {base_url: 'localhost:11434/v1'}\n")
+    with pytest.raises(ConfigError, match=r"^llm\.base_url: the model's base URL must start with"):
+        build_services(path)

@@ -278,6 +278,7 @@ async def test_at_its_most_connections_the_least_recently_answered_idle_one_make
     door = port.events_port.door
     assert door is not None
     door.max_connections = 3
+    door.warn_every_s = 0.3
     opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     for _ in range(3):  # one at a time: the door sees them open in this order
         opened.append(await port.connect())
@@ -300,14 +301,22 @@ async def test_at_its_most_connections_the_least_recently_answered_idle_one_make
     ):
         writer.write(post(body))
         assert (await answer(reader))[2] == "short " + body.decode()
-    shed = [r for r in caplog.records if "most connections (3)" in r.getMessage()]
-    assert len(shed) == 1 and shed[0].levelname == "WARNING"  # at most once a minute
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "most connections (3)" in r.getMessage()]
+
+    # The first at once; the second, within the same interval, when the next warning is due.
+    await until(lambda: len(warnings()) == 2)
+    assert [w.split(": ")[1].split(" (")[0] for w in warnings()] == [
+        "1 closed or refused for room",
+        "1 closed or refused for room",
+    ]
     for _, writer in (*opened, (newcomer_reader, newcomer_writer), (fourth_reader, fourth_writer)):
         writer.close()
 
 
 async def test_when_every_connection_is_being_answered_a_newcomer_is_closed(
-    port: Port,
+    port: Port, caplog: pytest.LogCaptureFixture
 ) -> None:
     door = port.events_port.door
     assert door is not None
@@ -319,6 +328,7 @@ async def test_when_every_connection_is_being_answered_a_newcomer_is_closed(
 
     newcomer_reader, newcomer_writer = await port.connect()
     assert await closed(newcomer_reader)
+    assert any("2): 1 closed or refused" in r.getMessage() for r in caplog.records)
     port.short.go.set()
     for reader, writer in busy:  # the answers under way are given
         assert (await answer(reader))[2] == "short slow"
@@ -336,3 +346,21 @@ def test_the_cap_stays_below_the_files_the_process_may_open() -> None:
     assert connection_cap(1) == 1
     assert connection_cap(resource.RLIM_INFINITY) == MAX_CONNECTIONS
     assert connection_cap() == min(1024, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
+
+
+async def test_stopping_warns_of_what_the_minute_counted(
+    port: Port, caplog: pytest.LogCaptureFixture
+) -> None:
+    door = port.events_port.door
+    assert door is not None
+    door.max_connections = 1
+    held = [await port.connect()]
+    await until(lambda: len(door.connections) == 1)
+    for _ in range(3):  # each newcomer closes the one before: three for room
+        held.append(await port.connect())
+        assert await closed(held[-2][0])
+    await port.events_port.stop()
+    counted = [r.getMessage() for r in caplog.records if "most connections (1)" in r.getMessage()]
+    assert [m.split(": ")[1].split(" closed")[0] for m in counted] == ["1", "2"]
+    for _, writer in held:
+        writer.close()
