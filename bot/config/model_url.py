@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from bot.config.errors import ConfigError
+
 
 def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a model's base URL, or None. The URL itself is not repeated:
@@ -24,11 +26,13 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def model_url_error(environment_url: str | None, config_url: str | None) -> str | None:
-    """The message for the base URL in use (OPENAI_BASE_URL wins over ``llm.base_url``),
-    or None when it is usable or none is set (the SDK's default)."""
+def model_base_url(environment_url: str | None, config_url: str | None) -> str | None:
+    """The model's base URL: OPENAI_BASE_URL, else ``llm.base_url``, else None (the SDK's
+    default). :class:`ConfigError`, naming the one in use, when it is unusable."""
     for name, url in (("OPENAI_BASE_URL", environment_url), ("llm.base_url", config_url)):
         if url:
             problem = url_problem(url)
-            return None if problem is None else f"{name}: the model's base URL {problem}"
+            if problem is not None:
+                raise ConfigError(f"{name}: the model's base URL {problem}")
+            return url
     return None

@@ -15,7 +15,7 @@ from bot.budget.guard import CappableChatModel
 from bot.config.environment import Environment
 from bot.config.errors import ConfigError
 from bot.config.loading import load_config
-from bot.config.model_url import model_url_error
+from bot.config.model_url import model_base_url
 from bot.config.requirements import Command, missing_message, missing_settings
 from bot.config.schema import AppConfig
 from bot.llm.deferred import DeferredChatModel
@@ -167,10 +167,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     missing = missing_settings(environment, config, command)
     if missing:
         raise ConfigError(missing_message(missing))
-    url_error = model_url_error(environment.openai_base_url, config.llm.base_url)
-    if url_error is not None:
-        raise ConfigError(url_error)
-    base_url = environment.openai_base_url or config.llm.base_url
+    base_url = model_base_url(environment.openai_base_url, config.llm.base_url)
     api_key = environment.openai_api_key.get_secret_value() if environment.openai_api_key else None
     model = DeferredChatModel(config.llm, api_key=api_key, base_url=base_url)
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None

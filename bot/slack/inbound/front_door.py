@@ -25,9 +25,9 @@ The door holds at most ``max_connections`` connections (:func:`connection_cap`: 
 half the files the process may open). One more closes, of those with no answer under way
 (kept alive, or still bringing their request), the one whose last answer or opening is
 oldest: connections opened and left idle, or trickled byte by byte, cannot take the port
-from Slack. When every one is being answered, the newcomer is closed instead
-(Slack sends the event again). A warning counts them, at most once a minute. Connections handed
-to aiohttp are its server's, and not counted.
+from Slack. When every one is being answered, the newcomer is closed instead (Slack sends
+the event again). A warning counts them, at most once a minute. Connections handed to
+aiohttp are its server's, and not counted.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config.model_url import model_url_error, url_problem
+from bot.config.errors import ConfigError
+from bot.config.model_url import model_base_url, url_problem
 
 
 @pytest.mark.parametrize(
@@ -40,11 +41,16 @@ def test_unusable_base_urls(url: str, problem: str) -> None:
 
 
 def test_the_environment_wins_and_is_named() -> None:
-    assert model_url_error(None, None) is None
-    assert model_url_error("http://ok/v1", "nonsense") is None  # OPENAI_BASE_URL is used
-    assert model_url_error(None, "nonsense") == (
+    assert model_base_url(None, None) is None
+    assert model_base_url("http://ok/v1", "nonsense") == "http://ok/v1"  # OPENAI_BASE_URL
+    assert model_base_url(None, "http://file/v1") == "http://file/v1"
+    with pytest.raises(ConfigError) as refused:
+        model_base_url(None, "nonsense")
+    assert str(refused.value) == (
         "llm.base_url: the model's base URL must start with http:// or https://"
     )
-    error = model_url_error("http://user:hunter2@[::1/v1", "http://ok/v1")
-    assert error is not None and error.startswith("OPENAI_BASE_URL: the model's base URL is")
+    with pytest.raises(ConfigError) as refused:
+        model_base_url("http://user:hunter2@[::1/v1", "http://ok/v1")
+    error = str(refused.value)
+    assert error.startswith("OPENAI_BASE_URL: the model's base URL is")
     assert "hunter2" not in error

@@ -13,7 +13,7 @@ from aiohttp import web
 from slack_bolt.response import BoltResponse
 
 from bot.process.listen import EventsPort
-from bot.slack.inbound.front_door import MAX_CONNECTIONS, connection_cap
+from bot.slack.inbound.front_door import MAX_CONNECTIONS, FrontDoor, connection_cap
 from tests.waiting import until
 
 
@@ -79,6 +79,14 @@ def post(body: bytes, *extra: str, path: str = "/slack/events", version: str = "
     head = [f"POST {path} HTTP/{version}", "Host: bot", f"Content-Length: {len(body)}"]
     head += ["X-Slack-Signature: v0=abc", *extra]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def capped(port: Port, max_connections: int) -> FrontDoor:
+    """The port's front door, holding at most ``max_connections``."""
+    door = port.events_port.door
+    assert door is not None
+    door.max_connections = max_connections
+    return door
 
 
 async def answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], str]:
@@ -275,9 +283,7 @@ async def test_stopping_finishes_the_answer_under_way_and_closes_idle_connection
 async def test_at_its_most_connections_the_least_recently_answered_idle_one_makes_room(
     port: Port, caplog: pytest.LogCaptureFixture
 ) -> None:
-    door = port.events_port.door
-    assert door is not None
-    door.max_connections = 3
+    door = capped(port, 3)
     door.warn_every_s = 0.3
     opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     for _ in range(3):  # one at a time: the door sees them open in this order
@@ -318,9 +324,7 @@ async def test_at_its_most_connections_the_least_recently_answered_idle_one_make
 async def test_when_every_connection_is_being_answered_a_newcomer_is_closed(
     port: Port, caplog: pytest.LogCaptureFixture
 ) -> None:
-    door = port.events_port.door
-    assert door is not None
-    door.max_connections = 2
+    capped(port, 2)
     busy = [await port.connect(), await port.connect()]
     for _, writer in busy:
         writer.write(post(b"slow"))
@@ -351,9 +355,7 @@ def test_the_cap_stays_below_the_files_the_process_may_open() -> None:
 async def test_stopping_warns_of_what_the_minute_counted(
     port: Port, caplog: pytest.LogCaptureFixture
 ) -> None:
-    door = port.events_port.door
-    assert door is not None
-    door.max_connections = 1
+    door = capped(port, 1)
     held = [await port.connect()]
     await until(lambda: len(door.connections) == 1)
     for _ in range(3):  # each newcomer closes the one before: three for room
