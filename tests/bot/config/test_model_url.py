@@ -54,3 +54,6 @@ def test_the_environment_wins_and_is_named() -> None:
     error = str(refused.value)
     assert error.startswith("OPENAI_BASE_URL: the model's base URL is")
     assert "hunter2" not in error
+    with pytest.raises(ConfigError) as refused:  # a secret where the port goes
+        model_base_url("http://llm:hunter2/v1", None)
+    assert "hunter2" not in str(refused.value)
