@@ -11,7 +11,7 @@ from bot.admin.context import AdminStores, Caller, Permalink
 from bot.admin.parsing import user_id
 from bot.budget.budgets import Standing
 from bot.budget.wording import amount, limit_words, reset
-from bot.slack.limits import limited, shorten
+from bot.slack.blocks.limits import limited, shorten
 from bot.state.usage import UsageTotals
 from permissions.config import RoleConfig
 from permissions.policy import Person, Policy

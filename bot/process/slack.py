@@ -18,12 +18,12 @@ from bot.slack.directory import SlackDirectory
 from bot.slack.identity import BotIdentity
 from bot.slack.inbound.after_ack import AfterAck
 from bot.slack.inbound.app import build_app
-from bot.slack.inbound.inbox.compose import SlackInbox
-from bot.slack.inbound.inbox.context import SlackContext
-from bot.slack.inbound.inbox.files import FileReader
-from bot.slack.inbound.inbox.names import SlackNames
 from bot.slack.inbound.ingress import Ingress
 from bot.slack.inbound.message_events import MessageEvents
+from bot.slack.inbox.compose import SlackInbox
+from bot.slack.inbox.context import SlackContext
+from bot.slack.inbox.files import FileReader
+from bot.slack.inbox.names import SlackNames
 from bot.slack.outbound.responder import SlackResponder
 
 

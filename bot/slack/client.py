@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.observability.slack_client import InstrumentedWebClient, method_of, rate_limited
-from bot.slack.outbound.broadcasts import defuse
+from bot.slack.blocks.broadcasts import defuse
 from bot.slack.session import shared_session
 from bot.turn.responder import Deadline
 
@@ -105,7 +105,7 @@ def retry_handlers() -> list[AsyncRetryHandler]:
 
 class GuardedWebClient(InstrumentedWebClient):
     """Every message the bot writes is defused before it leaves: no ``<!channel>``,
-    ``<!here>``, ``<!everyone>`` or user-group mention (bot/slack/outbound/broadcasts.py).
+    ``<!here>``, ``<!everyone>`` or user-group mention (bot/slack/blocks/broadcasts.py).
     Every call goes through one aiohttp session (bot/slack/session.py), opened at the first
     call and closed by :meth:`aclose`."""
 

@@ -17,8 +17,8 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
+from bot.slack.background import Background
 from bot.slack.inbound.storage_down import STORAGE_DOWN_TEXT, is_storage_down
-from bot.slack.outbound.background import Background
 
 log = logging.getLogger(__name__)
 

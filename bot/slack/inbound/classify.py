@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config.schema import SlackConfig
-from bot.slack.inbound.text import addressed_to_others, clean_text, mentions
+from bot.slack.text import addressed_to_others, clean_text, mentions
 from bot.turn.message import SLACKBOT, SlackMessage
 from bot.turn.model import ThreadKey, Turn, TurnKind
 
@@ -147,7 +147,7 @@ FOLLOW_UPS_OFF = "a thread reply without a mention (follow-ups are off)"
 
 def _without_text(message: SlackMessage, *, in_thread: bool) -> str:
     """A turn's short text when its message has none: what the session is titled after
-    (the model is given the whole message, bot/slack/inbound/inbox)."""
+    (the model is given the whole message, bot/slack/inbox)."""
     if message.forwards:
         return "Forwarded message"
     if message.files:

@@ -24,10 +24,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.agent.events import ToolFinished, ToolProgress, ToolStarted
 from bot.agent.result import CallOutcome
 from bot.config.schema import SlackConfig
+from bot.slack.background import Background
+from bot.slack.blocks.limits import STREAMED_TEXT_CHARS
+from bot.slack.blocks.messages import turn_blocks, turn_text
+from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk
 from bot.slack.errors import error_code
-from bot.slack.limits import STREAMED_TEXT_CHARS
-from bot.slack.outbound.background import Background
-from bot.slack.outbound.blocks import turn_blocks, turn_text
 from bot.slack.outbound.coalesced import CoalescedMessage, Content
 from bot.slack.outbound.control import StopControl
 from bot.slack.outbound.delivery import MessageState
@@ -36,7 +37,6 @@ from bot.slack.outbound.resume import EarlierAttempt
 from bot.slack.outbound.status import TurnStatus
 from bot.slack.outbound.stream import StreamWriter, WasStopped
 from bot.slack.outbound.tagging import WhoAmI, tag
-from bot.slack.outbound.tasks import TaskState, ToolTask, task_chunk
 from bot.turn.model import Turn
 from bot.turn.responder import Aborted
 

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.blocks.approval_card import card_blocks, card_text
 from bot.slack.calls import safe_call
-from bot.slack.outbound.approval_card import card_blocks, card_text
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.tagging import WhoAmI, find_own, tag
 from bot.turn.model import Turn

@@ -15,9 +15,9 @@ import uuid
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.background import Background
+from bot.slack.blocks.question import closed_blocks, question_blocks, question_text
 from bot.slack.calls import safe_call
-from bot.slack.outbound.background import Background
-from bot.slack.outbound.question import closed_blocks, question_blocks, question_text
 from bot.slack.outbound.tagging import tag
 from bot.state.elicitations import Elicitations, OpenQuestion
 from bot.turn.model import Turn

@@ -25,8 +25,8 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.blocks.messages import Blocks
 from bot.slack.errors import error_code
-from bot.slack.outbound.blocks import Blocks
 from bot.turn.responder import Aborted
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.outbound.blocks import WORKING, control_blocks
+from bot.slack.blocks.messages import WORKING, control_blocks
 from bot.slack.outbound.coalesced import CoalescedMessage
 from bot.slack.outbound.delivery import ControlState
 from bot.slack.outbound.ledger import DeliveryLedger

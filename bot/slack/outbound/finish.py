@@ -15,20 +15,20 @@ import logging
 from typing import Any
 
 from bot.agent.result import StopReason
-from bot.slack.errors import MESSAGE_GONE, STOPPED_BY_USER, error_code, is_temporary
-from bot.slack.outbound.answer import AnswerWriter
-from bot.slack.outbound.blocks import (
+from bot.slack.blocks.messages import (
     answer_blocks,
     feedback_buttons,
     message_text,
     turn_blocks,
     turn_text,
 )
+from bot.slack.blocks.split import split_markdown
+from bot.slack.blocks.tasks import settle_task
+from bot.slack.errors import MESSAGE_GONE, STOPPED_BY_USER, error_code, is_temporary
+from bot.slack.outbound.answer import AnswerWriter
 from bot.slack.outbound.delivery import MessageState
-from bot.slack.outbound.split import split_markdown
 from bot.slack.outbound.stream import StreamWriter
 from bot.slack.outbound.tagging import find_own, tag
-from bot.slack.outbound.tasks import settle_task
 from bot.turn.responder import Aborted, Settled
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from typing import Any
 from slack_sdk.models.messages.chunk import MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.blocks.broadcasts import whole_until
 from bot.slack.errors import STOPPED_BY_USER, error_code
-from bot.slack.outbound.broadcasts import whole_until
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.turn.model import Turn
 from bot.turn.responder import Aborted

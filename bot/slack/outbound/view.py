@@ -22,10 +22,10 @@ from bot.agent.events import (
     ToolStarted,
 )
 from bot.config.schema import SlackConfig
+from bot.slack.background import Background
 from bot.slack.errors import sorted_for_delivery
 from bot.slack.outbound.answer import AnswerWriter
 from bot.slack.outbound.approvals import refresh, show_card
-from bot.slack.outbound.background import Background
 from bot.slack.outbound.finish import finish, set_aside
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport, TurnStatus

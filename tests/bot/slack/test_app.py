@@ -17,8 +17,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.process.slack import build_slack_side
+from bot.slack.blocks import messages as blocks_module
 from bot.slack.outbound import answer as answer_module
-from bot.slack.outbound import blocks as blocks_module
 from tests.fakes.llm_server import calls, error, text
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import (

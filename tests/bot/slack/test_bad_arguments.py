@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from bot.slack.outbound.approval_card import arguments_text, arguments_view
+from bot.slack.blocks.approval_card import arguments_text, arguments_view
 from bot.turn.model import ThreadKey
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import ApprovalRequest

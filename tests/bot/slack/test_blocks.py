@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.slack.outbound.blocks import (
+from bot.slack.blocks.messages import (
     FEEDBACK_ACTION,
     STOP_ACTION,
     answer_blocks,
@@ -12,7 +12,7 @@ from bot.slack.outbound.blocks import (
     home_view,
     turn_blocks,
 )
-from bot.slack.outbound.tasks import TaskState, ToolTask, settle_task, task_chunk, tasks_text
+from bot.slack.blocks.tasks import TaskState, ToolTask, settle_task, task_chunk, tasks_text
 
 TASKS = [
     ToolTask("1", "search", TaskState.RUNNING),

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bot.slack.outbound.broadcasts import defused, whole_until
+from bot.slack.blocks.broadcasts import defused, whole_until
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, mention
 

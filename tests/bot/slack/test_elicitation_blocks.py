@@ -6,8 +6,8 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from bot.slack.blocks.question import question_blocks, submitted_values
 from bot.slack.outbound.asker import SlackAsker
-from bot.slack.outbound.question import question_blocks, submitted_values
 from tools.questions import Answer, Question
 
 SCHEMA: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""What the model is given for a Slack message (bot/slack/inbound/inbox): authors, names, files
+"""What the model is given for a Slack message (bot/slack/inbox): authors, names, files
 read with the bot token, pictures, forwards; every Slack failure leaves a turn that still
 answers. Against the fake Slack Web API over HTTP and the real Redis."""
 
@@ -15,9 +15,9 @@ from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
 from bot.slack.client import web_client
 from bot.slack.inbound.classify import Identity, classify
-from bot.slack.inbound.inbox.compose import SlackInbox
-from bot.slack.inbound.inbox.files import FileReader, is_image, is_text, size_words
-from bot.slack.inbound.inbox.names import SlackNames
+from bot.slack.inbox.compose import SlackInbox
+from bot.slack.inbox.files import FileReader, is_image, is_text, size_words
+from bot.slack.inbox.names import SlackNames
 from bot.slack.outbound.tagging import Me
 from bot.turn.message import FileRef, SlackMessage
 from bot.turn.model import Turn
@@ -215,7 +215,7 @@ def test_a_message_travels_in_the_turn_and_back() -> None:
 
 
 def test_thread_lines_and_the_budget() -> None:
-    from bot.slack.inbound.inbox.render import Names, line, newest_within
+    from bot.slack.inbox.render import Names, line, newest_within
     from bot.turn.message import SlackMessage
 
     names = Names({"U1": "Ana"}, {})
@@ -251,8 +251,8 @@ async def test_a_rate_limited_slack_is_not_waited_out(
     fake_slack: FakeSlack, state: State, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A 429 asks to come back in 30 s: names and the thread are given up on in time."""
-    import bot.slack.inbound.inbox.compose as compose
-    from bot.slack.inbound.inbox.thread import earlier_messages
+    import bot.slack.inbox.compose as compose
+    from bot.slack.inbox.thread import earlier_messages
 
     monkeypatch.setattr(compose, "NAMES_WITHIN_S", 0.3)
     fake_slack.fail("users.info", "ratelimited", status=429, retry_after=30)

@@ -3,7 +3,7 @@ https://docs.slack.dev/messaging/formatting-message-text."""
 
 from __future__ import annotations
 
-from bot.slack.inbound.text import (
+from bot.slack.text import (
     addressed_to_others,
     mentioned_channels,
     mentioned_users,

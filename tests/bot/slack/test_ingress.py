@@ -8,7 +8,7 @@ import pytest
 
 from bot.config.schema import SlackConfig
 from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
-from bot.slack.inbound.text import clean_text
+from bot.slack.text import clean_text
 from bot.turn.model import ThreadKey, Turn, TurnKind
 
 ME = Identity(team_id="T1", bot_user_id="U0BOT", bot_id="B0BOT")

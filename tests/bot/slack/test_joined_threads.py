@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.slack.inbound.inbox.thread import PAGE_SIZE
+from bot.slack.inbox.thread import PAGE_SIZE
 from bot.turn.model import ThreadKey
 from tests.fakes.llm_server import text
 from tests.fakes.slack_harness import SlackHarness, channel_message, mention

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.slack.limits import limited, shorten
+from bot.slack.blocks.limits import limited, shorten
 
 
 def test_a_list_that_fits_is_kept_whole() -> None:

@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.slack.limits import MARKDOWN_PART_CHARS
-from bot.slack.outbound.split import split_markdown
+from bot.slack.blocks.limits import MARKDOWN_PART_CHARS
+from bot.slack.blocks.split import split_markdown
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 

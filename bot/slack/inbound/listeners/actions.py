@@ -10,8 +10,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
+from bot.slack.blocks.messages import STOP_ACTION
 from bot.slack.inbound.after_ack import AfterAck
-from bot.slack.outbound.blocks import STOP_ACTION
 from bot.turn.model import ThreadKey
 from bot.turn.store.stops import StopRequests
 from permissions.policy import Person, Policy

@@ -19,9 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.calls import safe_call
-from bot.slack.inbound.after_ack import AfterAck
-from bot.slack.outbound.approval_card import (
+from bot.slack.blocks.approval_card import (
     APPROVE_ACTION,
     DENY_ACTION,
     REASON_ACTION,
@@ -30,6 +28,8 @@ from bot.slack.outbound.approval_card import (
     arguments_view,
     decision,
 )
+from bot.slack.calls import safe_call
+from bot.slack.inbound.after_ack import AfterAck
 from bot.slack.outbound.approvals import refresh
 from bot.state.audit import AuditEntry, AuditLog
 from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, as_fields

@@ -11,9 +11,9 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config.schema import SlackConfig
+from bot.slack.blocks.messages import answer_blocks, message_text
 from bot.slack.calls import safe_call
 from bot.slack.inbound.after_ack import AfterAck
-from bot.slack.outbound.blocks import answer_blocks, message_text
 from bot.state.agent_pane import AgentPaneThreads
 from bot.turn.model import ThreadKey
 

@@ -14,14 +14,14 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.calls import safe_call
-from bot.slack.outbound.question import (
+from bot.slack.blocks.question import (
     ACCEPT_ACTION,
     ACTIONS,
     DECLINE_ACTION,
     closed_blocks,
     submitted_values,
 )
+from bot.slack.calls import safe_call
 from bot.state.elicitations import Elicitations
 from tools.form_fields import answer_problems, form_fields
 from tools.questions import Answer

@@ -10,7 +10,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.slack.outbound.blocks import FEEDBACK_ACTION
+from bot.slack.blocks.messages import FEEDBACK_ACTION
 from bot.state.feedback import Feedback, FeedbackLog
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.blocks.messages import home_view
 from bot.slack.calls import safe_call
 from bot.slack.inbound.after_ack import AfterAck
-from bot.slack.outbound.blocks import home_view
 from permissions.policy import Person, Policy
 from tools.registry import ToolRegistry
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
-from bot.slack.limits import TEXT_OBJECT_CHARS, limited, shorten
-from bot.slack.outbound.escape import escaped
+from bot.slack.blocks.escape import escaped
+from bot.slack.blocks.limits import TEXT_OBJECT_CHARS, limited, shorten
 
 TITLE_CHARS = 80
 OUTPUT_CHARS = 300

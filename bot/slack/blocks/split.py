@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.slack.limits import MARKDOWN_PART_CHARS
+from bot.slack.blocks.limits import MARKDOWN_PART_CHARS
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_ROW = re.compile(r"^\s*\|")

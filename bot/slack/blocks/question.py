@@ -14,15 +14,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.slack.limits import (
+from bot.slack.blocks.escape import escaped
+from bot.slack.blocks.limits import (
     INPUT_LABEL_CHARS,
     MAX_OPTIONS,
     OPTION_TEXT_CHARS,
     OPTION_VALUE_CHARS,
     SECTION_TEXT_CHARS,
 )
-from bot.slack.outbound.blocks import Blocks
-from bot.slack.outbound.escape import escaped
+from bot.slack.blocks.messages import Blocks
 from tools.form_fields import FormField, form_fields
 from tools.questions import page_host
 

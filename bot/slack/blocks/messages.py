@@ -22,14 +22,14 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from bot.slack.limits import (
+from bot.slack.blocks.limits import (
     ACTION_VALUE_CHARS,
     MESSAGE_TEXT_CHARS,
     TEXT_OBJECT_CHARS,
     limited,
     shorten,
 )
-from bot.slack.outbound.tasks import ToolTask, tasks_text
+from bot.slack.blocks.tasks import ToolTask, tasks_text
 
 Blocks = list[dict[str, Any]]
 

@@ -14,7 +14,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.calls import safe_call
-from bot.slack.inbound.text import mentions
+from bot.slack.text import mentions
 from bot.turn.message import SLACKBOT, SlackMessage
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.messages import user_message
 from bot.llm.tokens import TokenEstimator
-from bot.slack.inbound.inbox.files import FileReader, TextContent, is_image, is_text
-from bot.slack.inbound.inbox.names import SlackNames
-from bot.slack.inbound.inbox.render import (
+from bot.slack.inbox.files import FileReader, TextContent, is_image, is_text
+from bot.slack.inbox.names import SlackNames
+from bot.slack.inbox.render import (
     BARE_MENTION,
     BARE_MENTION_IN_THREAD,
     Names,
@@ -37,7 +37,7 @@ from bot.slack.inbound.inbox.render import (
     newest_within,
     wanted_names,
 )
-from bot.slack.inbound.inbox.thread import earlier_messages
+from bot.slack.inbox.thread import earlier_messages
 from bot.slack.outbound.tagging import Me
 from bot.state.asides import ThreadAsides
 from bot.state.errors import REDIS_DOWN

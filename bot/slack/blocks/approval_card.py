@@ -26,8 +26,8 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from bot.slack.limits import SECTION_TEXT_CHARS, shorten
-from bot.slack.outbound.escape import escaped
+from bot.slack.blocks.escape import escaped
+from bot.slack.blocks.limits import SECTION_TEXT_CHARS, shorten
 from bot.turn.store.approvals import ApprovalRequest, ApprovalState
 
 APPROVE_ACTION = "approval_approve"
