@@ -1,5 +1,9 @@
 """The end-to-end scenarios of a single Redis, on a Redis Cluster (see conftest.py)."""
 
+from tests.bot.slack.inbound.test_joined_threads import (
+    test_mentions_delivered_late_are_not_read_twice,
+    test_replies_between_people_are_heard_and_not_answered,
+)
 from tests.bot.slack.test_app import (
     test_a_30000_character_answer_arrives_whole_and_split,
     test_a_direct_message,
@@ -10,10 +14,6 @@ from tests.bot.slack.test_app import (
     test_the_agent_pane,
     test_the_slash_command_and_the_home_tab,
     test_tools_show_as_task_cards_in_the_one_streamed_message,
-)
-from tests.bot.slack.test_joined_threads import (
-    test_mentions_delivered_late_are_not_read_twice,
-    test_replies_between_people_are_heard_and_not_answered,
 )
 
 __all__ = [

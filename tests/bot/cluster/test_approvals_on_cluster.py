@@ -1,6 +1,6 @@
 """test_approvals's scenarios on a Redis Cluster (see conftest.py), and a forged request id."""
 
-from tests.bot.slack.test_approvals import (
+from tests.bot.slack.outbound.test_approvals import (
     app,
     test_a_denied_call_does_not_run_and_the_model_hears_who_and_why,
     test_a_prompt_injected_result_cannot_make_a_write_run_unasked,

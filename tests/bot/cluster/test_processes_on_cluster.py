@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bot.slack.test_run_command import (
+from tests.bot.process.test_run_command import (
     answers,
     healthy,
     processes,

@@ -1,6 +1,6 @@
 """test_roles's scenarios on a Redis Cluster (see conftest.py)."""
 
-from tests.bot.slack.test_roles import (
+from tests.permissions.test_roles_in_slack import (
     app,
     test_a_forged_call_to_a_tool_not_allowed_is_refused_and_audited,
     test_a_non_admin_is_refused_politely,

@@ -1,6 +1,6 @@
 """test_stop's scenarios on a Redis Cluster (see conftest.py)."""
 
-from tests.bot.slack.test_stop import (
+from tests.bot.slack.outbound.test_stop import (
     test_a_stop_for_an_earlier_turn_does_not_stop_the_next,
     test_a_stream_the_person_stopped_stops_the_turn,
     test_an_admin_may_stop_anyones_turn,

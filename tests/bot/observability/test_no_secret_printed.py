@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.bot.observability.test_trace_processes import Collector
-from tests.bot.slack.test_run_command import healthy
+from tests.bot.process.test_run_command import healthy
 from tests.cli_process import run_cli
 from tests.fakes.llm_server import FakeLLM, calls, text
 from tests.fakes.mcp_servers import HttpMcpServer

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from bot.process.state import State
-from tests.bot.slack.test_run_command import environment, healthy, send_mention, spawn
+from tests.bot.process.test_run_command import environment, healthy, send_mention, spawn
 from tests.fakes.llm_server import FakeLLM, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_server import FakeSlack

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.bot.slack.test_approvals import a_card, buttons, ephemerals
-from tests.bot.slack.test_stop import running_progress, stop_button
+from tests.bot.slack.outbound.test_approvals import a_card, buttons, ephemerals
+from tests.bot.slack.outbound.test_stop import running_progress, stop_button
 from tests.fakes import slow_tools, trading_tools, warehouse_tools
 from tests.fakes.llm_server import calls, text, tool_results
 from tests.fakes.slack_harness import SlackHarness, mention

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import pytest
 
 from permissions.lookups import GrantLike, Grants
-from tests.bot.slack.test_roles import CONFIG
 from tests.fakes.llm_server import text
 from tests.fakes.slack_harness import SlackHarness, mention
 from tests.fakes.slack_server import TEAM
+from tests.permissions.test_roles_in_slack import CONFIG
 
 
 class HeldGrants:

@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from tests.bot.slack.test_mcp_capabilities import asked, config, question
 from tests.fakes.llm_server import calls, text, tool_results
 from tests.fakes.slack_harness import SlackHarness, mention
+from tests.tools.mcp.test_capabilities_in_slack import asked, config, question
 
 
 async def test_sampling_is_bounded_per_tool_call(slack_app: SlackHarness) -> None:
