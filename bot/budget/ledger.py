@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from bot.budget.clock import BudgetDay
 from bot.budget.limits import Metric
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 
 COST_UNITS = 1_000_000_000  # a cost of 1 (USD) is kept as this many units
 

@@ -10,11 +10,11 @@ from redis.exceptions import RedisError, ResponseError
 
 from bot.check.findings import Finding, fail, ok, reason, warn
 from bot.config.errors import ConfigError
-from bot.state.connection import RedisHandle, checked_url, connect
-from bot.state.errors import REDIS_DOWN
-from bot.state.mode import check_cluster_mode
-from bot.state.persistence import ADVICE, inspect, losses
-from bot.state.sentinel import SENTINEL_SCHEMES, sentinel_address
+from bot.state.redis.connection import RedisHandle, checked_url, connect
+from bot.state.redis.errors import REDIS_DOWN
+from bot.state.redis.mode import check_cluster_mode
+from bot.state.redis.persistence import ADVICE, inspect, losses
+from bot.state.redis.sentinel import SENTINEL_SCHEMES, sentinel_address
 
 AREA = "redis"
 TIMEOUT_S = 3.0

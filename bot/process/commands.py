@@ -23,8 +23,8 @@ from bot.process.services import Services, build_services, load
 from bot.process.state import busy_connections
 from bot.process.supervisor import Supervisor, WorkerLaunch
 from bot.process.worker_count import cpu_count, worker_processes
-from bot.state.mode import check_cluster_mode
-from bot.state.persistence import check_persistence
+from bot.state.redis.mode import check_cluster_mode
+from bot.state.redis.persistence import check_persistence
 from permissions.policy import Person
 from permissions.rules import roles_allowing
 from permissions.sources import role_names

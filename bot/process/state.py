@@ -6,24 +6,24 @@ from dataclasses import dataclass
 
 from bot.budget.ledger import BudgetLedger
 from bot.config.schema import AppConfig
-from bot.state.agent_pane import AgentPaneThreads
-from bot.state.asides import ThreadAsides
 from bot.state.audit import AuditLog
-from bot.state.connection import Redis, RedisHandle, connect
-from bot.state.elicitations import Elicitations
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
-from bot.state.history import RedisHistory
-from bot.state.keys import Keys
-from bot.state.participation import ThreadParticipation
 from bot.state.policy_reads import PolicyReads
+from bot.state.redis.connection import Redis, RedisHandle, connect
+from bot.state.redis.keys import Keys
+from bot.state.redis.shards import Shards
 from bot.state.role_cache import RedisCache, RoleCache
-from bot.state.shards import Shards
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
+from bot.turn.store.agent_pane import AgentPaneThreads
 from bot.turn.store.approvals import Approvals
+from bot.turn.store.asides import ThreadAsides
+from bot.turn.store.elicitations import Elicitations
+from bot.turn.store.history import RedisHistory
 from bot.turn.store.lease import ThreadLocks
 from bot.turn.store.notices import Notices
+from bot.turn.store.participation import ThreadParticipation
 from bot.turn.store.queue import TurnQueue
 from bot.turn.store.records import TurnRecords
 from bot.turn.store.stops import StopRequests

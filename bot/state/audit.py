@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 
 MAX_ENTRIES = 10_000
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from redis.exceptions import WatchError
 
 from bot.state.audit import AuditEntry, AuditLog
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 
 KEEP_S = 90 * 24 * 3600
 MAX_ENTRIES = 10_000

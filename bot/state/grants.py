@@ -10,8 +10,8 @@ import json
 import time
 from dataclasses import dataclass
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from bot.state.role_cache import GENERATION_TTL_S, forgetting
 
 # KEYS: the person's grants, the team's granted users, their roles generation, their two

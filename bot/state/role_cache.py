@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from permissions.lookups import Cached
 
 # How long a person's generation outlives its last change: far longer than any lookup, so

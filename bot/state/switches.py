@@ -7,8 +7,8 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from bot.llm.usage import Usage
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 
 KEEP_S = 40 * 24 * 3600
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from bot.agent.cancellation import sleep_unless
-from bot.state.errors import REDIS_DOWN
+from bot.state.redis.errors import REDIS_DOWN
 from bot.turn.responder import Aborted
 from bot.turn.store.lease import ThreadLease
 from bot.turn.store.records import OwnedTurn

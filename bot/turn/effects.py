@@ -18,11 +18,11 @@ from bot.agent.journal import resume_from
 from bot.agent.messages import user_message
 from bot.agent.result import TurnResult
 from bot.state.audit import AuditEntry, AuditLog
-from bot.state.commands import Commands
-from bot.state.history import RedisHistory
+from bot.state.redis.commands import Commands
 from bot.state.usage import UsageCounters
 from bot.turn.model import Turn
 from bot.turn.store.approvals import Approvals
+from bot.turn.store.history import RedisHistory
 from bot.turn.store.notices import Notice, Notices
 from bot.turn.store.queue import TurnQueue
 from bot.turn.store.records import TurnRecord, TurnRecords

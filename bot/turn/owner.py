@@ -34,7 +34,7 @@ from bot.agent.result import StopReason, TurnResult
 from bot.observability.context import TurnContext, turn_context
 from bot.observability.observer import TurnTelemetry
 from bot.observability.tracing import fail
-from bot.state.commands import Commands
+from bot.state.redis.commands import Commands
 from bot.turn import effects, parking, telemetry
 from bot.turn.agent import Agent
 from bot.turn.durable import DurableJournal, Durably

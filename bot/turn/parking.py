@@ -19,7 +19,7 @@ from typing import Protocol
 
 from bot.agent.result import TurnResult
 from bot.state.audit import AuditEntry
-from bot.state.commands import Commands
+from bot.state.redis.commands import Commands
 from bot.turn import effects
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn

@@ -1,6 +1,6 @@
 """A private Sentinel setup on free ports: a primary, one replica and one Sentinel.
 
-For tests of ``redis+sentinel://`` URLs (bot/state/connection.py) and of a failover. Every
+For tests of ``redis+sentinel://`` URLs (bot/state/redis/connection.py) and of a failover. Every
 wait polls for a positive signal with a deadline. It never touches the machine's shared
 Redis on 6379.
 """

@@ -18,7 +18,7 @@ import pytest
 from bot.budget.clock import budget_day
 from bot.budget.ledger import BudgetLedger, Spend
 from bot.llm.tokens import TokenEstimator
-from bot.state.keys import Keys
+from bot.state.redis.keys import Keys
 from tests.fakes.llm_server import Reply, Request
 from tests.faults.cluster import PREFIX
 from tests.faults.replicas import Replica

@@ -26,11 +26,11 @@ from bot.slack.inbound.listeners import (
 from bot.slack.inbound.listeners import approvals as approval_clicks
 from bot.slack.inbound.listeners import feedback as feedback_clicks
 from bot.slack.inbound.storage_down import is_storage_down, storage_down_response
-from bot.state.agent_pane import AgentPaneThreads
 from bot.state.audit import AuditLog
-from bot.state.elicitations import Elicitations
 from bot.state.feedback import FeedbackLog
+from bot.turn.store.agent_pane import AgentPaneThreads
 from bot.turn.store.approvals import Approvals
+from bot.turn.store.elicitations import Elicitations
 from bot.turn.store.stops import StopRequests
 from permissions.approval import ApprovalConfig
 from permissions.policy import Policy

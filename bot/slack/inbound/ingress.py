@@ -23,10 +23,10 @@ from bot.config.schema import SlackConfig
 from bot.observability.tracing import current_traceparent, tracer
 from bot.observability.tracing import enabled as tracing_enabled
 from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
-from bot.state.asides import ThreadAsides
-from bot.state.errors import REDIS_DOWN, StateUnavailable
-from bot.state.participation import ThreadParticipation
+from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
 from bot.turn.model import Turn, TurnKind
+from bot.turn.store.asides import ThreadAsides
+from bot.turn.store.participation import ThreadParticipation
 from bot.turn.store.queue import TurnQueue
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from typing import Any
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
 
-from bot.state.errors import REDIS_DOWN, StateUnavailable
+from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
 
 log = logging.getLogger(__name__)
 

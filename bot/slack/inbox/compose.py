@@ -39,12 +39,12 @@ from bot.slack.inbox.render import (
 )
 from bot.slack.inbox.thread import earlier_messages
 from bot.slack.outbound.tagging import Me
-from bot.state.asides import ThreadAsides
-from bot.state.errors import REDIS_DOWN
-from bot.state.history import RedisHistory
+from bot.state.redis.errors import REDIS_DOWN
 from bot.turn.agent import TurnInput
 from bot.turn.message import FileRef, SlackMessage
 from bot.turn.model import Turn, TurnKind
+from bot.turn.store.asides import ThreadAsides
+from bot.turn.store.history import RedisHistory
 
 log = logging.getLogger(__name__)
 

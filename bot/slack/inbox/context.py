@@ -4,8 +4,8 @@ context)."""
 
 from __future__ import annotations
 
-from bot.state.agent_pane import AgentPaneThreads
 from bot.turn.model import Turn, TurnKind
+from bot.turn.store.agent_pane import AgentPaneThreads
 
 SPEAKERS = (
     "This is a Slack channel conversation: each person's message starts with who wrote it, "

@@ -19,8 +19,8 @@ from bot.slack.background import Background
 from bot.slack.blocks.question import closed_blocks, question_blocks, question_text
 from bot.slack.calls import safe_call
 from bot.slack.outbound.tagging import tag
-from bot.state.elicitations import Elicitations, OpenQuestion
 from bot.turn.model import Turn
+from bot.turn.store.elicitations import Elicitations, OpenQuestion
 from tools.questions import Answer, Question, page_host
 
 log = logging.getLogger(__name__)

@@ -31,10 +31,10 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 
-from bot.state.connection import Redis
-from bot.state.errors import REDIS_DOWN
-from bot.state.keys import Keys
-from bot.state.shards import Shards
+from bot.state.redis.connection import Redis
+from bot.state.redis.errors import REDIS_DOWN
+from bot.state.redis.keys import Keys
+from bot.state.redis.shards import Shards
 from bot.turn.model import ThreadKey
 from bot.turn.responder import Aborted
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook

@@ -14,9 +14,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bot.state.commands import Commands
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.commands import Commands
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 
 GIVE_UP_AFTER_S = 24 * 3600  # a notice Slack refused for a day is dropped (with an error log)
 

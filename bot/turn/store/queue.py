@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
-from bot.state.commands import Commands
-from bot.state.connection import Redis
-from bot.state.errors import REDIS_DOWN, StateUnavailable
-from bot.state.keys import Keys
-from bot.state.script_batch import ScriptBatch
+from bot.state.redis.commands import Commands
+from bot.state.redis.connection import Redis
+from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
+from bot.state.redis.keys import Keys
+from bot.state.redis.script_batch import ScriptBatch
 from bot.turn.model import ThreadKey, Turn
 from bot.turn.store.shard_readers import ShardReaders
 
@@ -107,7 +107,7 @@ Entry = tuple[str, Turn | None]  # None: an entry whose payload could not be rea
 
 
 class TurnQueue:
-    """The turn streams (one per shard: :mod:`bot.state.shards`) and the threads' queues.
+    """The turn streams (one per shard: :mod:`bot.state.redis.shards`) and the threads' queues.
 
     An entry's id names its shard (``<shard>/<stream id>``; bare with one shard)."""
 
@@ -117,7 +117,7 @@ class TurnQueue:
         self.shards = keys.shards
         self.dedup_ttl_s = dedup_ttl_s
         self.max_len = max_len
-        # A burst's enqueues go to a single Redis together (bot/state/script_batch.py).
+        # A burst's enqueues go to a single Redis together (bot/state/redis/script_batch.py).
         self._enqueue = ScriptBatch(
             client.register_script(ENQUEUE), batched=not isinstance(client, RedisCluster)
         )
@@ -130,7 +130,7 @@ class TurnQueue:
         """Put ``turn`` on the queue; return its entry id, or None for a duplicate.
 
         ``join_ttl_s`` (a mention): in the same step, the bot joins the turn's thread for
-        that long (bot/state/participation.py), duplicate or not, and the turn is marked as
+        that long (bot/turn/store/participation.py), duplicate or not, and the turn is marked as
         the first of the bot's in that thread when it had not joined before.
 
         Raises :class:`StateUnavailable` when Redis cannot be reached: nothing was queued.

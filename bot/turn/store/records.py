@@ -23,12 +23,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.agent.result import StopReason
-from bot.state.commands import Commands
-from bot.state.connection import Redis
-from bot.state.history import APPEND_FUNCTION
-from bot.state.keys import Keys
+from bot.state.redis.commands import Commands
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from bot.turn.model import ThreadKey
 from bot.turn.states import TurnState, sources
+from bot.turn.store.history import APPEND_FUNCTION
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
 
 Message = dict[str, Any]

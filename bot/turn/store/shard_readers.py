@@ -16,7 +16,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from bot.state.errors import REDIS_RETRYABLE
+from bot.state.redis.errors import REDIS_RETRYABLE
 
 if TYPE_CHECKING:
     from bot.turn.store.queue import Entry, TurnQueue

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from bot.turn.model import ThreadKey
 
 KEEP_S = 600

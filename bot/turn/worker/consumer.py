@@ -19,7 +19,7 @@ from functools import partial
 
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
 from bot.observability import metrics
-from bot.state.errors import REDIS_DOWN, REDIS_RETRYABLE
+from bot.state.redis.errors import REDIS_DOWN, REDIS_RETRYABLE
 from bot.turn.model import ThreadKey, Turn
 from bot.turn.responder import DeliveryFailed, Responder, Undeliverable
 from bot.turn.store.notices import GIVE_UP_AFTER_S, Notice, Notices

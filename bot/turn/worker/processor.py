@@ -17,7 +17,7 @@ import logging
 
 from bot.agent.cancellation import sleep_unless
 from bot.observability import metrics
-from bot.state.commands import Commands
+from bot.state.redis.commands import Commands
 from bot.turn import parking
 from bot.turn.agent import Agent
 from bot.turn.effects import TurnStores

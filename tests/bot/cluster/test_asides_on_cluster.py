@@ -1,3 +1,3 @@
-"""tests/bot/state/test_asides.py on a Redis Cluster (see conftest.py)."""
+"""tests/bot/turn/store/test_asides.py on a Redis Cluster (see conftest.py)."""
 
-from tests.bot.state.test_asides import *  # noqa: F403
+from tests.bot.turn.store.test_asides import *  # noqa: F403

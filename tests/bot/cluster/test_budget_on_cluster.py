@@ -1,3 +1,3 @@
-"""tests/bot/state/test_budget.py on a Redis Cluster (see conftest.py)."""
+"""tests/bot/turn/store/test_history_budget.py on a Redis Cluster (see conftest.py)."""
 
-from tests.bot.state.test_budget import *  # noqa: F403
+from tests.bot.turn.store.test_history_budget import *  # noqa: F403

@@ -1,3 +1,3 @@
-"""tests/bot/state/test_elicitations.py on a Redis Cluster (see conftest.py)."""
+"""tests/bot/turn/store/test_elicitations.py on a Redis Cluster (see conftest.py)."""
 
-from tests.bot.state.test_elicitations import *  # noqa: F403
+from tests.bot.turn.store.test_elicitations import *  # noqa: F403

@@ -1,3 +1,3 @@
-"""tests/bot/state/test_history.py on a Redis Cluster (see conftest.py)."""
+"""tests/bot/turn/store/test_history.py on a Redis Cluster (see conftest.py)."""
 
-from tests.bot.state.test_history import *  # noqa: F403
+from tests.bot.turn.store.test_history import *  # noqa: F403

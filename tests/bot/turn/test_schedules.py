@@ -47,9 +47,9 @@ from bot.config.schema import AppConfig, SlackConfig
 from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State, build_state, open_state
 from bot.slack.outbound.responder import SlackResponder
-from bot.state.connection import connect
-from bot.state.history import UNDELIVERED
+from bot.state.redis.connection import connect
 from bot.turn.model import ThreadKey, Turn
+from bot.turn.store.history import UNDELIVERED
 from bot.turn.store.lease import ThreadLease, ThreadLocks
 from bot.turn.store.queue import QueueLook
 from tests.conftest import REDIS_URL

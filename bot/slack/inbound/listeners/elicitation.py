@@ -22,7 +22,7 @@ from bot.slack.blocks.question import (
     submitted_values,
 )
 from bot.slack.calls import safe_call
-from bot.state.elicitations import Elicitations
+from bot.turn.store.elicitations import Elicitations
 from tools.form_fields import answer_problems, form_fields
 from tools.questions import Answer
 

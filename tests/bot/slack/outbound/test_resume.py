@@ -18,7 +18,7 @@ from bot.agent.result import CallOutcome, StopReason
 from bot.config.schema import SlackConfig
 from bot.process.state import State
 from bot.slack.outbound.responder import SlackResponder
-from bot.state.commands import Commands
+from bot.state.redis.commands import Commands
 from bot.turn.model import Turn, TurnKind
 from bot.turn.responder import DeliveryFailed, Settled
 from bot.turn.store.notices import Notice

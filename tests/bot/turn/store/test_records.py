@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bot.process.state import State
-from bot.state.commands import Commands
+from bot.state.redis.commands import Commands
 from bot.turn.durable import DurableJournal, Durably
 from bot.turn.model import Turn
 from bot.turn.states import TurnState

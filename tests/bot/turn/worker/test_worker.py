@@ -15,10 +15,10 @@ from bot.agent.result import StopReason
 from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State
 from bot.state import StateUnavailable
-from bot.state.commands import Commands
-from bot.state.history import UNDELIVERED
+from bot.state.redis.commands import Commands
 from bot.turn.model import Turn
 from bot.turn.responder import GAVE_UP, NOT_DELIVERED
+from bot.turn.store.history import UNDELIVERED
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import READ_BATCH
 from tests.fakes.function_model import FunctionModel, last_user_text

@@ -16,8 +16,8 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from bot.config.errors import ConfigError
-from bot.state.connection import Redis, RedisHandle
-from bot.state.errors import REDIS_DOWN
+from bot.state.redis.connection import Redis, RedisHandle
+from bot.state.redis.errors import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import pytest
 
 from bot.config.errors import ConfigError
 from bot.process.state import State
-from bot.state.connection import RedisHandle, connect
-from bot.state.persistence import (
+from bot.state.redis.connection import RedisHandle, connect
+from bot.state.redis.persistence import (
     LOST_ON_RESTART,
     Persistence,
     check_persistence,
@@ -109,7 +109,7 @@ async def test_a_redis_that_does_not_answer_is_unknown(
 async def test_a_redis_without_persistence_gets_one_warning_naming_the_losses(
     state: State, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="bot.state.persistence"):
+    with caplog.at_level(logging.INFO, logger="bot.state.redis.persistence"):
         await check_persistence(state.handle, required=False)
     [warning] = [r for r in caplog.records if r.levelno >= logging.WARNING]
     message = warning.getMessage()
@@ -126,7 +126,7 @@ async def test_a_persistent_redis_gets_no_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     state = make_state(make_private_redis(appendonly=True).url)
-    with caplog.at_level(logging.INFO, logger="bot.state.persistence"):
+    with caplog.at_level(logging.INFO, logger="bot.state.redis.persistence"):
         found = await check_persistence(state.handle, required=True)
     assert found is not None and found.persists is True
     assert [r.levelno for r in caplog.records] == [logging.INFO]
@@ -153,7 +153,7 @@ async def test_the_embedded_redis_is_not_warned_about_twice(
     handle: RedisHandle = connect(None)
     try:
         caplog.clear()
-        with caplog.at_level(logging.DEBUG, logger="bot.state.persistence"):
+        with caplog.at_level(logging.DEBUG, logger="bot.state.redis.persistence"):
             assert await check_persistence(handle, required=False) is None
         assert caplog.records == []
         with pytest.raises(ConfigError, match="REDIS_URL is not set"):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from bot.agent.messages import repair
 from bot.llm.tokens import TokenEstimator
-from bot.state.history import fit_turns
+from bot.turn.store.history import fit_turns
 
 ESTIMATOR = TokenEstimator()
 

@@ -10,8 +10,8 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from bot.config.errors import ConfigError
 from bot.config.loading import parse_config
-from bot.state.keys import Keys
-from bot.state.shards import Shards, shard_tag
+from bot.state.redis.keys import Keys
+from bot.state.redis.shards import Shards, shard_tag
 from bot.turn.model import ThreadKey
 
 THREAD = ThreadKey("T1", "C1", "1700000000.000100")

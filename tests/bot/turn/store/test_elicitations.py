@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.process.state import State
-from bot.state.elicitations import OpenQuestion
+from bot.turn.store.elicitations import OpenQuestion
 from tools.questions import Answer
 
 

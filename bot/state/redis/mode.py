@@ -11,8 +11,8 @@ import logging
 from redis.exceptions import ResponseError
 
 from bot.config.errors import ConfigError
-from bot.state.connection import RedisHandle
-from bot.state.errors import REDIS_DOWN
+from bot.state.redis.connection import RedisHandle
+from bot.state.redis.errors import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ import redis.exceptions
 
 from bot.config.errors import ConfigError
 from bot.process.state import State
-from bot.state.connection import (
+from bot.state.redis.connection import (
     DRIVER_INFO,
     checked_url,
     connect,
 )
-from bot.state.sentinel import SentinelAddress, sentinel_address
+from bot.state.redis.sentinel import SentinelAddress, sentinel_address
 from tests.fakes.redis_server import PrivateRedis
 
 

@@ -67,7 +67,7 @@ async def test_a_state_follows_a_failover_without_being_rebuilt(
 
     await asyncio.to_thread(sentinel.failover)
     # The Sentinel turns the old primary into a replica some 10 s later, and it drops its
-    # clients then: the pool already moved to the new primary (bot/state/sentinel.py).
+    # clients then: the pool already moved to the new primary (bot/state/redis/sentinel.py).
     await asyncio.to_thread(sentinel.wait_demoted)
     assert sentinel.primary_port != old_primary
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from bot.turn.model import ThreadKey
 
 

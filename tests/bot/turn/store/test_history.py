@@ -9,8 +9,8 @@ from typing import Any
 
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
-from bot.state.history import UNDELIVERED, StoredTurn
 from bot.turn.model import ThreadKey
+from bot.turn.store.history import UNDELIVERED, StoredTurn
 from permissions.withholding import note, requester_scope
 from tools import StaticToolset
 

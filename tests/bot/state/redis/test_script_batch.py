@@ -13,7 +13,7 @@ import pytest
 import redis.exceptions
 from redis.asyncio import Redis
 
-from bot.state.script_batch import ScriptBatch
+from bot.state.redis.script_batch import ScriptBatch
 from tests.fakes.redis_server import PrivateRedis
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.llm.tokens import TokenEstimator
-from bot.state.commands import Commands
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.commands import Commands
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from bot.turn.model import ThreadKey
 
 Message = dict[str, Any]

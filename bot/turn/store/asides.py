@@ -8,8 +8,8 @@ message ts, so a turn that is run again after a crash takes the same window agai
 
 from __future__ import annotations
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from bot.turn.model import ThreadKey
 
 MAX_KEPT = 100  # per thread; the oldest go first

@@ -1,12 +1,12 @@
 """Every Redis key this bot writes, in one place, under one prefix.
 
 Each key carries its shard's hash tag right after the prefix (none with one shard, the
-default): see :mod:`bot.state.shards` for which shard each key belongs to and why.
+default): see :mod:`bot.state.redis.shards` for which shard each key belongs to and why.
 """
 
 from __future__ import annotations
 
-from bot.state.shards import Shards
+from bot.state.redis.shards import Shards
 from bot.turn.model import ThreadKey
 
 
@@ -179,7 +179,7 @@ class Keys:
         return f"{self.prefix}cache:{key}"
 
     def elicitation(self, question_id: str) -> str:
-        """A question an MCP server asks a person (bot/state/elicitations.py)."""
+        """A question an MCP server asks a person (bot/turn/store/elicitations.py)."""
         return f"{self._in(self.shards.of(question_id))}elicitation:{question_id}"
 
     def elicitation_answer(self, question_id: str) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from bot.turn.model import ThreadKey
 
 

@@ -14,8 +14,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bot.state.connection import Redis
-from bot.state.keys import Keys
+from bot.state.redis.connection import Redis
+from bot.state.redis.keys import Keys
 from tools.questions import Answer
 
 POLL_S = 0.5

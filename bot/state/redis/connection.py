@@ -17,7 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.config.errors import ConfigError
-from bot.state.sentinel import SENTINEL_SCHEMES, sentinel_address, sentinel_client
+from bot.state.redis.sentinel import SENTINEL_SCHEMES, sentinel_address, sentinel_client
 
 log = logging.getLogger(__name__)
 
