@@ -27,7 +27,7 @@ from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage
 from bot.process.state import State, open_state
 from bot.turn.model import Turn
-from bot.turn.responder import Deadline, DeliveryRecord, Fence, Settled
+from bot.turn.ports import Deadline, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tests.fakes.function_model import FunctionModel

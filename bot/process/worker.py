@@ -15,7 +15,7 @@ from bot.turn.approval import TurnApprover
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
-from bot.turn.responder import Deadline, Responder
+from bot.turn.ports import Deadline, Responder
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher

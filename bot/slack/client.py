@@ -30,7 +30,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bot.observability.slack_client import InstrumentedWebClient, method_of, rate_limited
 from bot.slack.blocks.broadcasts import defuse
 from bot.slack.session import shared_session
-from bot.turn.responder import Deadline
+from bot.turn.ports import Deadline
 
 CREATES = ("chat.postMessage", "chat.startStream")
 

@@ -17,7 +17,7 @@ import aiohttp
 import redis.exceptions
 from slack_sdk.errors import SlackApiError
 
-from bot.turn.responder import Aborted, DeliveryFailed, Undeliverable
+from bot.turn.ports import Aborted, DeliveryFailed, Undeliverable
 
 # Slack's own words for "not now".
 TEMPORARY = frozenset(

@@ -12,7 +12,7 @@ from bot.agent.messages import user_message
 from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.turn.model import Turn
-from bot.turn.responder import Deadline
+from bot.turn.ports import Deadline
 from tools.toolset import Toolset
 
 

@@ -41,7 +41,7 @@ from bot.turn.durable import DurableJournal, Durably
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.outcome import DeadLettered, Delivered, Delivery, TurnEnd, Waiting
-from bot.turn.responder import (
+from bot.turn.ports import (
     GAVE_UP,
     Aborted,
     DeliveryRecord,

@@ -23,7 +23,7 @@ from bot.state.redis.commands import Commands
 from bot.turn import effects
 from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
-from bot.turn.responder import TurnView
+from bot.turn.ports import TurnView
 from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import ApprovalRequest, as_fields, decided_any

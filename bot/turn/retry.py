@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from bot.agent.cancellation import sleep_unless
 from bot.turn import telemetry
-from bot.turn.responder import NOT_DELIVERED, Aborted, DeliveryFailed, Undeliverable
+from bot.turn.ports import NOT_DELIVERED, Aborted, DeliveryFailed, Undeliverable
 from bot.turn.store.lease import ThreadLease
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager
 
 
 class NoDeadline:
-    """Every call may take as long as it likes (bot.turn.responder.Deadline)."""
+    """Every call may take as long as it likes (bot.turn.ports.Deadline)."""
 
     def time_left(self) -> float:
         return math.inf

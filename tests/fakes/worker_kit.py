@@ -21,7 +21,7 @@ from bot.process.worker import build_worker as assemble
 from bot.turn.agent import Agent
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
-from bot.turn.responder import Deadline, DeliveryFailed, DeliveryRecord, Fence, Settled
+from bot.turn.ports import Deadline, DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tools import StaticToolset, Tool, Toolset

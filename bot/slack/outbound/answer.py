@@ -38,7 +38,7 @@ from bot.slack.outbound.status import TurnStatus
 from bot.slack.outbound.stream import StreamWriter, WasStopped
 from bot.slack.outbound.tagging import WhoAmI, tag
 from bot.turn.model import Turn
-from bot.turn.responder import Aborted
+from bot.turn.ports import Aborted
 
 log = logging.getLogger(__name__)
 

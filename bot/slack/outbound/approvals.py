@@ -14,7 +14,7 @@ from bot.slack.calls import safe_call
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.tagging import WhoAmI, find_own, tag
 from bot.turn.model import Turn
-from bot.turn.responder import Aborted
+from bot.turn.ports import Aborted
 from bot.turn.store.approvals import ApprovalRequest, Approvals
 
 log = logging.getLogger(__name__)

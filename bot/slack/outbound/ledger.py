@@ -14,7 +14,7 @@ import asyncio
 from typing import Any
 
 from bot.slack.outbound.delivery import SlackDelivery
-from bot.turn.responder import Fence
+from bot.turn.ports import Fence
 
 
 class DeliveryLedger:

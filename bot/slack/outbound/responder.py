@@ -24,7 +24,7 @@ from bot.slack.outbound.status import SessionSupport
 from bot.slack.outbound.tagging import Me, OwnMessage, find_own, first_message, tag
 from bot.slack.outbound.view import SlackTurnView
 from bot.turn.model import Turn
-from bot.turn.responder import Aborted, Deadline, DeliveryRecord, Fence
+from bot.turn.ports import Aborted, Deadline, DeliveryRecord, Fence
 from bot.turn.store.approvals import Approvals
 from bot.turn.store.notices import Notice
 from bot.turn.store.stops import StopRequests

@@ -21,7 +21,7 @@ from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.stream import WasStopped
 from bot.slack.outbound.tagging import WhoAmI, find_own, first_message, tag
 from bot.turn.model import Turn
-from bot.turn.responder import Aborted
+from bot.turn.ports import Aborted
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.errors import error_code, is_temporary
 from bot.turn.model import Turn
-from bot.turn.responder import DeliveryFailed
+from bot.turn.ports import DeliveryFailed
 
 log = logging.getLogger(__name__)
 

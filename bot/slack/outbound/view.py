@@ -31,7 +31,7 @@ from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport, TurnStatus
 from bot.slack.outbound.tagging import WhoAmI
 from bot.turn.model import Turn, TurnKind
-from bot.turn.responder import DeliveryRecord, Settled
+from bot.turn.ports import DeliveryRecord, Settled
 from bot.turn.store.approvals import ApprovalRequest, Approvals
 from bot.turn.store.stops import StopRequests
 

@@ -36,7 +36,7 @@ from bot.state.redis.errors import REDIS_DOWN
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
 from bot.turn.model import ThreadKey
-from bot.turn.responder import Aborted
+from bot.turn.ports import Aborted
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from bot.turn.effects import TurnStores
 from bot.turn.model import ThreadKey, Turn
 from bot.turn.outcome import Waiting
 from bot.turn.owner import Timing, TurnOwner
-from bot.turn.responder import Aborted, Responder
+from bot.turn.ports import Aborted, Responder
 from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease, ThreadLocks
 from bot.turn.store.queue import QueueLook

@@ -12,7 +12,7 @@ import pytest
 from bot.process.state import State
 from bot.slack.client import TurnClient, web_client
 from bot.turn.model import ThreadKey
-from bot.turn.responder import Aborted
+from bot.turn.ports import Aborted
 from bot.turn.store.lease import ThreadLease
 from tests.fakes.slack_server import FakeSlack
 from tests.waiting import until

@@ -20,7 +20,7 @@ from bot.process.state import State
 from bot.slack.outbound.responder import SlackResponder
 from bot.state.redis.commands import Commands
 from bot.turn.model import Turn, TurnKind
-from bot.turn.responder import DeliveryFailed, Settled
+from bot.turn.ports import DeliveryFailed, Settled
 from bot.turn.store.notices import Notice
 from tests.fakes.deadline import NoDeadline
 from tests.fakes.in_memory_slack import InMemorySlack

@@ -9,7 +9,7 @@ import pytest
 
 from bot.process.state import State
 from bot.turn.model import Turn
-from bot.turn.responder import Aborted
+from bot.turn.ports import Aborted
 from tests.fakes.redis_server import PrivateRedis
 from tests.waiting import until, until_true
 

@@ -17,7 +17,7 @@ from bot.process.state import State
 from bot.state import StateUnavailable
 from bot.state.redis.commands import Commands
 from bot.turn.model import Turn
-from bot.turn.responder import GAVE_UP, NOT_DELIVERED
+from bot.turn.ports import GAVE_UP, NOT_DELIVERED
 from bot.turn.store.history import UNDELIVERED
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import READ_BATCH
