@@ -17,7 +17,7 @@ from bot.console.display import ConsoleDisplay
 from bot.console.lines import LineReader
 from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.history import RedisHistory
 from permissions.withholding import requester_scope
 from tools.approval import ApprovalToolset

@@ -9,6 +9,8 @@ recognise their own messages.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.middleware.authorization.async_single_team_authorization import (
@@ -17,9 +19,18 @@ from slack_bolt.middleware.authorization.async_single_team_authorization import 
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.slack.outbound.tagging import Me
-
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Me:
+    """Who the bot is (auth.test)."""
+
+    user_id: str
+    bot_id: str
+
+
+WhoAmI = Callable[[], Awaitable[Me]]
 
 
 class BotIdentity:

@@ -1,6 +1,3 @@
-"""Everything kept in Redis, behind small typed APIs (the turn's own stores live in
-``bot/turn/store``; the process builds them all on one client in ``bot/process/state.py``)."""
-
-from bot.state.redis.errors import StateUnavailable
-
-__all__ = ["StateUnavailable"]
+"""Records shared across threads, behind small typed APIs: the audit log, usage, feedback,
+tool switches, role grants and the role cache. Redis plumbing is in ``redis/``; what is
+keyed by a thread or a turn is in ``bot/turn/store/``."""

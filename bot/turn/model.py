@@ -14,21 +14,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.message import SlackMessage
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ThreadKey:
-    """One conversation: a Slack thread, or a console thread."""
-
-    team: str
-    channel: str
-    thread: str
-
-    def __str__(self) -> str:
-        return f"{self.team}:{self.channel}:{self.thread}"
 
 
 class TurnKind(StrEnum):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from permissions.withholding import note
 from tests.fakes import warehouse_tools
 from tests.fakes.llm_server import Request, calls, text, tool_results

@@ -1,2 +1,3 @@
-"""What comes in from Slack: the Bolt app and its listeners, classifying and enqueueing
-messages, HTTP and Socket Mode, and the inbox that reads a message whole for the model."""
+"""The ack path: what Slack sends, answered within its 3 seconds. The events port and its
+front door, HTTP and Socket Mode, the Bolt app and its listeners, classifying and
+enqueueing messages; no turn work runs here."""

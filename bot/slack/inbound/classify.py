@@ -14,8 +14,9 @@ from typing import Any
 
 from bot.config.schema import SlackConfig
 from bot.slack.text import addressed_to_others, clean_text, mentions
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.message import SLACKBOT, SlackMessage
-from bot.turn.model import ThreadKey, Turn, TurnKind
+from bot.turn.model import Turn, TurnKind
 
 # Message subtypes that are not someone writing to the bot.
 IGNORED_SUBTYPES = {

@@ -1,2 +1,3 @@
-"""What people wrote, as the model reads it: messages, files, forwards, threads the bot
-joins, and the replies it only listens to."""
+"""What a turn reads from Slack (in the worker): people's messages as the model reads them,
+their files and forwards, the thread the bot joins, the replies it only listened to, and
+what the surface tells the model."""

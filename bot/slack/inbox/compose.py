@@ -22,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.messages import user_message
 from bot.llm.tokens import TokenEstimator
+from bot.slack.identity import Me
 from bot.slack.inbox.files import FileReader, TextContent, is_image, is_text
 from bot.slack.inbox.names import SlackNames
 from bot.slack.inbox.render import (
@@ -38,7 +39,6 @@ from bot.slack.inbox.render import (
     wanted_names,
 )
 from bot.slack.inbox.thread import earlier_messages
-from bot.slack.outbound.tagging import Me
 from bot.state.redis.errors import REDIS_DOWN
 from bot.turn.agent import TurnInput
 from bot.turn.message import FileRef, SlackMessage

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bot.slack.identity import Me
 from bot.slack.inbox.files import kind_words, size_words
-from bot.slack.outbound.tagging import Me
 from bot.slack.text import mentioned_channels, mentioned_users, readable
 from bot.turn.message import FileRef, Forward, SlackMessage
 

@@ -29,6 +29,7 @@ from bot.slack.blocks.limits import STREAMED_TEXT_CHARS
 from bot.slack.blocks.messages import turn_blocks, turn_text
 from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk
 from bot.slack.errors import error_code
+from bot.slack.identity import WhoAmI
 from bot.slack.outbound.coalesced import CoalescedMessage, Content
 from bot.slack.outbound.control import StopControl
 from bot.slack.outbound.delivery import MessageState
@@ -36,7 +37,7 @@ from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.resume import EarlierAttempt
 from bot.slack.outbound.status import TurnStatus
 from bot.slack.outbound.stream import StreamWriter, WasStopped
-from bot.slack.outbound.tagging import WhoAmI, tag
+from bot.slack.outbound.tagging import tag
 from bot.turn.model import Turn
 from bot.turn.ports import Aborted
 

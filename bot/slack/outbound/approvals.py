@@ -11,8 +11,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks.approval_card import card_blocks, card_text
 from bot.slack.calls import safe_call
+from bot.slack.identity import WhoAmI
 from bot.slack.outbound.ledger import DeliveryLedger
-from bot.slack.outbound.tagging import WhoAmI, find_own, tag
+from bot.slack.outbound.tagging import find_own, tag
 from bot.turn.model import Turn
 from bot.turn.ports import Aborted
 from bot.turn.store.approvals import ApprovalRequest, Approvals

@@ -7,10 +7,11 @@ from __future__ import annotations
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks.messages import WORKING, control_blocks
+from bot.slack.identity import WhoAmI
 from bot.slack.outbound.coalesced import CoalescedMessage
 from bot.slack.outbound.delivery import ControlState
 from bot.slack.outbound.ledger import DeliveryLedger
-from bot.slack.outbound.tagging import WhoAmI, find_own, tag
+from bot.slack.outbound.tagging import find_own, tag
 from bot.turn.model import Turn
 
 

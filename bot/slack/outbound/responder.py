@@ -17,11 +17,11 @@ from bot.slack.blocks.messages import answer_blocks, message_text, turn_blocks, 
 from bot.slack.blocks.tasks import ToolTask, settle_task, task_chunk
 from bot.slack.client import TurnClient
 from bot.slack.errors import error_code, is_temporary, sorted_for_delivery
-from bot.slack.identity import BotIdentity
+from bot.slack.identity import BotIdentity, Me
 from bot.slack.outbound.delivery import ControlState, MessageState, SlackDelivery
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport
-from bot.slack.outbound.tagging import Me, OwnMessage, find_own, first_message, tag
+from bot.slack.outbound.tagging import OwnMessage, find_own, first_message, tag
 from bot.slack.outbound.view import SlackTurnView
 from bot.turn.model import Turn
 from bot.turn.ports import Aborted, Deadline, DeliveryRecord, Fence

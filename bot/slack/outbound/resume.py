@@ -17,9 +17,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk
 from bot.slack.errors import STOPPED_BY_USER, error_code, is_temporary
+from bot.slack.identity import WhoAmI
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.stream import WasStopped
-from bot.slack.outbound.tagging import WhoAmI, find_own, first_message, tag
+from bot.slack.outbound.tagging import find_own, first_message, tag
 from bot.turn.model import Turn
 from bot.turn.ports import Aborted
 

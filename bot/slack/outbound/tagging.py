@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.errors import error_code, is_temporary
+from bot.slack.identity import Me, WhoAmI
 from bot.turn.model import Turn
 from bot.turn.ports import DeliveryFailed
 
@@ -88,17 +88,6 @@ def first_message(
         return FirstMessage(tagged)
     untagged = next((m.ts for m in found if m.payload is None and _newer(m.ts, after)), "")
     return FirstMessage(untagged, streaming=bool(untagged))
-
-
-@dataclass(frozen=True)
-class Me:
-    """Who the bot is (auth.test)."""
-
-    user_id: str
-    bot_id: str
-
-
-WhoAmI = Callable[[], Awaitable[Me]]
 
 
 async def own_messages(

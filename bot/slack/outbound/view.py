@@ -24,12 +24,12 @@ from bot.agent.events import (
 from bot.config.schema import SlackConfig
 from bot.slack.background import Background
 from bot.slack.errors import sorted_for_delivery
+from bot.slack.identity import WhoAmI
 from bot.slack.outbound.answer import AnswerWriter
 from bot.slack.outbound.approvals import refresh, show_card
 from bot.slack.outbound.finish import finish, set_aside
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport, TurnStatus
-from bot.slack.outbound.tagging import WhoAmI
 from bot.turn.model import Turn, TurnKind
 from bot.turn.ports import DeliveryRecord, Settled
 from bot.turn.store.approvals import ApprovalRequest, Approvals

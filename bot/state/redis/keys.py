@@ -7,7 +7,7 @@ default): see :mod:`bot.state.redis.shards` for which shard each key belongs to 
 from __future__ import annotations
 
 from bot.state.redis.shards import Shards
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 
 class Keys:

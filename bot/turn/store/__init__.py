@@ -1,2 +1,3 @@
-"""The turn's Redis stores: its record, the queue, the thread's lease, notices owed to
-people, and stop requests."""
+"""Every Redis record keyed by a thread or a turn: the turn's record and journal, the
+queue, the thread's lease, its history, asides, participation and agent pane, approvals
+and questions, notices owed to people, and stop requests."""

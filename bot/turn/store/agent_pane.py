@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 
 class AgentPaneThreads:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 MAX_KEPT = 100  # per thread; the oldest go first
 

@@ -12,7 +12,7 @@ from bot.llm.tokens import TokenEstimator
 from bot.state.redis.commands import Commands
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 Message = dict[str, Any]
 TurnMessages = list[Message]

@@ -35,7 +35,7 @@ from bot.state.redis.connection import Redis
 from bot.state.redis.errors import REDIS_DOWN
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.ports import Aborted
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
 

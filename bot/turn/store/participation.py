@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 
 class ThreadParticipation:

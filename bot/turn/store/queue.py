@@ -26,7 +26,8 @@ from bot.state.redis.connection import Redis
 from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
 from bot.state.redis.keys import Keys
 from bot.state.redis.script_batch import ScriptBatch
-from bot.turn.model import ThreadKey, Turn
+from bot.state.redis.thread_key import ThreadKey
+from bot.turn.model import Turn
 from bot.turn.store.shard_readers import ShardReaders
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from bot.agent.result import StopReason
 from bot.state.redis.commands import Commands
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.states import TurnState, sources
 from bot.turn.store.history import APPEND_FUNCTION
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook

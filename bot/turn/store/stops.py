@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 KEEP_S = 600
 

@@ -20,7 +20,8 @@ from functools import partial
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
 from bot.observability import metrics
 from bot.state.redis.errors import REDIS_DOWN, REDIS_RETRYABLE
-from bot.turn.model import ThreadKey, Turn
+from bot.state.redis.thread_key import ThreadKey
+from bot.turn.model import Turn
 from bot.turn.ports import DeliveryFailed, Responder, Undeliverable
 from bot.turn.store.notices import GIVE_UP_AFTER_S, Notice, Notices
 from bot.turn.store.queue import Entry, TurnQueue

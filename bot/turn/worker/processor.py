@@ -18,10 +18,11 @@ import logging
 from bot.agent.cancellation import sleep_unless
 from bot.observability import metrics
 from bot.state.redis.commands import Commands
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn import parking
 from bot.turn.agent import Agent
 from bot.turn.effects import TurnStores
-from bot.turn.model import ThreadKey, Turn
+from bot.turn.model import Turn
 from bot.turn.outcome import Waiting
 from bot.turn.owner import Timing, TurnOwner
 from bot.turn.ports import Aborted, Responder

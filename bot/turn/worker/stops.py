@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Iterator
 
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.stops import StopRequests
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from bot.slack.blocks.approval_card import arguments_text, arguments_view
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import ApprovalRequest
 from tests.fakes.llm_server import Request, calls, text, tool_results

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from tests.fakes.llm_server import FakeLLM, text
 from tests.fakes.redis_cluster import PrivateRedisCluster
 from tests.fakes.slack_harness import SlackHarness, mention

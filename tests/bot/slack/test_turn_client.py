@@ -11,7 +11,7 @@ import pytest
 
 from bot.process.state import State
 from bot.slack.client import TurnClient, web_client
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.ports import Aborted
 from bot.turn.store.lease import ThreadLease
 from tests.fakes.slack_server import FakeSlack

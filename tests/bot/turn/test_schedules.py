@@ -48,7 +48,8 @@ from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State, build_state, open_state
 from bot.slack.outbound.responder import SlackResponder
 from bot.state.redis.connection import connect
-from bot.turn.model import ThreadKey, Turn
+from bot.state.redis.thread_key import ThreadKey
+from bot.turn.model import Turn
 from bot.turn.store.history import UNDELIVERED
 from bot.turn.store.lease import ThreadLease, ThreadLocks
 from bot.turn.store.queue import QueueLook

@@ -12,7 +12,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.slack.blocks.messages import STOP_ACTION
 from bot.slack.inbound.after_ack import AfterAck
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.stops import StopRequests
 from permissions.policy import Person, Policy
 

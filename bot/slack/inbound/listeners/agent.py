@@ -8,7 +8,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.stops import StopRequests
 
 log = logging.getLogger(__name__)

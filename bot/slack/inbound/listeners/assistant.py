@@ -14,7 +14,7 @@ from bot.config.schema import SlackConfig
 from bot.slack.blocks.messages import answer_blocks, message_text
 from bot.slack.calls import safe_call
 from bot.slack.inbound.after_ack import AfterAck
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.agent_pane import AgentPaneThreads
 
 log = logging.getLogger(__name__)

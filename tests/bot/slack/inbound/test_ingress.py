@@ -9,7 +9,8 @@ import pytest
 from bot.config.schema import SlackConfig
 from bot.slack.inbound.classify import Aside, Identity, Ignored, classify
 from bot.slack.text import clean_text
-from bot.turn.model import ThreadKey, Turn, TurnKind
+from bot.state.redis.thread_key import ThreadKey
+from bot.turn.model import Turn, TurnKind
 
 ME = Identity(team_id="T1", bot_user_id="U0BOT", bot_id="B0BOT")
 SETTINGS = SlackConfig()

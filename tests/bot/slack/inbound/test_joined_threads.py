@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.slack.inbox.thread import PAGE_SIZE
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from tests.fakes.llm_server import text
 from tests.fakes.slack_harness import SlackHarness, channel_message, mention
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack

@@ -14,11 +14,11 @@ from bot.config.schema import SlackConfig
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
 from bot.slack.client import web_client
+from bot.slack.identity import Me
 from bot.slack.inbound.classify import Identity, classify
 from bot.slack.inbox.compose import SlackInbox
 from bot.slack.inbox.files import FileReader, is_image, is_text, size_words
 from bot.slack.inbox.names import SlackNames
-from bot.slack.outbound.tagging import Me
 from bot.turn.message import FileRef, SlackMessage
 from bot.turn.model import Turn
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.states import TurnState
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, mention

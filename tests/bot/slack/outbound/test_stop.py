@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from tests.fakes import slow_tools
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, button_click, mention

@@ -12,7 +12,7 @@ from bot.config.errors import ConfigError
 from bot.config.loading import parse_config
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards, shard_tag
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 THREAD = ThreadKey("T1", "C1", "1700000000.000100")
 

@@ -4,7 +4,7 @@ again when a turn runs again."""
 from __future__ import annotations
 
 from bot.process.state import State
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 
 THREAD = ThreadKey("T1", "C1", "100.000001")
 

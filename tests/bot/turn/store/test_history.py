@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
-from bot.turn.model import ThreadKey
+from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.history import UNDELIVERED, StoredTurn
 from permissions.withholding import note, requester_scope
 from tools import StaticToolset

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from bot.process.state import State
-from bot.state import StateUnavailable
+from bot.state.redis.errors import StateUnavailable
 from bot.turn.model import Turn
 
 

@@ -14,8 +14,8 @@ import pytest
 from bot.agent.result import StopReason
 from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State
-from bot.state import StateUnavailable
 from bot.state.redis.commands import Commands
+from bot.state.redis.errors import StateUnavailable
 from bot.turn.model import Turn
 from bot.turn.ports import GAVE_UP, NOT_DELIVERED
 from bot.turn.store.history import UNDELIVERED
