@@ -96,7 +96,7 @@ async def run_batch(
     responder.finished.clear()
     for turn in turns:
         enqueued[turn.text] = time.perf_counter()
-    await asyncio.gather(*(state.queue.enqueue(turn) for turn in turns))
+    await asyncio.gather(*(state.threads.queue.enqueue(turn) for turn in turns))
     await asyncio.wait_for(responder.finished.wait(), 60)
 
 

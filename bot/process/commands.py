@@ -48,7 +48,7 @@ async def chat(config: Path | None, options: ChatOptions) -> int:
         conversation = Conversation(
             services.budgets.guard(services.model, spender),
             services.loop_settings,
-            services.state.history,
+            services.state.threads.history,
             services.config.history.token_budget,
             services.model.estimator,
         )

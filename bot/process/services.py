@@ -173,11 +173,13 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
-    resolver = RoleResolver(config.roles, grants=state.grants, cache=state.roles)
-    policy = Policy(config.roles, resolver, state.switches, state.policy_reads)
+    resolver = RoleResolver(config.roles, grants=state.shared.grants, cache=state.shared.roles)
+    policy = Policy(config.roles, resolver, state.shared.switches, state.shared.policy_reads)
     settings = loop_settings(config)
     estimate = CallEstimator(model.estimator, settings.price, config.llm.max_tokens)
-    budgets = Budgets(config.budgets, config.roles, state.budgets, state.audit, estimate, policy)
+    budgets = Budgets(
+        config.budgets, config.roles, state.budgets, state.shared.audit, estimate, policy
+    )
     # MCP servers with `sampling: true` are answered by the bot's own model, within the
     # spending limits of the person whose tool call asks.
     tools.mcp.use_sampler(model_sampler(model, settings.price, state, budgets))
@@ -192,10 +194,10 @@ def model_sampler(
     calls), each request audited."""
 
     async def count_tokens(who: Requester, usage: Usage) -> None:
-        await state.usage.record(who.team, who.user, usage, cost_of(usage, price), turns=0)
+        await state.shared.usage.record(who.team, who.user, usage, cost_of(usage, price), turns=0)
 
     async def audit(**entry: Any) -> None:
-        await state.audit.add(AuditEntry(**entry))
+        await state.shared.audit.add(AuditEntry(**entry))
 
     async def model_for(who: Requester) -> CappableChatModel:
         person = Person(who.team, who.user, who.channel, user_team=who.user_team)

@@ -57,13 +57,13 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
     identity = BotIdentity(client)
     # Roles from user groups and workspace admin status need Slack, and only count for
     # people users.info places in the bot's own workspace (auth.test).
-    policy.resolver.directory = SlackDirectory(client, state.cache, identity)
+    policy.resolver.directory = SlackDirectory(client, state.shared.cache, identity)
     inbox = SlackInbox(
         client,
-        SlackNames(client, state.cache),
+        SlackNames(client, state.shared.cache),
         FileReader(client, text_chars=settings.file_text_chars),
-        state.asides,
-        state.history,
+        state.threads.asides,
+        state.threads.history,
         identity.me,
         budget_tokens=config.history.token_budget,
         estimator=services.model.estimator,
@@ -73,11 +73,13 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         client,
         settings,
         identity,
-        stops=state.stops,
+        stops=state.threads.stops,
         model=config.llm.model,
-        approvals=state.approvals,
+        approvals=state.threads.approvals,
     )
-    ingress = Ingress(state.queue, state.participation, settings, state.asides)
+    ingress = Ingress(
+        state.threads.queue, state.threads.participation, settings, state.threads.asides
+    )
     secret = (
         env.slack_signing_secret.get_secret_value() if http and env.slack_signing_secret else None
     )
@@ -87,11 +89,11 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         services.registry,
         config.roles,
         AdminStores(
-            state.switches,
-            state.grants,
-            state.audit,
-            state.usage,
-            state.feedback,
+            state.shared.switches,
+            state.shared.grants,
+            state.shared.audit,
+            state.shared.usage,
+            state.shared.feedback,
             services.budgets,
         ),
         permalink=identity.permalink,
@@ -105,13 +107,13 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         admin=admin,
         policy=policy,
         registry=services.registry,
-        stops=state.stops,
-        pane=state.pane,
-        feedback=state.feedback,
+        stops=state.threads.stops,
+        pane=state.threads.pane,
+        feedback=state.shared.feedback,
         later=later,
-        elicitations=state.elicitations,
-        approvals=state.approvals,
-        audit=state.audit,
+        elicitations=state.threads.elicitations,
+        approvals=state.threads.approvals,
+        audit=state.shared.audit,
         approval=config.approval,
     )
     return SlackSide(
@@ -123,5 +125,5 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         later,
         responder,
         inbox,
-        SlackContext(state.pane),
+        SlackContext(state.threads.pane),
     )

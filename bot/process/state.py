@@ -14,6 +14,7 @@ from bot.state.redis.connection import Redis, RedisHandle, connect
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
 from bot.state.role_cache import RedisCache, RoleCache
+from bot.state.shared import SharedRecords
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 from bot.turn.store.agent_pane import AgentPaneThreads
@@ -27,78 +28,79 @@ from bot.turn.store.participation import ThreadParticipation
 from bot.turn.store.queue import TurnQueue
 from bot.turn.store.records import TurnRecords
 from bot.turn.store.stops import StopRequests
+from bot.turn.store.stores import ThreadStores, TurnStores
 
 
 @dataclass
 class State:
     handle: RedisHandle
     keys: Keys
-    history: RedisHistory
-    queue: TurnQueue
-    locks: ThreadLocks
-    records: TurnRecords
-    notices: Notices
-    switches: ToolSwitches
-    grants: RoleGrants
-    usage: UsageCounters
-    audit: AuditLog
-    feedback: FeedbackLog
-    participation: ThreadParticipation
-    asides: ThreadAsides
-    pane: AgentPaneThreads
-    cache: RedisCache
-    roles: RoleCache  # resolved roles, guarded by a generation per person
-    policy_reads: PolicyReads  # the roles and the switches in one round trip
-    stops: StopRequests
-    elicitations: Elicitations
-    approvals: Approvals
-    budgets: BudgetLedger
+    threads: ThreadStores  # keyed by a thread or a turn (bot/turn/store/)
+    shared: SharedRecords  # across threads (bot/state/)
+    budgets: BudgetLedger  # the spending limits' counters (bot/budget/)
 
     @property
     def client(self) -> Redis:
         return self.handle.client
 
+    def turn_stores(self) -> TurnStores:
+        """What a turn's owner writes."""
+        return TurnStores.of(self.threads, self.shared.audit, self.shared.usage)
+
     async def aclose(self) -> None:
-        await self.queue.stop_reading()
+        await self.threads.queue.stop_reading()
         await self.handle.aclose()
 
 
 def build_state(handle: RedisHandle, config: AppConfig) -> State:
     client = handle.client
     keys = Keys(config.redis.key_prefix, Shards(config.redis.shards if config.redis.cluster else 1))
-    audit = AuditLog(client, keys)
-    roles, switches = RoleCache(client, keys), ToolSwitches(client, keys)
     return State(
         handle=handle,
         keys=keys,
-        history=RedisHistory(
-            client,
-            keys,
-            idle_ttl_s=config.history.idle_ttl_s,
-            max_turns=config.history.max_turns,
-            max_bytes=config.history.max_bytes,
-        ),
+        threads=thread_stores(client, keys, config),
+        shared=shared_records(client, keys),
+        budgets=BudgetLedger(client, keys),
+    )
+
+
+def thread_stores(client: Redis, keys: Keys, config: AppConfig) -> ThreadStores:
+    idle_s = config.history.idle_ttl_s
+    return ThreadStores(
         queue=TurnQueue(
             client, keys, dedup_ttl_s=config.queue.dedup_ttl_s, max_len=config.queue.stream_max_len
         ),
         locks=ThreadLocks(client, keys, config.queue.lock_ttl_s),
         records=TurnRecords(client, keys),
         notices=Notices(client, keys),
-        switches=switches,
-        grants=RoleGrants(client, keys),
-        usage=UsageCounters(client, keys),
-        audit=audit,
-        feedback=FeedbackLog(client, keys, audit),
-        participation=ThreadParticipation(client, keys, config.history.idle_ttl_s),
-        asides=ThreadAsides(client, keys, config.history.idle_ttl_s),
-        pane=AgentPaneThreads(client, keys, config.history.idle_ttl_s),
-        cache=RedisCache(client, keys),
-        roles=roles,
-        policy_reads=PolicyReads(roles, switches),
+        history=RedisHistory(
+            client,
+            keys,
+            idle_ttl_s=idle_s,
+            max_turns=config.history.max_turns,
+            max_bytes=config.history.max_bytes,
+        ),
+        participation=ThreadParticipation(client, keys, idle_s),
+        asides=ThreadAsides(client, keys, idle_s),
+        pane=AgentPaneThreads(client, keys, idle_s),
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
         approvals=Approvals(client, keys),
-        budgets=BudgetLedger(client, keys),
+    )
+
+
+def shared_records(client: Redis, keys: Keys) -> SharedRecords:
+    audit = AuditLog(client, keys)
+    roles, switches = RoleCache(client, keys), ToolSwitches(client, keys)
+    return SharedRecords(
+        audit=audit,
+        usage=UsageCounters(client, keys),
+        feedback=FeedbackLog(client, keys, audit),
+        switches=switches,
+        grants=RoleGrants(client, keys),
+        cache=RedisCache(client, keys),
+        roles=roles,
+        policy_reads=PolicyReads(roles, switches),
     )
 
 

@@ -10,12 +10,10 @@ from bot.process.slack import SlackSide
 from bot.process.state import State
 from bot.slack.client import TurnClient
 from bot.slack.outbound.asker import SlackAsker
-from bot.turn.agent import Agent, ModelFor, ToolsetFor
 from bot.turn.approval import TurnApprover
-from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
-from bot.turn.ports import Deadline, Responder
+from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
@@ -50,10 +48,14 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
             return needs_approval(tool.name, tool.confirm, config.approval, config.roles, held)
 
         approver = TurnApprover(
-            state.approvals, state.audit, turn, entry_id, timeout_s=config.approval.timeout_s
+            state.threads.approvals,
+            state.shared.audit,
+            turn,
+            entry_id,
+            timeout_s=config.approval.timeout_s,
         )
         allowed = ApprovalToolset(policy.toolset(registry, person), approver, needs)
-        asker = SlackAsker(TurnClient(slack.client, deadline), state.elicitations, turn)
+        asker = SlackAsker(TurnClient(slack.client, deadline), state.threads.elicitations, turn)
         requester = Requester(
             turn.team, turn.user, turn.channel, turn.thread_ts, asker, turn.author_team
         )
@@ -92,18 +94,6 @@ def slack_worker(services: Services, slack: SlackSide) -> Worker:
     )
 
 
-def turn_stores(state: State) -> TurnStores:
-    return TurnStores(
-        records=state.records,
-        queue=state.queue,
-        history=state.history,
-        audit=state.audit,
-        usage=state.usage,
-        notices=state.notices,
-        approvals=state.approvals,
-    )
-
-
 def build_worker(
     state: State,
     agent: Agent,
@@ -120,20 +110,20 @@ def build_worker(
     retry pace (tests make it quick)."""
     consumer = name or consumer_name()
     processor = ThreadProcessor(
-        turn_stores(state),
-        state.locks,
+        state.turn_stores(),
+        state.threads.locks,
         agent,
         responder,
-        StopWatcher(state.stops, poll_s=stop_poll_s),
+        StopWatcher(state.threads.stops, poll_s=stop_poll_s),
         timing
         or Timing(max_attempts=queue.max_attempts, deliver_timeout_s=queue.deliver_timeout_s),
         consumer=consumer,
         failure_backoff_s=failure_backoff_s,
     )
     return Worker(
-        state.queue,
+        state.threads.queue,
         processor,
-        state.notices,
+        state.threads.notices,
         responder,
         concurrency=queue.concurrency,
         claim_idle_s=queue.claim_idle_s,

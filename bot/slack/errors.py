@@ -17,7 +17,8 @@ import aiohttp
 import redis.exceptions
 from slack_sdk.errors import SlackApiError
 
-from bot.turn.ports import Aborted, DeliveryFailed, Undeliverable
+from bot.turn.ports import DeliveryFailed, Undeliverable
+from bot.turn.store.lease import Aborted
 
 # Slack's own words for "not now".
 TEMPORARY = frozenset(

@@ -16,8 +16,7 @@ from typing import Any, TypeVar
 
 from bot.agent.cancellation import sleep_unless
 from bot.state.redis.errors import REDIS_DOWN
-from bot.turn.ports import Aborted
-from bot.turn.store.lease import ThreadLease
+from bot.turn.store.lease import Aborted, ThreadLease
 from bot.turn.store.records import OwnedTurn
 
 log = logging.getLogger(__name__)

@@ -11,36 +11,19 @@ owner's fenced moves run in the same atomic step, runs nothing).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from bot.agent.journal import resume_from
 from bot.agent.messages import user_message
 from bot.agent.result import TurnResult
-from bot.state.audit import AuditEntry, AuditLog
+from bot.state.audit import AuditEntry
 from bot.state.redis.commands import Commands
-from bot.state.usage import UsageCounters
 from bot.turn.model import Turn
-from bot.turn.store.approvals import Approvals
-from bot.turn.store.history import RedisHistory
-from bot.turn.store.notices import Notice, Notices
-from bot.turn.store.queue import TurnQueue
-from bot.turn.store.records import TurnRecord, TurnRecords
+from bot.turn.store.notices import Notice
+from bot.turn.store.records import TurnRecord
+from bot.turn.store.stores import TurnStores
 
 ARGUMENTS_IN_AUDIT = 500  # characters of a call's arguments kept in its audit entry
-
-
-@dataclass
-class TurnStores:
-    """The Redis stores a turn's owner reads and writes, and nothing else."""
-
-    records: TurnRecords
-    queue: TurnQueue
-    history: RedisHistory
-    audit: AuditLog
-    usage: UsageCounters
-    notices: Notices
-    approvals: Approvals
 
 
 def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnResult) -> Commands:

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# What the person is told when their turn is given up (its notice).
+GAVE_UP = (
+    "Sorry, I could not answer this message: something kept failing on my side. "
+    "Please try again in a few minutes."
+)
+NOT_DELIVERED = (
+    "Sorry, I could not post my answer to this message: Slack did not take it for too long. "
+    "Please ask again."
+)
+
 
 @dataclass(frozen=True)
 class Delivered:

@@ -36,24 +36,16 @@ from bot.observability.observer import TurnTelemetry
 from bot.observability.tracing import fail
 from bot.state.redis.commands import Commands
 from bot.turn import effects, parking, telemetry
-from bot.turn.agent import Agent
 from bot.turn.durable import DurableJournal, Durably
-from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
-from bot.turn.outcome import DeadLettered, Delivered, Delivery, TurnEnd, Waiting
-from bot.turn.ports import (
-    GAVE_UP,
-    Aborted,
-    DeliveryRecord,
-    Responder,
-    Settled,
-    TurnView,
-)
+from bot.turn.outcome import GAVE_UP, DeadLettered, Delivered, Delivery, TurnEnd, Waiting
+from bot.turn.ports import Agent, DeliveryRecord, Responder, Settled, TurnView
 from bot.turn.retry import GaveUp, SlackRetries
 from bot.turn.states import TERMINAL, TurnState, settled_state
-from bot.turn.store.lease import ThreadLease
+from bot.turn.store.lease import Aborted, ThreadLease
 from bot.turn.store.queue import QueueLook
 from bot.turn.store.records import FINISHED_KEEP_S, Looked, Stale, TurnRecord
+from bot.turn.store.stores import TurnStores
 from permissions.withholding import requester_scope
 
 log = logging.getLogger(__name__)

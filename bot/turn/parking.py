@@ -21,13 +21,13 @@ from bot.agent.result import TurnResult
 from bot.state.audit import AuditEntry
 from bot.state.redis.commands import Commands
 from bot.turn import effects
-from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.ports import TurnView
 from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import ApprovalRequest, as_fields, decided_any
 from bot.turn.store.records import TurnRecord
+from bot.turn.store.stores import TurnStores
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,9 @@
-"""How a turn reaches the person, as the turn's owner sees it (the Slack side implements it).
+"""What a turn asks of its surface (Slack, the console), as the turn's owner sees it.
+
+- the :class:`Agent`: the model and the loop's settings, and per turn its tools, what the
+  surface knows, the person's message (:class:`TurnInput`) and the model to call;
+- the :class:`Responder`: how the turn reaches the person, one :class:`TurnView` per turn,
+  written through the owner's :class:`Fence`, and the notices owed to people.
 
 The owner holds one :class:`TurnView` per turn, as an async context: the view shows progress
 while the loop runs and delivers what the turn settled on. Leaving the context only stops the
@@ -8,26 +13,23 @@ handing its turn back leaves everything for the next owner to adopt from the del
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.agent.events import AgentEvent
+from bot.agent.loop import LoopSettings
+from bot.agent.messages import user_message
 from bot.agent.result import StopReason
+from bot.llm.model import ChatModel
+from bot.llm.tokens import TokenEstimator
 from bot.turn.model import Turn
 from bot.turn.store.approvals import ApprovalRequest
 from bot.turn.store.notices import Notice
+from tools.toolset import Toolset
 
 DeliveryRecord = dict[str, Any]  # what the view saved about what Slack shows (opaque here)
-
-GAVE_UP = (
-    "Sorry, I could not answer this message: something kept failing on my side. "
-    "Please try again in a few minutes."
-)
-NOT_DELIVERED = (
-    "Sorry, I could not post my answer to this message: Slack did not take it for too long. "
-    "Please ask again."
-)
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,6 @@ class Settled:
             for m in self.messages
             if m.get("role") == "tool"
         }
-
-
-class Aborted(Exception):
-    """The owner lost its lease or hands the turn back: stop now, write nothing more."""
 
 
 class DeliveryFailed(Exception):
@@ -118,3 +116,49 @@ class Responder(Protocol):
         """Post a notice (and close what its turn left open), every call within the
         thread's lease (``deadline``). Raises like ``deliver``, and :class:`Aborted`."""
         ...
+
+
+# --- the agent: what running a turn needs besides its state ---------------------------
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """What the model is given for a turn: the user message (journaled and kept in history)
+    and messages shown with it for this turn only, never stored (pictures)."""
+
+    message: dict[str, Any]
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+
+
+# The turn, its entry id, and its owner's lease (what the tools say in Slack, a question
+# an MCP server asks, is said within it).
+ToolsetFor = Callable[[Turn, str, Deadline], Awaitable[Toolset]]
+ContextFor = Callable[[Turn], Awaitable[str]]
+MessageFor = Callable[[Turn], Awaitable[TurnInput]]
+ModelFor = Callable[[Turn], Awaitable[ChatModel]]
+
+
+async def no_context(turn: Turn) -> str:
+    return ""
+
+
+async def plain_message(turn: Turn) -> TurnInput:
+    return TurnInput(user_message(turn.text))
+
+
+@dataclass
+class Agent:
+    model: ChatModel
+    settings: LoopSettings
+    # The tools this turn's person may use, wrapped by policy; also what decides which
+    # results in the thread's history they may see (permissions/withholding.py).
+    toolset_for: ToolsetFor
+    history_budget: int
+    estimator: TokenEstimator
+    context_for: ContextFor = no_context  # what the surface knows (the channel in view)
+    message_for: MessageFor = plain_message  # the user message (with files, the thread...)
+    models: ModelFor | None = None  # the model for a turn (its person's limits); None: model
+
+    async def model_for(self, turn: Turn) -> ChatModel:
+        """The model this turn calls."""
+        return self.model if self.models is None else await self.models(turn)

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from bot.agent.cancellation import sleep_unless
 from bot.turn import telemetry
-from bot.turn.ports import NOT_DELIVERED, Aborted, DeliveryFailed, Undeliverable
-from bot.turn.store.lease import ThreadLease
+from bot.turn.outcome import NOT_DELIVERED
+from bot.turn.ports import DeliveryFailed, Undeliverable
+from bot.turn.store.lease import Aborted, ThreadLease
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,9 @@ from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State, open_state
 from bot.process.worker import build_worker as assemble
-from bot.turn.agent import Agent
 from bot.turn.model import Turn
 from bot.turn.owner import Timing
-from bot.turn.ports import Deadline, DeliveryFailed, DeliveryRecord, Fence, Settled
+from bot.turn.ports import Agent, Deadline, DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tools import StaticToolset, Tool, Toolset

@@ -93,7 +93,7 @@ async def test_a_shared_thread_withholds_the_admins_restricted_result_from_a_mem
 
     # Each turn is stored with who asked it.
     assert app.services is not None
-    stored = await app.services.state.history.stored_turns(ThreadKey(TEAM, "C0CHAN", root))
+    stored = await app.services.state.threads.history.stored_turns(ThreadKey(TEAM, "C0CHAN", root))
     assert [turn.user for turn in stored] == ["U0ADMIN", "U0ALICE", "U0ADMIN"]
 
 

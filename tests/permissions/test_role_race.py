@@ -74,5 +74,5 @@ async def test_a_lookup_under_way_never_undoes_a_change(app: SlackHarness, chang
         assert "• *member* — default role" in after and "warehouse_staff" not in after
     else:
         assert "• *warehouse_staff* — granted by <@U0ADMIN>" in after
-    cached = await app.state.roles.read(TEAM, "U0ALICE", False)
+    cached = await app.state.shared.roles.read(TEAM, "U0ALICE", False)
     assert cached.value is not None and ("warehouse_staff" in cached.value) is (change == "grant")

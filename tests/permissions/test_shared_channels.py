@@ -163,7 +163,7 @@ async def test_their_approval_click_naming_no_workspace_is_refused(app: SlackHar
     await app.click("approval_approve", approve, "U0OWNER", card.ts, team=None)
     await app.after_acks()
     assert len([said for said in ephemerals(app) if "only <@U0ALICE>" in said]) == 2
-    request = await app.state.approvals.get(approve)
+    request = await app.state.threads.approvals.get(approve)
     assert request is not None and request.open and trading_tools.RUNS == []
     # An owner of this workspace, the click naming it, may decide: an admin by users.info.
     await app.click("approval_approve", approve, "U0OWNER", card.ts)

@@ -40,9 +40,9 @@ from bot.slack.inbox.render import (
 )
 from bot.slack.inbox.thread import earlier_messages
 from bot.state.redis.errors import REDIS_DOWN
-from bot.turn.agent import TurnInput
 from bot.turn.message import FileRef, SlackMessage
 from bot.turn.model import Turn, TurnKind
+from bot.turn.ports import TurnInput
 from bot.turn.store.asides import ThreadAsides
 from bot.turn.store.history import RedisHistory
 

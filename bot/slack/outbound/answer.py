@@ -39,7 +39,7 @@ from bot.slack.outbound.status import TurnStatus
 from bot.slack.outbound.stream import StreamWriter, WasStopped
 from bot.slack.outbound.tagging import tag
 from bot.turn.model import Turn
-from bot.turn.ports import Aborted
+from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 

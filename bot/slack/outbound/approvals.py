@@ -15,8 +15,8 @@ from bot.slack.identity import WhoAmI
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.tagging import find_own, tag
 from bot.turn.model import Turn
-from bot.turn.ports import Aborted
 from bot.turn.store.approvals import ApprovalRequest, Approvals
+from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 APPROVAL = "approval"  # the tag's kind

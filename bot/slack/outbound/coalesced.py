@@ -27,7 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks.messages import Blocks
 from bot.slack.errors import error_code
-from bot.turn.ports import Aborted
+from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,8 @@ from bot.slack.outbound.answer import AnswerWriter
 from bot.slack.outbound.delivery import MessageState
 from bot.slack.outbound.stream import StreamWriter
 from bot.slack.outbound.tagging import find_own, tag
-from bot.turn.ports import Aborted, Settled
+from bot.turn.ports import Settled
+from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 

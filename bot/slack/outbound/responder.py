@@ -24,8 +24,9 @@ from bot.slack.outbound.status import SessionSupport
 from bot.slack.outbound.tagging import OwnMessage, find_own, first_message, tag
 from bot.slack.outbound.view import SlackTurnView
 from bot.turn.model import Turn
-from bot.turn.ports import Aborted, Deadline, DeliveryRecord, Fence
+from bot.turn.ports import Deadline, DeliveryRecord, Fence
 from bot.turn.store.approvals import Approvals
+from bot.turn.store.lease import Aborted
 from bot.turn.store.notices import Notice
 from bot.turn.store.stops import StopRequests
 

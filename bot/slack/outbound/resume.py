@@ -22,7 +22,7 @@ from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.stream import WasStopped
 from bot.slack.outbound.tagging import find_own, first_message, tag
 from bot.turn.model import Turn
-from bot.turn.ports import Aborted
+from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 

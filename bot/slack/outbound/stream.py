@@ -29,7 +29,7 @@ from bot.slack.blocks.broadcasts import whole_until
 from bot.slack.errors import STOPPED_BY_USER, error_code
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.turn.model import Turn
-from bot.turn.ports import Aborted
+from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,6 @@ from bot.state.redis.errors import REDIS_DOWN
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
 from bot.state.redis.thread_key import ThreadKey
-from bot.turn.ports import Aborted
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
 
 log = logging.getLogger(__name__)
@@ -45,6 +44,11 @@ TRUSTED_SHARE = 0.8  # of the TTL after a renewal, the lease counts as held (dea
 MARGIN_SHARE = 0.1  # of the TTL: calls made under the lease end this long before D
 HANDED_BACK_IDLE_MS = 10**12  # an entry handed back looks idle for ages: claimed at once
 RETRY_RENEW_S = 0.5  # after a failed renewal (Redis away), the next try comes this soon
+
+
+class Aborted(Exception):
+    """The owner lost its lease or hands the turn back: stop now, write nothing more."""
+
 
 # KEYS: lock, stream; ARGV: token, ttl ms, group, consumer, entry id ('' for none)
 HEARTBEAT = """

@@ -20,15 +20,14 @@ from bot.observability import metrics
 from bot.state.redis.commands import Commands
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn import parking
-from bot.turn.agent import Agent
-from bot.turn.effects import TurnStores
 from bot.turn.model import Turn
 from bot.turn.outcome import Waiting
 from bot.turn.owner import Timing, TurnOwner
-from bot.turn.ports import Aborted, Responder
+from bot.turn.ports import Agent, Responder
 from bot.turn.states import TurnState
-from bot.turn.store.lease import ThreadLease, ThreadLocks
+from bot.turn.store.lease import Aborted, ThreadLease, ThreadLocks
 from bot.turn.store.queue import QueueLook
+from bot.turn.store.stores import TurnStores
 from bot.turn.worker.stops import StopWatcher
 
 log = logging.getLogger(__name__)

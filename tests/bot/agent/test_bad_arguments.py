@@ -75,10 +75,10 @@ async def test_bad_arguments_are_tool_errors_and_the_turn_answers_once(
     state = app.state
     keys = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}turn:*")]
     [key] = [k for k in keys if k.count(":") == state.keys.prefix.count(":") + 1]
-    record = await state.records.read(key.rsplit(":", 1)[-1])
+    record = await state.threads.records.read(key.rsplit(":", 1)[-1])
     assert record is not None
     assert (record.state, record.attempts) == (TurnState.DONE, 1)
-    outcomes = sorted(e.outcome for e in await state.audit.latest(10) if e.kind == "tool")
+    outcomes = sorted(e.outcome for e in await state.shared.audit.latest(10) if e.kind == "tool")
     assert outcomes == [
         "ArgumentsTooDeep",
         "ArgumentsTooDeep",

@@ -49,12 +49,14 @@ def budgets_on(
     config: BudgetsConfig | None = None,
     clock: MovableClock | None = None,
 ) -> Budgets:
-    policy = Policy(ROLES, RoleResolver(ROLES, grants=state.grants, cache=state.roles))
+    policy = Policy(
+        ROLES, RoleResolver(ROLES, grants=state.shared.grants, cache=state.shared.roles)
+    )
     return Budgets(
         config or BudgetsConfig(),
         ROLES,
         state.budgets,
-        state.audit,
+        state.shared.audit,
         CallEstimator(model.estimator, PRICE, max_tokens=100),
         policy,
         clock=clock or MovableClock(NOON),
@@ -106,7 +108,7 @@ async def test_over_the_limit_the_model_is_not_called_and_the_refusal_is_recorde
         f"It resets at 00:00 UTC on {TOMORROW + timedelta(days=1)}, in 12 h 0 min."
     )
     assert refusals("role", "tokens") == before + 1
-    entry = (await state.audit.latest(1))[0]
+    entry = (await state.shared.audit.latest(1))[0]
     assert (entry.kind, entry.actor, entry.action, entry.target, entry.outcome) == (
         "budget",
         "U0ALICE",

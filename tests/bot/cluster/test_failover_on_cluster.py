@@ -87,7 +87,7 @@ async def test_a_primary_killed_mid_conversation_loses_no_message(
     await until(settled, 40)
 
     async def drained() -> bool:
-        return (await slack_app.state.queue.depth())[0] == 0
+        return (await slack_app.state.threads.queue.depth())[0] == 0
 
     # An answer shows in Slack before its turn's last move leaves the queue, and after the
     # failover those moves may still be riding out the old topology: wait until nothing is

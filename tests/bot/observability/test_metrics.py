@@ -160,7 +160,7 @@ async def test_delivery_retries_and_dead_letters_are_counted(state: State) -> No
     responder.fail_next = 10_000  # Slack refuses every delivery
     worker = make_worker(state, echo(), responder, deliver_timeout_s=0.5)
     async with running(worker):
-        await state.queue.enqueue(turn_in("D", "doomed", "5.0"))
+        await state.threads.queue.enqueue(turn_in("D", "doomed", "5.0"))
         await until(lambda: len(responder.gave_up) == 1)
     assert deltas("slack_agent_delivery_retries_total") >= 2
     assert deltas("slack_agent_dead_letters_total", reason="delivery_timeout") == 1
@@ -170,10 +170,10 @@ async def test_delivery_retries_and_dead_letters_are_counted(state: State) -> No
 
 async def test_a_turn_left_by_a_dead_worker_is_counted_as_taken_over(state: State) -> None:
     deltas = Deltas(("slack_agent_turns_taken_over_total", {}))
-    await state.queue.ensure_group()
-    await state.queue.enqueue(turn_in("K", "orphan", "6.0"))
+    await state.threads.queue.ensure_group()
+    await state.threads.queue.enqueue(turn_in("K", "orphan", "6.0"))
     # A worker read it and died before doing anything.
-    assert len(await state.queue.read("dead-worker", 10, 0)) == 1
+    assert len(await state.threads.queue.read("dead-worker", 10, 0)) == 1
     responder = MemoryResponder()
     worker = make_worker(state, echo(), responder, claim_idle_s=0.2)
     async with running(worker):
@@ -183,20 +183,20 @@ async def test_a_turn_left_by_a_dead_worker_is_counted_as_taken_over(state: Stat
 
 
 async def test_queue_depth_and_oldest_age_come_from_redis(state: State) -> None:
-    await state.queue.enqueue(turn_in("Q", "one", "7.0"))
-    await state.queue.enqueue(turn_in("Q", "two", "7.1"))
+    await state.threads.queue.enqueue(turn_in("Q", "one", "7.0"))
+    await state.threads.queue.enqueue(turn_in("Q", "two", "7.1"))
     await asyncio.sleep(0.3)  # the oldest turn has waited at least this long
-    await sample_once(state.queue)
+    await sample_once(state.threads.queue)
     assert REGISTRY.get_sample_value("slack_agent_queue_depth") == 2
     oldest = REGISTRY.get_sample_value("slack_agent_queue_oldest_turn_age_seconds")
     assert oldest is not None and 0.3 <= oldest < 30
     # Every replica reads the same shared queue: the values are set, not added.
-    await sample_once(state.queue)
+    await sample_once(state.threads.queue)
     assert REGISTRY.get_sample_value("slack_agent_queue_depth") == 2
 
 
 async def test_an_empty_queue_reads_zero(state: State) -> None:
-    await sample_once(state.queue)
+    await sample_once(state.threads.queue)
     assert REGISTRY.get_sample_value("slack_agent_queue_depth") == 0
     assert REGISTRY.get_sample_value("slack_agent_queue_oldest_turn_age_seconds") == 0
 
@@ -240,7 +240,7 @@ async def test_broken_metrics_never_fail_a_turn(
     responder = MemoryResponder()
     worker = make_worker(state, FunctionModel(respond), responder, tools=[ping])
     async with running(worker):
-        await state.queue.enqueue(turn_in("B", "ping please", "8.0"))
+        await state.threads.queue.enqueue(turn_in("B", "ping please", "8.0"))
         await until(lambda: len(responder.delivered) == 1)
     assert responder.texts() == ["the tool said pong"]
     failures = [r for r in caplog.records if r.getMessage() == "recording a metric failed"]

@@ -231,7 +231,7 @@ def on_uvloop(pid: int) -> bool:
 
 
 async def queue_empty(state: State) -> bool:
-    return (await state.queue.depth())[0] == 0
+    return (await state.threads.queue.depth())[0] == 0
 
 
 async def test_run_with_worker_processes_answers_and_reports_them(

@@ -66,7 +66,7 @@ async def queued(slack_app: SlackHarness) -> int:
     """Turns in the queue's stream: accepted and not finished (a finished turn's entry is
     deleted)."""
     assert slack_app.services is not None
-    depth, _ = await slack_app.services.state.queue.depth()
+    depth, _ = await slack_app.services.state.threads.queue.depth()
     return depth
 
 
@@ -74,7 +74,8 @@ async def drained(slack_app: SlackHarness) -> bool:
     """Nothing queued and nothing read and unacknowledged: no turn left for any worker."""
     assert slack_app.services is not None
     return (
-        await queued(slack_app) == 0 and await slack_app.services.state.queue.pending_count() == 0
+        await queued(slack_app) == 0
+        and await slack_app.services.state.threads.queue.pending_count() == 0
     )
 
 

@@ -12,8 +12,7 @@ import pytest
 from bot.process.state import State
 from bot.slack.client import TurnClient, web_client
 from bot.state.redis.thread_key import ThreadKey
-from bot.turn.ports import Aborted
-from bot.turn.store.lease import ThreadLease
+from bot.turn.store.lease import Aborted, ThreadLease
 from tests.fakes.slack_server import FakeSlack
 from tests.waiting import until
 
@@ -22,7 +21,7 @@ THREAD = ThreadKey("T1", "C1", "100.1")
 
 async def leased(make_state: Callable[..., State]) -> tuple[State, ThreadLease]:
     state = make_state(queue={"lock_ttl_s": 1.2})
-    lease = await state.locks.try_acquire(THREAD, "w1")
+    lease = await state.threads.locks.try_acquire(THREAD, "w1")
     assert lease is not None
     return state, lease
 

@@ -26,46 +26,46 @@ def vote(verdict: str, user: str = "U1", message_ts: str = "10.000002") -> Feedb
 
 
 async def counts(state: State) -> tuple[int, int]:
-    [today] = await state.feedback.per_day("T1", 1)
+    [today] = await state.shared.feedback.per_day("T1", 1)
     assert today.day == TODAY
     return today.up, today.down
 
 
 async def test_a_repeated_click_counts_once(state: State) -> None:
-    assert await state.feedback.add(vote("down"))
-    assert not await state.feedback.add(vote("down"))
+    assert await state.shared.feedback.add(vote("down"))
+    assert not await state.shared.feedback.add(vote("down"))
     assert await counts(state) == (0, 1)
-    assert len(await state.feedback.latest_negative("T1", 5)) == 1
-    audited = [e for e in await state.audit.latest(10) if e.kind == "feedback"]
+    assert len(await state.shared.feedback.latest_negative("T1", 5)) == 1
+    audited = [e for e in await state.shared.audit.latest(10) if e.kind == "feedback"]
     assert [e.action for e in audited] == ["down"]
 
 
 async def test_a_changed_mind_moves_the_count(state: State) -> None:
-    await state.feedback.add(vote("down"))
-    await state.feedback.add(vote("up"))
+    await state.shared.feedback.add(vote("down"))
+    await state.shared.feedback.add(vote("up"))
     assert await counts(state) == (1, 0)
-    assert await state.feedback.latest_negative("T1", 5) == []  # no longer a bad answer
-    await state.feedback.add(vote("down"))
+    assert await state.shared.feedback.latest_negative("T1", 5) == []  # no longer a bad answer
+    await state.shared.feedback.add(vote("down"))
     assert await counts(state) == (0, 1)
-    [latest] = await state.feedback.latest_negative("T1", 5)
+    [latest] = await state.shared.feedback.latest_negative("T1", 5)
     assert latest.user == "U1"
-    audited = [e.action for e in await state.audit.latest(10) if e.kind == "feedback"]
+    audited = [e.action for e in await state.shared.audit.latest(10) if e.kind == "feedback"]
     assert audited == ["down", "up", "down"]  # every change is in the audit log
 
 
 async def test_people_and_answers_count_apart(state: State) -> None:
     await asyncio.gather(
-        state.feedback.add(vote("down", user="U1")),
-        state.feedback.add(vote("down", user="U2")),
-        state.feedback.add(vote("up", user="U1", message_ts="10.000003")),
+        state.shared.feedback.add(vote("down", user="U1")),
+        state.shared.feedback.add(vote("down", user="U2")),
+        state.shared.feedback.add(vote("up", user="U1", message_ts="10.000003")),
     )
     assert await counts(state) == (1, 2)
-    negative = await state.feedback.latest_negative("T1", 5)
+    negative = await state.shared.feedback.latest_negative("T1", 5)
     assert sorted(f.user for f in negative) == ["U1", "U2"]
-    assert len(await state.feedback.latest_negative("T1", 1)) == 1
+    assert len(await state.shared.feedback.latest_negative("T1", 1)) == 1
 
 
 async def test_the_same_click_twice_at_once_counts_once(state: State) -> None:
-    added = await asyncio.gather(*(state.feedback.add(vote("up")) for _ in range(5)))
+    added = await asyncio.gather(*(state.shared.feedback.add(vote("up")) for _ in range(5)))
     assert sorted(added) == [False, False, False, False, True]
     assert await counts(state) == (1, 0)

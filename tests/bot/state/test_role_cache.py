@@ -12,7 +12,7 @@ from bot.process.state import State
 
 
 async def test_a_write_with_the_generation_read_lands(state: State) -> None:
-    cache = state.roles
+    cache = state.shared.roles
     read = await cache.read("T1", "U1", False)
     assert read.value is None
     assert await cache.write("T1", "U1", False, '["a"]', 300, read.generation)
@@ -26,15 +26,15 @@ async def test_a_write_with_the_generation_read_lands(state: State) -> None:
 async def test_a_change_between_the_read_and_the_write_refuses_the_write(
     state: State, change: str
 ) -> None:
-    await state.grants.grant("T1", "U1", "admin", by="U0ADMIN")
-    cache = state.roles
+    await state.shared.grants.grant("T1", "U1", "admin", by="U0ADMIN")
+    cache = state.shared.roles
     assert await cache.write(
         "T1", "U1", True, "old", 300, (await cache.read("T1", "U1", True)).generation
     )
     read = await cache.read("T1", "U1", False)  # a lookup starts...
     changes: dict[str, Callable[[], Awaitable[object]]] = {
-        "grant": lambda: state.grants.grant("T1", "U1", "warehouse_staff", by="U0ADMIN"),
-        "revoke": lambda: state.grants.revoke("T1", "U1", "admin"),
+        "grant": lambda: state.shared.grants.grant("T1", "U1", "warehouse_staff", by="U0ADMIN"),
+        "revoke": lambda: state.shared.grants.revoke("T1", "U1", "admin"),
         "forget": lambda: cache.forget("T1", "U1"),
     }
     await changes[change]()  # ...a change lands...

@@ -336,7 +336,7 @@ class SimProcess:
         config = AppConfig.model_validate({"redis": {"key_prefix": world.prefix}})
         handle = connect(REDIS_URL, 64, connection_class=faulty_connection(faults))
         state = build_state(handle, config)
-        state.locks = RecordedLocks(state.client, state.keys, LEASE_S, faults)
+        state.threads.locks = RecordedLocks(state.client, state.keys, LEASE_S, faults)
         client = InMemorySlack(
             world.slack,
             world.slack_lock,
@@ -411,7 +411,7 @@ async def play(schedule: list[Step], streaming: bool) -> None:
                     message_ts=f"{ts}.000100",
                     event_id=f"Ev{ts}",
                 )
-                await observer.queue.enqueue(turn)
+                await observer.threads.queue.enqueue(turn)
             elif isinstance(step, Kill):
                 fleet[step.process].kill()
                 generation += 1
@@ -451,8 +451,9 @@ async def play(schedule: list[Step], streaming: bool) -> None:
         async def settled() -> bool:
             broken = [p.error for p in fleet if p.error is not None]
             assert not broken, f"a process failed: {broken[0]!r}"
-            return await observer.queue.pending_count() == 0 and not await observer.client.exists(
-                observer.keys.notices(0)
+            return (
+                await observer.threads.queue.pending_count() == 0
+                and not await observer.client.exists(observer.keys.notices(0))
             )
 
         await until_true(settled, CONVERGE_S)
@@ -482,7 +483,7 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
         assert not message.open_tasks, message
     processing = [k for k, statuses in world.slack.sessions.items() if statuses[-1] == "processing"]
     assert not processing, f"agent sessions left processing: {processing}"
-    assert await state.queue.dead_letters() == []
+    assert await state.threads.queue.dead_letters() == []
     for thread, labels in sent.items():
         channel = f"C{thread}"
         answers: list[tuple[float, str]] = []
@@ -493,7 +494,7 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
             assert len(shown) == 1, f"{label}: {len(shown)} answers"
             answers.append((float(shown[0].ts), label))
         assert [label for _, label in sorted(answers)] == labels, "answers out of order"
-        turns = await state.history.load_turns(ThreadKey("T1", channel, ROOT))
+        turns = await state.threads.history.load_turns(ThreadKey("T1", channel, ROOT))
         assert [t[0]["content"] for t in turns] == labels
         for turn in turns:
             assert repair(turn) == turn, turn

@@ -37,7 +37,9 @@ async def test_sampling_is_bounded_per_tool_call(slack_app: SlackHarness) -> Non
     usage = (await app.command("usage <@U0ADMIN>", user="U0ADMIN"))["text"]
     assert "today: 1 turns, 120 + 18 tokens" in usage  # the turn's 70 + 13, sampling's 50 + 5
     sampled = [
-        (e.action, e.outcome) for e in await app.state.audit.latest(20) if e.kind == "sampling"
+        (e.action, e.outcome)
+        for e in await app.state.shared.audit.latest(20)
+        if e.kind == "sampling"
     ]
     assert sorted(sampled) == [("wh_sample_repeatedly", "ok")] * 5 + [
         ("wh_sample_repeatedly", "over_limit")

@@ -45,7 +45,7 @@ async def bolt_calls(slack_app: SlackHarness, monkeypatch: pytest.MonkeyPatch) -
 
 
 async def queued(app: SlackHarness) -> int:
-    depth, _ = await app.state.queue.depth()
+    depth, _ = await app.state.threads.queue.depth()
     return depth
 
 

@@ -148,4 +148,4 @@ async def test_a_repeated_signature_header_is_a_401_without_a_turn(
     status_line = await asyncio.wait_for(reader.readline(), 5)
     writer.close()
     assert status_line.startswith(b"HTTP/1.1 401 ")
-    assert (await slack_app.state.queue.depth())[0] == 0
+    assert (await slack_app.state.threads.queue.depth())[0] == 0

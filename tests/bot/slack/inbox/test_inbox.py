@@ -37,10 +37,10 @@ def inbox(
 
     return SlackInbox(
         client,
-        SlackNames(client, state.cache),
+        SlackNames(client, state.shared.cache),
         FileReader(client, text_chars=chars),
-        state.asides,
-        state.history,
+        state.threads.asides,
+        state.threads.history,
         me,
         budget_tokens=16_000,
         estimator=TokenEstimator(),

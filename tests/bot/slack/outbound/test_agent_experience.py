@@ -91,10 +91,10 @@ async def test_feedback_is_kept_audited_and_shown_to_admins(slack_app: SlackHarn
     assert await app.click_payload(payload) == 200
     assert app.services is not None
     state = app.services.state
-    [kept] = await state.feedback.latest_negative(TEAM, 5)
+    [kept] = await state.shared.feedback.latest_negative(TEAM, 5)
     assert (kept.user, kept.verdict, kept.message_ts) == ("U0ALICE", "down", answer.ts)
     assert kept.model == "fake-model" and kept.tools == ["calculate"] and kept.turn
-    [audited] = [e for e in await state.audit.latest(10) if e.kind == "feedback"]
+    [audited] = [e for e in await state.shared.audit.latest(10) if e.kind == "feedback"]
     assert (audited.actor, audited.action, audited.target) == ("U0ALICE", "down", kept.turn)
 
     report = (await app.command("feedback", user="U0ADMIN"))["text"]

@@ -75,7 +75,7 @@ async def waiting(app: SlackHarness) -> None:
         for key in keys:
             entry = key.split("turn:", 1)[1]
             if ":" not in entry:
-                record = await state.records.read(entry)
+                record = await state.threads.records.read(entry)
                 if record is not None and record.state is TurnState.AWAITING_APPROVAL:
                     return True
         return False
@@ -107,7 +107,9 @@ async def test_an_approved_call_runs_and_the_answer_continues_below_the_card(
     card = cards(app, "700.000001")[-1]
     assert "Approved by <@U0ALICE>" in shown(card) and "approval_approve" not in shown(card)
     audited = [
-        (e.action, e.outcome) for e in await app.state.audit.latest(20) if e.kind == "approval"
+        (e.action, e.outcome)
+        for e in await app.state.shared.audit.latest(20)
+        if e.kind == "approval"
     ]
     assert ("approval_requested", "pending") in audited and (
         "approval_approved",
@@ -146,7 +148,7 @@ async def test_a_denied_call_does_not_run_and_the_model_hears_who_and_why(
     assert trading_tools.RUNS == []
     card = cards(app, "701.000001")[-1]
     assert "Denied by <@U0ADMIN>" in shown(card) and "the market is closed" in shown(card)
-    audited = {(e.action, e.actor) for e in await app.state.audit.latest(20)}
+    audited = {(e.action, e.actor) for e in await app.state.shared.audit.latest(20)}
     assert ("approval_denied", "U0ADMIN") in audited
 
 
@@ -171,7 +173,7 @@ async def test_a_request_nobody_decides_expires_and_the_model_is_told(
     await app.after_acks()
     assert any("Nothing changed" in said for said in ephemerals(app))
     assert trading_tools.RUNS == []
-    audited = {e.action for e in await app.state.audit.latest(20)}
+    audited = {e.action for e in await app.state.shared.audit.latest(20)}
     assert "approval_expired" in audited and "approval_approved" not in audited
 
 
@@ -197,7 +199,7 @@ async def test_a_strangers_click_is_refused_and_a_second_click_changes_nothing(
     await app.after_acks()
     [answer] = await app.answered("C0CHAN", "703.000001", within=20)
     assert answer.shown == "Done: bought 3 ACME." and trading_tools.RUNS == ["place_order ACME 3"]
-    decisions = [e for e in await state.audit.latest(30) if e.action == "approval_approved"]
+    decisions = [e for e in await state.shared.audit.latest(30) if e.action == "approval_approved"]
     assert len(decisions) == 1
     assert any("Nothing changed" in said for said in ephemerals(app))
 
@@ -255,7 +257,7 @@ async def test_a_prompt_injected_result_cannot_make_a_write_run_unasked(
 
 async def _requests(state: State) -> list[Any]:
     keys = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}*approval:*")]
-    found = [await state.approvals.get(k.split("approval:", 1)[1]) for k in keys]
+    found = [await state.threads.approvals.get(k.split("approval:", 1)[1]) for k in keys]
     return [r for r in found if r is not None]
 
 

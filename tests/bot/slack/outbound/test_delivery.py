@@ -32,11 +32,11 @@ async def test_slack_refusing_posts_delays_the_answer_and_never_loses_it(
     assert not [m for m in slack_app.slack.thread("C0CHAN", "500.000001") if m.streaming]
     assert slack_app.services is not None
     state = slack_app.services.state
-    [stored] = await state.history.load_turns(ThreadKey(TEAM, "C0CHAN", "500.000001"))
+    [stored] = await state.threads.history.load_turns(ThreadKey(TEAM, "C0CHAN", "500.000001"))
     assert (
         stored[-1]["content"].strip() == answer.shown.strip()
     )  # stored as delivered: the model may see it
-    assert await state.queue.pending_count() == 0
+    assert await state.threads.queue.pending_count() == 0
 
 
 async def test_everything_the_bot_posts_is_tagged_with_its_turn(slack_app: SlackHarness) -> None:
@@ -93,17 +93,17 @@ async def test_a_channel_slack_refuses_for_good_is_not_retried(slack_app: SlackH
     state = slack_app.services.state
 
     async def dead_lettered() -> bool:
-        return bool(await state.queue.dead_letters())
+        return bool(await state.threads.queue.dead_letters())
 
     await until_true(dead_lettered)
-    [dead] = await state.queue.dead_letters()
+    [dead] = await state.threads.queue.dead_letters()
     assert dead["reason"] == "undeliverable: channel_not_found"
-    assert await state.queue.pending_count() == 0
+    assert await state.threads.queue.pending_count() == 0
 
     # What the turn left open is tidied (nothing was), and nothing more is posted: Slack
     # said the channel is gone.
     async def tidied() -> bool:
-        return await state.notices.pending() == 0
+        return await state.threads.notices.pending() == 0
 
     await until_true(tidied)
     await until(lambda: slack_app.idle())
@@ -119,5 +119,5 @@ async def test_a_turn_record_says_what_happened(slack_app: SlackHarness) -> None
     state = slack_app.services.state
     ids = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}turn:*")]
     [key] = [k for k in ids if k.count(":") == state.keys.prefix.count(":") + 1]
-    record = await state.records.read(key.rsplit(":", 1)[-1])
+    record = await state.threads.records.read(key.rsplit(":", 1)[-1])
     assert record is not None and record.state is TurnState.DONE

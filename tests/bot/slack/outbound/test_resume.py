@@ -236,7 +236,7 @@ async def test_a_notice_closes_what_its_turn_left_and_is_posted_once(
         "tasks": [{"call_id": "c1", "name": "etl", "state": "running"}],
     }
     commands = Commands()
-    state.notices.add_to(
+    state.threads.notices.add_to(
         commands, Notice("7-0", "T1", "C1", "300.000001", "300.000001", "Sorry.", delivery)
     )
     async with state.client.pipeline(transaction=True) as pipe:
@@ -244,12 +244,12 @@ async def test_a_notice_closes_what_its_turn_left_and_is_posted_once(
             pipe.execute_command(*command)
         await pipe.execute()
     responder = SlackResponder(slack.client, SlackConfig())
-    [first] = await state.notices.take_due(lease_s=0)
+    [first] = await state.threads.notices.take_due(lease_s=0)
     await responder.post_notice(first, NoDeadline())  # the worker died before marking it done
-    [again] = await state.notices.take_due(lease_s=0)
+    [again] = await state.threads.notices.take_due(lease_s=0)
     assert again.taken == 2
     await responder.post_notice(again, NoDeadline())
-    await state.notices.done(again)
+    await state.threads.notices.done(again)
     shown = kinds(slack.thread("300.000001"))
     assert shown == [
         ("answer", "_Could not finish this answer._", False),

@@ -66,7 +66,7 @@ async def test_the_asker_stops_a_long_tool(slack_app: SlackHarness) -> None:
     assert stop_button(final) is None  # the button goes once the turn is over
     # The turn is stored whole: the call has its (cancelled) result.
     assert app.services is not None
-    [stored] = await app.services.state.history.load_turns(
+    [stored] = await app.services.state.threads.history.load_turns(
         ThreadKey("T0TEAM", "C0CHAN", "400.000001")
     )
     assert [m["role"] for m in stored] == ["user", "assistant", "tool"]

@@ -44,10 +44,10 @@ async def test_a_state_on_a_sentinel_url_reads_and_writes_the_primary(
     sentinel: PrivateSentinel, make_state: Callable[..., State]
 ) -> None:
     state = make_state(sentinel.url)
-    await state.queue.ensure_group()
-    entry_id = await state.queue.enqueue(message("hello", "100.1"))
+    await state.threads.queue.ensure_group()
+    entry_id = await state.threads.queue.enqueue(message("hello", "100.1"))
     assert entry_id
-    [(read_id, turn)] = await state.queue.read("w1", 10, 0)
+    [(read_id, turn)] = await state.threads.queue.read("w1", 10, 0)
     assert read_id == entry_id and turn is not None and turn.text == "hello"
     stream = state.keys.turns(0)
     assert await stream_ids(sentinel.primary_port, stream) == [entry_id]
@@ -58,10 +58,10 @@ async def test_a_state_follows_a_failover_without_being_rebuilt(
 ) -> None:
     state = make_state(sentinel.url)
     stream = state.keys.turns(0)
-    await state.queue.ensure_group()
-    before = await state.queue.enqueue(message("before", "100.1"))
+    await state.threads.queue.ensure_group()
+    before = await state.threads.queue.enqueue(message("before", "100.1"))
     assert before
-    [(read_id, _)] = await state.queue.read("w1", 10, 0)
+    [(read_id, _)] = await state.threads.queue.read("w1", 10, 0)
     assert read_id == before
     old_primary = sentinel.primary_port
 
@@ -71,13 +71,13 @@ async def test_a_state_follows_a_failover_without_being_rebuilt(
     await asyncio.to_thread(sentinel.wait_demoted)
     assert sentinel.primary_port != old_primary
 
-    after = await state.queue.enqueue(message("after", "100.2"))
+    after = await state.threads.queue.enqueue(message("after", "100.2"))
     assert after and after > before
     assert await stream_ids(sentinel.primary_port, stream) == [before, after]
     # The consumer group came over with the data: w1 already has the first entry.
-    [(read_id, turn)] = await state.queue.read("w1", 10, 0)
+    [(read_id, turn)] = await state.threads.queue.read("w1", 10, 0)
     assert read_id == after and turn is not None and turn.text == "after"
-    fetched = await state.queue.fetch(before)
+    fetched = await state.threads.queue.fetch(before)
     assert fetched is not None and fetched[1] is not None and fetched[1].text == "before"
 
 
@@ -86,11 +86,11 @@ async def test_a_write_right_after_a_failover_lands_on_the_new_primary(
 ) -> None:
     state = make_state(sentinel.url)
     stream = state.keys.turns(0)
-    before = await state.queue.enqueue(message("before", "100.1"))
+    before = await state.threads.queue.enqueue(message("before", "100.1"))
     assert before
 
     await asyncio.to_thread(sentinel.failover)
-    after = await state.queue.enqueue(message("after", "100.2"))
+    after = await state.threads.queue.enqueue(message("after", "100.2"))
     assert after
     assert await stream_ids(sentinel.primary_port, stream) == [before, after]
 
@@ -99,14 +99,14 @@ async def test_a_read_in_flight_when_the_old_primary_is_demoted_is_retried_on_th
     sentinel: PrivateSentinel, make_state: Callable[..., State]
 ) -> None:
     state = make_state(sentinel.url)
-    await state.queue.ensure_group()
+    await state.threads.queue.ensure_group()
 
     await asyncio.to_thread(sentinel.failover)
     # A worker's blocking read, on a pooled connection to the old primary; the Sentinel
     # demotes that server some 10 s after the failover and drops its clients.
-    reading = asyncio.create_task(state.queue.read("w1", 10, 14_000))
+    reading = asyncio.create_task(state.threads.queue.read("w1", 10, 14_000))
     await asyncio.to_thread(sentinel.wait_demoted)
-    after = await state.queue.enqueue(message("after", "100.2"))
+    after = await state.threads.queue.enqueue(message("after", "100.2"))
     assert after
     [(read_id, _)] = await reading
     assert read_id == after

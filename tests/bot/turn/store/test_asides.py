@@ -10,7 +10,7 @@ THREAD = ThreadKey("T1", "C1", "100.000001")
 
 
 async def test_each_turn_takes_the_replies_since_the_previous_one(state: State) -> None:
-    asides = state.asides
+    asides = state.threads.asides
     await asides.add(THREAD, "100.000002", "bob to carol")
     await asides.add(THREAD, "100.000003", "carol to bob")
     assert await asides.take(THREAD, "100.000004") == ["bob to carol", "carol to bob"]
@@ -28,7 +28,7 @@ async def test_each_turn_takes_the_replies_since_the_previous_one(state: State) 
 
 
 async def test_kept_per_thread_with_a_cap_and_an_expiry(state: State) -> None:
-    asides = state.asides
+    asides = state.threads.asides
     asides.max_kept = 3
     for n in range(5):
         await asides.add(THREAD, f"200.00000{n}", f"m{n}")

@@ -12,7 +12,7 @@ def open_question(question_id: str) -> OpenQuestion:
 
 
 async def test_the_first_answer_wins_and_the_waiter_gets_it(state: State) -> None:
-    questions = state.elicitations
+    questions = state.threads.elicitations
     opened = await questions.open(open_question("q1"), timeout_s=30)
     opened = await questions.posted(opened, "200.2")
     assert (await questions.get("q1")) == opened and opened.message_ts == "200.2"
@@ -22,7 +22,7 @@ async def test_the_first_answer_wins_and_the_waiter_gets_it(state: State) -> Non
 
 
 async def test_a_closed_question_takes_no_answer(state: State) -> None:
-    questions = state.elicitations
+    questions = state.threads.elicitations
     opened = await questions.open(open_question("q2"), timeout_s=30)
     assert await questions.close("q2") is None
     assert await questions.get("q2") is None
@@ -30,7 +30,7 @@ async def test_a_closed_question_takes_no_answer(state: State) -> None:
 
 
 async def test_an_answer_just_before_closing_is_not_lost(state: State) -> None:
-    questions = state.elicitations
+    questions = state.threads.elicitations
     opened = await questions.open(open_question("q3"), timeout_s=1)
     assert await questions.answer(opened, Answer("decline"))
     assert await questions.close("q3") == Answer("decline")

@@ -9,7 +9,7 @@ import pytest
 
 from bot.process.state import State
 from bot.turn.model import Turn
-from bot.turn.ports import Aborted
+from bot.turn.store.lease import Aborted
 from tests.fakes.redis_server import PrivateRedis
 from tests.waiting import until, until_true
 
@@ -21,9 +21,9 @@ def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Tu
 async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State]) -> None:
     state = make_state(queue={"lock_ttl_s": 1.5})
     thread = message("", "").thread_key
-    lock = await state.locks.try_acquire(thread, "w1")
+    lock = await state.threads.locks.try_acquire(thread, "w1")
     assert lock is not None
-    assert await state.locks.try_acquire(thread, "w1") is None
+    assert await state.threads.locks.try_acquire(thread, "w1") is None
     assert await lock.renew()
     # Only the owner releases it.
     other = await state.client.get(state.keys.lock(thread))
@@ -33,10 +33,10 @@ async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State])
     assert await state.client.get(state.keys.lock(thread)) == "someone-else"
     await state.client.delete(state.keys.lock(thread))
     # A dead owner's lock frees itself.
-    orphan = await state.locks.try_acquire(thread, "w1")
+    orphan = await state.threads.locks.try_acquire(thread, "w1")
     assert orphan is not None
     await asyncio.sleep(1.7)
-    assert await state.locks.try_acquire(thread, "w1") is not None
+    assert await state.threads.locks.try_acquire(thread, "w1") is not None
 
 
 async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
@@ -44,7 +44,7 @@ async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
 ) -> None:
     state = make_state(queue={"lock_ttl_s": 1.2})
     thread = message("", "").thread_key
-    lock = await state.locks.try_acquire(thread, "w1")
+    lock = await state.threads.locks.try_acquire(thread, "w1")
     assert lock is not None
     async with lock.kept_alive() as lost:
         await asyncio.sleep(2.0)  # longer than the TTL: renewals kept it
@@ -59,14 +59,14 @@ async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
     make_state: Callable[..., State],
 ) -> None:
     state = make_state(queue={"lock_ttl_s": 1.2})
-    await state.queue.ensure_group()
-    entry_id = await state.queue.enqueue(message("long", "800.1", thread="800.1"))
+    await state.threads.queue.ensure_group()
+    entry_id = await state.threads.queue.enqueue(message("long", "800.1", thread="800.1"))
     assert entry_id
-    [(_, turn)] = await state.queue.read("owner", 10, 0)
+    [(_, turn)] = await state.threads.queue.read("owner", 10, 0)
     loop = asyncio.get_running_loop()
     read_at = loop.time()  # the entry has been pending at least this long
     assert turn is not None
-    lease = await state.locks.try_acquire(turn.thread_key, "owner")
+    lease = await state.threads.locks.try_acquire(turn.thread_key, "owner")
     assert lease is not None
     lease.entry = entry_id
     async with lease.kept_alive() as lost:
@@ -75,27 +75,31 @@ async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
             """Pending longer than the idle time another worker waits for (1 s), yet idle
             for less: the heartbeat has refreshed the entry since."""
             [pending] = await state.client.xpending_range(
-                state.queue.stream_of(entry_id), state.keys.workers, min="-", max="+", count=1
+                state.threads.queue.stream_of(entry_id),
+                state.keys.workers,
+                min="-",
+                max="+",
+                count=1,
             )
             idle_ms = int(pending["time_since_delivered"])
             return loop.time() - read_at > 1.1 and idle_ms < 800
 
         await until_true(refreshed_past_the_idle_time, 5)
-        assert await state.queue.claim_stale("thief", 1000) == []
+        assert await state.threads.queue.claim_stale("thief", 1000) == []
         assert not lost.is_set() and lease.valid()
     # Handed back: claimable at once, and the lock is free.
     await lease.hand_back()
     assert not lease.valid()
-    [(claimed_id, _)] = await state.queue.claim_stale("next", 1000)
+    [(claimed_id, _)] = await state.threads.queue.claim_stale("next", 1000)
     assert claimed_id == entry_id
-    assert await state.locks.try_acquire(turn.thread_key, "next") is not None
+    assert await state.threads.locks.try_acquire(turn.thread_key, "next") is not None
 
 
 async def test_a_lease_not_renewed_in_time_is_no_longer_trusted(
     make_state: Callable[..., State],
 ) -> None:
     state = make_state(queue={"lock_ttl_s": 1.2})
-    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    lease = await state.threads.locks.try_acquire(message("", "").thread_key, "w1")
     assert lease is not None and lease.valid()
     await asyncio.sleep(1.0)  # past 80 % of the TTL without a heartbeat
     assert not lease.valid()
@@ -106,7 +110,7 @@ async def test_a_lease_whose_renewal_hangs_is_lost_on_time(
     make_state: Callable[..., State], private_redis: PrivateRedis
 ) -> None:
     state = make_state(private_redis.url, queue={"lock_ttl_s": 1.2})
-    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    lease = await state.threads.locks.try_acquire(message("", "").thread_key, "w1")
     assert lease is not None
     async with lease.kept_alive() as lost:
         private_redis.pause()  # Redis takes the renewal and never answers
@@ -119,18 +123,18 @@ async def test_a_lease_whose_renewal_hangs_is_lost_on_time(
 
 async def test_a_resent_acquire_keeps_the_lock(state: State) -> None:
     thread = message("", "").thread_key
-    lease = await state.locks.try_acquire(thread, "w1")
+    lease = await state.threads.locks.try_acquire(thread, "w1")
     assert lease is not None
     # The reply to SET NX was lost and redis-py sent it again: the same token holds it.
-    assert await state.locks._acquire(keys=[lease.key], args=[lease.token, 1000]) == 1
-    assert await state.locks._acquire(keys=[lease.key], args=["someone-else", 1000]) == 0
+    assert await state.threads.locks._acquire(keys=[lease.key], args=[lease.token, 1000]) == 1
+    assert await state.threads.locks._acquire(keys=[lease.key], args=["someone-else", 1000]) == 0
 
 
 async def test_a_call_under_the_lease_is_refused_once_no_time_is_left(
     make_state: Callable[..., State],
 ) -> None:
     state = make_state(queue={"lock_ttl_s": 1.2})
-    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    lease = await state.threads.locks.try_acquire(message("", "").thread_key, "w1")
     assert lease is not None
     # Calls may run until 0.7 of the TTL (0.84 s) after the renewal was sent: a tenth before the
     # deadline (0.8), which is itself two tenths before the lock expires in Redis. (No lower
@@ -150,7 +154,7 @@ async def test_a_call_still_running_at_the_end_of_the_lease_is_cut_off_before_th
 ) -> None:
     state = make_state(queue={"lock_ttl_s": 1.2})
     thread = message("", "").thread_key
-    lease = await state.locks.try_acquire(thread, "w1")
+    lease = await state.threads.locks.try_acquire(thread, "w1")
     assert lease is not None
     loop = asyncio.get_running_loop()
     with pytest.raises(Aborted, match="cut off"):
@@ -169,7 +173,7 @@ async def test_renewals_move_the_cut_off_of_a_running_call_along(
     # A TTL of 2 s: a renewal (every TTL/3) may come up to about 0.7 s late on a loaded
     # machine before the cut-off (0.7 TTL after the last one) passes.
     state = make_state(queue={"lock_ttl_s": 2.0})
-    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    lease = await state.threads.locks.try_acquire(message("", "").thread_key, "w1")
     assert lease is not None
     first_end = lease.calls_end
     async with lease.kept_alive() as lost:
@@ -183,7 +187,7 @@ async def test_a_call_running_while_renewals_hang_is_cut_off_on_time(
     make_state: Callable[..., State], private_redis: PrivateRedis
 ) -> None:
     state = make_state(private_redis.url, queue={"lock_ttl_s": 1.2})
-    lease = await state.locks.try_acquire(message("", "").thread_key, "w1")
+    lease = await state.threads.locks.try_acquire(message("", "").thread_key, "w1")
     assert lease is not None
     loop = asyncio.get_running_loop()
     async with lease.kept_alive():
@@ -203,20 +207,20 @@ async def test_a_call_running_while_renewals_hang_is_cut_off_on_time(
 async def test_taking_a_thread_looks_at_its_queue_and_letting_go_of_it_looks_last(
     state: State,
 ) -> None:
-    await state.queue.ensure_group()
+    await state.threads.queue.ensure_group()
     first = message("first", "900.1", thread="900.1")
-    look = state.queue.look(first.thread_key)
+    look = state.threads.queue.look(first.thread_key)
     # Nothing queued yet: taken, and nothing seen.
-    lease = await state.locks.try_acquire(first.thread_key, "w1", look=look)
+    lease = await state.threads.locks.try_acquire(first.thread_key, "w1", look=look)
     assert lease is not None and lease.first is None
-    assert await state.locks.try_acquire(first.thread_key, "w2", look=look) is None
+    assert await state.threads.locks.try_acquire(first.thread_key, "w2", look=look) is None
     # A turn queued while it is held is seen by the last look, which then keeps the lock.
-    entry_id = await state.queue.enqueue(first)
+    entry_id = await state.threads.queue.enqueue(first)
     assert await lease.next_or_release(look) == (entry_id, "")
     assert await state.client.get(state.keys.lock(first.thread_key)) == lease.token
     await lease.release()
     # Taken again: the look names the queued turn at once.
-    again = await state.locks.try_acquire(first.thread_key, "w1", look=look)
+    again = await state.threads.locks.try_acquire(first.thread_key, "w1", look=look)
     assert again is not None and again.first == (entry_id, "")
     await state.client.zrem(look.queue, entry_id)
     # Nothing left: the lock is freed in the same step, and the lease stops its heartbeat.
@@ -227,8 +231,8 @@ async def test_taking_a_thread_looks_at_its_queue_and_letting_go_of_it_looks_las
 
 async def test_a_last_look_under_a_lock_someone_else_holds_now_aborts(state: State) -> None:
     thread = message("", "").thread_key
-    look = state.queue.look(thread)
-    lease = await state.locks.try_acquire(thread, "w1", look=look)
+    look = state.threads.queue.look(thread)
+    lease = await state.threads.locks.try_acquire(thread, "w1", look=look)
     assert lease is not None
     await state.client.set(state.keys.lock(thread), "another-owner")
     with pytest.raises(Aborted):

@@ -19,32 +19,32 @@ TURN = Turn("T1", "C1", "700.1", "U1", "hello", message_ts="700.1", event_id="Ev
 
 
 async def queued(state: State) -> tuple[str, ThreadLease]:
-    entry_id = await state.queue.enqueue(TURN)
+    entry_id = await state.threads.queue.enqueue(TURN)
     assert entry_id is not None
-    lease = await state.locks.try_acquire(TURN.thread_key, "w1")
+    lease = await state.threads.locks.try_acquire(TURN.thread_key, "w1")
     assert lease is not None
     return entry_id, lease
 
 
 async def test_begin_counts_attempts_and_marks_the_turn_running(state: State) -> None:
     entry_id, lease = await queued(state)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     first = await owned.begin()
     assert (first.state, first.attempts, first.journal) == (TurnState.RUNNING, 1, [])
     await owned.record({"role": "user", "content": "hello"})
     await owned.record({"role": "assistant", "content": None, "tool_calls": []})
     assert (await owned.begin()).attempts == 1  # resent after a lost reply: counted once
-    next_owner = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    next_owner = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     again = await next_owner.begin()
     assert (again.state, again.attempts, again.round) == (TurnState.RUNNING, 2, 1)
     assert [m["role"] for m in again.journal] == ["user", "assistant"]
     # The thread now points at its started turn.
-    assert await state.queue.head(TURN.thread_key) == entry_id
+    assert await state.threads.queue.head(TURN.thread_key) == entry_id
 
 
 async def test_a_stale_owner_can_write_nothing(state: State) -> None:
     entry_id, lease = await queued(state)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await owned.begin()
     await state.client.set(state.keys.lock(TURN.thread_key), "the-next-owner")
     with pytest.raises(Stale):
@@ -57,7 +57,7 @@ async def test_a_stale_owner_can_write_nothing(state: State) -> None:
         await owned.claim_rerun("call-1")
     with pytest.raises(Stale):
         await owned.begin()
-    record = await state.records.read(entry_id)
+    record = await state.threads.records.read(entry_id)
     assert record is not None
     assert (record.state, record.text, record.journal, record.delivery) == (
         TurnState.RUNNING,
@@ -69,13 +69,13 @@ async def test_a_stale_owner_can_write_nothing(state: State) -> None:
 
 async def test_moves_follow_the_state_machine_and_repeat_harmlessly(state: State) -> None:
     entry_id, lease = await queued(state)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     with pytest.raises(IllegalMove):
         await owned.move(TurnState.DELIVERED)  # nothing to deliver yet
     await owned.begin()
     assert await owned.move(TurnState.ANSWERED, {"text": "hi", "messages": [{"role": "user"}]})
     commands = Commands()
-    state.history.append_to(
+    state.threads.history.append_to(
         commands,
         TURN.thread_key,
         [{"role": "user", "content": "q"}],
@@ -86,43 +86,43 @@ async def test_moves_follow_the_state_machine_and_repeat_harmlessly(state: State
     assert await owned.move(TurnState.DELIVERED, {}, commands)
     # The reply was lost and the move is sent again: nothing happens twice.
     assert not await owned.move(TurnState.DELIVERED, {}, commands)
-    assert len(await state.history.load_turns(TURN.thread_key)) == 1
+    assert len(await state.threads.history.load_turns(TURN.thread_key)) == 1
     with pytest.raises(IllegalMove):
         await owned.move(TurnState.RUNNING)
-    record = await state.records.read(entry_id)
+    record = await state.threads.records.read(entry_id)
     assert record is not None and record.state is TurnState.DELIVERED
     assert record.text == "hi" and record.messages == [{"role": "user"}]
 
 
 async def test_finishing_acknowledges_the_queue_in_the_same_step(state: State) -> None:
-    await state.queue.ensure_group()
+    await state.threads.queue.ensure_group()
     entry_id, lease = await queued(state)
-    await state.queue.read("w1", 10, 0)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    await state.threads.queue.read("w1", 10, 0)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await owned.begin()
     await owned.record({"role": "user", "content": "hello"})
     await owned.move(TurnState.ANSWERED, {"text": "hi"})
     await owned.move(TurnState.DELIVERED)
     commands = Commands()
-    state.queue.finish(commands, TURN.thread_key, entry_id)
-    state.records.finish_commands(commands, entry_id)
+    state.threads.queue.finish(commands, TURN.thread_key, entry_id)
+    state.threads.records.finish_commands(commands, entry_id)
     await owned.move(TurnState.DONE, {}, commands, keep_s=60)
-    assert await state.queue.pending_count() == 0
-    assert await state.queue.fetch(entry_id) is None
-    assert await state.queue.head(TURN.thread_key) is None
-    record = await state.records.read(entry_id)
+    assert await state.threads.queue.pending_count() == 0
+    assert await state.threads.queue.fetch(entry_id) is None
+    assert await state.threads.queue.head(TURN.thread_key) is None
+    record = await state.threads.records.read(entry_id)
     assert record is not None and record.state is TurnState.DONE and record.journal == []
     assert await state.client.ttl(state.keys.turn(entry_id)) <= 60
 
 
 async def test_a_call_is_claimed_for_a_rerun_once(state: State) -> None:
     entry_id, lease = await queued(state)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await owned.begin()
     assert await owned.claim_rerun("call-1")
     assert not await owned.claim_rerun("call-1")
     assert await owned.claim_rerun("call-2")
-    record = await state.records.owned(entry_id, TURN.thread_key, lease.token).begin()
+    record = await state.threads.records.owned(entry_id, TURN.thread_key, lease.token).begin()
     assert record.reruns == {"call-1", "call-2"}
 
 
@@ -141,11 +141,11 @@ async def test_commands_serialise_like_a_pipeline(state: State) -> None:
 
 async def test_a_journal_message_sent_again_is_saved_once(state: State) -> None:
     entry_id, lease = await queued(state)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await owned.begin()
     await owned.record({"role": "user", "content": "hello"})
     # The reply was lost and redis-py sent the same command again.
-    again = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    again = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     again._saved = 0
     await again.record({"role": "user", "content": "hello"})
     await owned.record({"role": "assistant", "content": None, "tool_calls": []})
@@ -158,7 +158,7 @@ async def test_the_person_s_message_is_journaled_with_the_next_one_in_one_step(
     state: State,
 ) -> None:
     entry_id, lease = await queued(state)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await owned.begin()
     journal = DurableJournal(owned, Durably(entry_id, lease, None))
     user = {"role": "user", "content": "hello"}
@@ -166,16 +166,16 @@ async def test_the_person_s_message_is_journaled_with_the_next_one_in_one_step(
     await journal.record(user)
     assert (await owned.begin()).journal == []  # held: an answer at once never needs it
     await journal.record(call)
-    resumed = await state.records.owned(entry_id, TURN.thread_key, lease.token).begin()
+    resumed = await state.threads.records.owned(entry_id, TURN.thread_key, lease.token).begin()
     assert resumed.journal == [user, call] and resumed.round == 1
     # Both went in one step: resent after a lost reply, nothing is appended twice.
     encoded = [json.dumps(m, separators=(",", ":")) for m in (user, call)]
-    resent = await state.records._journal(
+    resent = await state.threads.records._journal(
         keys=[owned._lock, owned._record, owned._journal],
-        args=[lease.token, 0, state.records.keep_s, 1, *encoded],
+        args=[lease.token, 0, state.threads.records.keep_s, 1, *encoded],
     )
     assert resent == "already"
-    again = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    again = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await again.begin()
     assert again.journaled == 2
     result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
@@ -187,14 +187,14 @@ async def test_the_last_move_looks_at_the_thread_and_frees_the_lock_when_nothing
     state: State,
 ) -> None:
     entry_id, lease = await queued(state)
-    look = state.queue.look(TURN.thread_key)
-    owned = state.records.owned(entry_id, TURN.thread_key, lease.token)
+    look = state.threads.queue.look(TURN.thread_key)
+    owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await owned.begin()
     await owned.move(TurnState.ANSWERED, {"text": "hi"})
     later = Turn("T1", "C1", "700.1", "U1", "more", message_ts="701.1", event_id="Ev701")
-    next_id = await state.queue.enqueue(later)
+    next_id = await state.threads.queue.enqueue(later)
     commands = Commands()
-    state.queue.finish(commands, TURN.thread_key, entry_id)
+    state.threads.queue.finish(commands, TURN.thread_key, entry_id)
     # A turn is queued behind it: named, and the lock kept for it.
     assert await owned.move(TurnState.DONE, {}, commands, look=look)
     assert owned.looked is not None and owned.looked.next == (next_id, "")

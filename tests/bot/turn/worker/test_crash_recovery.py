@@ -82,7 +82,9 @@ async def test_killed_while_the_model_answers(
         lambda request: text(f"final: {sorted(tool_results(request).values())}"),
     )
     process = await doomed_worker()
-    await state.queue.enqueue(Turn("T1", "C1", "900.1", "U1", "do both steps", "900.1", "EvK1"))
+    await state.threads.queue.enqueue(
+        Turn("T1", "C1", "900.1", "U1", "do both steps", "900.1", "EvK1")
+    )
     await fake_llm.wait_for_requests(2)  # both tools ran; the model is answering
     process.send_signal(signal.SIGKILL)
     await process.wait()
@@ -93,9 +95,9 @@ async def test_killed_while_the_model_answers(
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
     resumed = fake_llm.requests[2]["messages"]
     assert [m["role"] for m in resumed].count("user") == 1  # the user message only once
-    [stored] = await state.history.load_turns(Turn("T1", "C1", "900.1", "", "").thread_key)
+    [stored] = await state.threads.history.load_turns(Turn("T1", "C1", "900.1", "", "").thread_key)
     assert [m["role"] for m in stored] == ["user", "assistant", "tool", "tool", "assistant"]
-    assert await state.queue.pending_count() == 0
+    assert await state.threads.queue.pending_count() == 0
     assert len(fake_llm.requests) == 3
 
 
@@ -111,7 +113,9 @@ async def test_killed_while_a_tool_runs(
         lambda request: text(f"final: {json.dumps(sorted(tool_results(request)))}"),
     )
     process = await doomed_worker()
-    await state.queue.enqueue(Turn("T1", "C1", "901.1", "U1", "do both steps", "901.1", "EvK2"))
+    await state.threads.queue.enqueue(
+        Turn("T1", "C1", "901.1", "U1", "do both steps", "901.1", "EvK2")
+    )
 
     async def a_saved_while_b_runs() -> bool:
         keys = [k async for k in state.client.scan_iter(match=f"{key_prefix}turn:*:journal")]

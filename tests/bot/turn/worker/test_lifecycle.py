@@ -85,7 +85,7 @@ async def running(worker: Worker) -> AsyncIterator[asyncio.Event]:
 
 
 async def started_second(state: State, entry_id: str) -> bool:
-    record = await state.records.read(entry_id)
+    record = await state.threads.records.read(entry_id)
     return record is not None and len(record.journal) >= 4  # user, c1, its result, c2
 
 
@@ -97,13 +97,13 @@ async def test_a_worker_that_loses_its_lock_stops_and_the_turn_is_answered_once(
     loser = make_worker(state, two_rounds(), responder, tools=tools.all, name="loser")
     turn = turn_in("L", "question", "10.1")
     async with running(loser):
-        entry_id = await state.queue.enqueue(turn)
+        entry_id = await state.threads.queue.enqueue(turn)
         assert entry_id
         await until_true(lambda: started_second(state, entry_id))
         # Someone else holds the thread now (as after an expiry the owner did not notice).
         await state.client.set(state.keys.lock(turn.thread_key), "another-owner", px=1500)
         await until(lambda: not loser.active, timeout=10)
-        record = await state.records.read(entry_id)
+        record = await state.threads.records.read(entry_id)
         assert record is not None and record.state is TurnState.RUNNING
         assert responder.delivered == []
     # The next owner resumes from the journal: "first" is not run again, "second" once more.
@@ -113,7 +113,7 @@ async def test_a_worker_that_loses_its_lock_stops_and_the_turn_is_answered_once(
         await until(lambda: len(responder.delivered) == 1, timeout=15)
     assert responder.texts() == ["answer after first done + second done"]
     assert tools.runs == ["first", "second", "second"]
-    assert await state.queue.pending_count() == 0
+    assert await state.threads.queue.pending_count() == 0
 
 
 async def test_shutdown_hands_an_unfinished_turn_back_at_once(
@@ -128,12 +128,12 @@ async def test_shutdown_hands_an_unfinished_turn_back_at_once(
     turn = turn_in("H", "question", "11.1")
     stop = asyncio.Event()
     task = asyncio.create_task(leaving.run(stop))
-    entry_id = await state.queue.enqueue(turn)
+    entry_id = await state.threads.queue.enqueue(turn)
     assert entry_id
     await until_true(lambda: started_second(state, entry_id))
     stop.set()
     await asyncio.wait_for(task, 10)
-    record = await state.records.read(entry_id)
+    record = await state.threads.records.read(entry_id)
     assert record is not None and record.state is TurnState.RUNNING
     assert record.attempts == 0  # handed back, not failed: the attempt does not count
     assert await state.client.get(state.keys.lock(turn.thread_key)) is None
@@ -158,7 +158,7 @@ async def test_a_stuck_sync_tool_does_not_hold_the_shutdown(
     )
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
-    entry_id = await state.queue.enqueue(turn_in("K", "question", "12.1"))
+    entry_id = await state.threads.queue.enqueue(turn_in("K", "question", "12.1"))
     assert entry_id
     await until(lambda: "stuck" in tools.runs)
     stop.set()
@@ -175,15 +175,15 @@ async def test_a_live_turn_with_a_long_tool_is_never_taken_over(
     worker_a = make_worker(replica_a, two_rounds(), responder, tools=tools.all, name="a")
     worker_b = make_worker(replica_b, two_rounds(), responder, tools=tools.all, name="b")
     looks: list[float] = []
-    claim_stale = replica_b.queue.claim_stale
+    claim_stale = replica_b.threads.queue.claim_stale
 
     async def counted(consumer: str, min_idle_ms: int, count: int = 50) -> Any:
         looks.append(asyncio.get_running_loop().time())
         return await claim_stale(consumer, min_idle_ms, count)
 
-    replica_b.queue.claim_stale = counted  # type: ignore[method-assign]
+    replica_b.threads.queue.claim_stale = counted  # type: ignore[method-assign]
     async with running(worker_a), running(worker_b):
-        entry_id = await replica_a.queue.enqueue(turn_in("W", "question", "13.1"))
+        entry_id = await replica_a.threads.queue.enqueue(turn_in("W", "question", "13.1"))
         assert entry_id
         await until_true(lambda: started_second(replica_a, entry_id))
         since = asyncio.get_running_loop().time()

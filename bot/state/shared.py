@@ -1,0 +1,26 @@
+"""The records shared across threads, bundled (one per process): who did what, what it
+cost, what people thought of the answers, and who may use which tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.state.audit import AuditLog
+from bot.state.feedback import FeedbackLog
+from bot.state.grants import RoleGrants
+from bot.state.policy_reads import PolicyReads
+from bot.state.role_cache import RedisCache, RoleCache
+from bot.state.switches import ToolSwitches
+from bot.state.usage import UsageCounters
+
+
+@dataclass
+class SharedRecords:
+    audit: AuditLog
+    usage: UsageCounters
+    feedback: FeedbackLog
+    switches: ToolSwitches
+    grants: RoleGrants
+    cache: RedisCache  # Slack's answers (users, channels), cached
+    roles: RoleCache  # resolved roles, guarded by a generation per person
+    policy_reads: PolicyReads  # the roles and the switches in one round trip
