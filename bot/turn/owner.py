@@ -36,7 +36,7 @@ from bot.observability.observer import TurnTelemetry
 from bot.observability.tracing import fail
 from bot.state.redis.commands import Commands
 from bot.turn import effects, parking, telemetry
-from bot.turn.durable import DurableJournal, Durably
+from bot.turn.fence import DurableJournal, Durably
 from bot.turn.model import Turn
 from bot.turn.outcome import GAVE_UP, DeadLettered, Delivered, Delivery, TurnEnd, Waiting
 from bot.turn.ports import Agent, DeliveryRecord, Responder, Settled, TurnView

@@ -9,7 +9,7 @@ import pytest
 
 from bot.process.state import State
 from bot.state.redis.commands import Commands
-from bot.turn.durable import DurableJournal, Durably
+from bot.turn.fence import DurableJournal, Durably
 from bot.turn.model import Turn
 from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease
