@@ -26,7 +26,7 @@ from bot.config.schema import AppConfig
 from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage
 from bot.process.state import State, open_state
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.ports import Deadline, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
@@ -54,7 +54,7 @@ class Responder:
 
     @contextlib.asynccontextmanager
     async def view(
-        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+        self, queued: QueuedTurn, delivery: DeliveryRecord, fence: Fence
     ) -> AsyncIterator[Responder]:
         yield self
 

@@ -11,7 +11,7 @@ from bot.process.state import State
 from bot.slack.client import TurnClient
 from bot.slack.outbound.asker import SlackAsker
 from bot.turn.approval import TurnApprover
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
 from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor
 from bot.turn.worker.consumer import Worker, consumer_name
@@ -38,7 +38,8 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
         services.config,
     )
 
-    async def toolset_for(turn: Turn, entry_id: str, deadline: Deadline) -> Toolset:
+    async def toolset_for(queued: QueuedTurn, deadline: Deadline) -> Toolset:
+        turn = queued.turn
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
 
         async def needs(tool: Tool) -> bool:
@@ -50,8 +51,7 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
         approver = TurnApprover(
             state.threads.approvals,
             state.shared.audit,
-            turn,
-            entry_id,
+            queued,
             timeout_s=config.approval.timeout_s,
         )
         allowed = ApprovalToolset(policy.toolset(registry, person), approver, needs)

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from bot.state.audit import AuditEntry, AuditLog
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn
 from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, as_fields
 from tools.approval import Approved, Refused, Verdict
 from tools.call_context import current_call
@@ -45,15 +45,14 @@ class TurnApprover:
         self,
         approvals: Approvals,
         audit: AuditLog,
-        turn: Turn,
-        entry_id: str,
+        queued: QueuedTurn,
         *,
         timeout_s: float,
     ) -> None:
         self.approvals = approvals
         self.audit = audit
-        self.turn = turn
-        self.entry_id = entry_id
+        self.queued = queued
+        self.turn = queued.turn
         self.timeout_s = timeout_s
 
     async def __call__(self, tool: Tool, arguments: dict[str, Any]) -> Verdict:
@@ -61,7 +60,7 @@ class TurnApprover:
         if call is None:  # not inside the loop: nobody to ask for this call
             return Refused(f"{tool.name} needs a person's approval, and none can be asked here.")
         request, opened = await self.approvals.open(
-            self.turn, self.entry_id, call.call_id, tool.name, _arguments(arguments), self.timeout_s
+            self.queued, call.call_id, tool.name, _arguments(arguments), self.timeout_s
         )
         if opened:
             await self._audit(request, "approval_requested", "pending")

@@ -18,7 +18,7 @@ from bot.agent.messages import user_message
 from bot.agent.result import TurnResult
 from bot.state.audit import AuditEntry
 from bot.state.redis.commands import Commands
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn
 from bot.turn.store.notices import Notice
 from bot.turn.store.records import TurnRecord
 from bot.turn.store.stores import TurnStores
@@ -26,8 +26,9 @@ from bot.turn.store.stores import TurnStores
 ARGUMENTS_IN_AUDIT = 500  # characters of a call's arguments kept in its audit entry
 
 
-def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnResult) -> Commands:
+def settle_effects(stores: TurnStores, queued: QueuedTurn, result: TurnResult) -> Commands:
     """An audit entry for each tool call, and the turn's usage and cost."""
+    turn, entry_id = queued.turn, queued.entry_id
     commands = Commands()
     shard = stores.queue.shards.of(turn.thread_key)
     for execution in result.executions:
@@ -53,29 +54,29 @@ def settle_effects(stores: TurnStores, turn: Turn, entry_id: str, result: TurnRe
 
 
 def delivered_effects(
-    stores: TurnStores, turn: Turn, entry_id: str, messages: list[dict[str, Any]]
+    stores: TurnStores, queued: QueuedTurn, messages: list[dict[str, Any]]
 ) -> Commands:
     """The turn in its thread's history, as the person saw it; and, in the same step, the
     queue forgets it (:func:`done_effects`)."""
+    turn, entry_id = queued.turn, queued.entry_id
     commands = Commands()
     stores.history.append_to(
         commands, turn.thread_key, messages, turn=entry_id, delivered=True, user=turn.user
     )
-    _forget(commands, stores, turn, entry_id)
+    _forget(commands, stores, queued)
     return commands
 
 
-def done_effects(stores: TurnStores, turn: Turn, entry_id: str) -> Commands:
+def done_effects(stores: TurnStores, queued: QueuedTurn) -> Commands:
     """The queue forgets the turn; its record keeps only its state."""
     commands = Commands()
-    _forget(commands, stores, turn, entry_id)
+    _forget(commands, stores, queued)
     return commands
 
 
 def dead_letter_effects(
     stores: TurnStores,
-    turn: Turn,
-    entry_id: str,
+    queued: QueuedTurn,
     record: TurnRecord,
     delivery: dict[str, Any],
     reason: str,
@@ -83,8 +84,9 @@ def dead_letter_effects(
 ) -> Commands:
     """Give the turn up: the dead letter, history marked not delivered, the notice (``""``:
     nothing to say, only what the turn left open in Slack to tidy), an audit entry."""
+    turn, entry_id = queued.turn, queued.entry_id
     commands = Commands()
-    stores.queue.dead_letter(commands, turn, entry_id, reason)
+    stores.queue.dead_letter(commands, queued, reason)
     messages = record.messages or resume_from(record.journal).messages
     stores.history.append_to(
         commands,
@@ -118,10 +120,10 @@ def dead_letter_effects(
         ),
         stores.queue.shards.of(turn.thread_key),
     )
-    _forget(commands, stores, turn, entry_id)
+    _forget(commands, stores, queued)
     return commands
 
 
-def _forget(commands: Commands, stores: TurnStores, turn: Turn, entry_id: str) -> None:
-    stores.queue.finish(commands, turn.thread_key, entry_id)
-    stores.records.finish_commands(commands, entry_id)
+def _forget(commands: Commands, stores: TurnStores, queued: QueuedTurn) -> None:
+    stores.queue.finish(commands, queued.turn.thread_key, queued.entry_id)
+    stores.records.finish_commands(commands, queued.entry_id)

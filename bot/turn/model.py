@@ -128,3 +128,22 @@ def _message(data: Any) -> SlackMessage | None:
     except (TypeError, ValueError, AttributeError):
         log.warning("a queued turn carries a message that cannot be read; using its text")
         return None
+
+
+@dataclass(frozen=True)
+class QueuedTurn:
+    """A turn as the queue holds it: its entry id, which names the turn everywhere (its
+    record, journal, approvals, tags in Slack, spans), and the turn."""
+
+    entry_id: str
+    turn: Turn
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A queue entry whose payload cannot be read: dead-lettered when it is met."""
+
+    entry_id: str
+
+
+Entry = QueuedTurn | Unreadable  # what a read of the queue gives

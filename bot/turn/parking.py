@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Protocol
 
 from bot.agent.result import TurnResult
 from bot.state.audit import AuditEntry
 from bot.state.redis.commands import Commands
 from bot.turn import effects
-from bot.turn.model import Turn
+from bot.turn.fence import TurnFence
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.ports import TurnView
 from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
@@ -32,47 +32,41 @@ from bot.turn.store.stores import TurnStores
 log = logging.getLogger(__name__)
 
 
-class Mover(Protocol):
-    """The owner's fenced, durable moves."""
-
-    async def move(self, target: TurnState, fields: dict[str, str], commands: Commands) -> None:
-        """Move the turn with ``fields`` and ``commands``, waiting out a short Redis outage;
-        raises Aborted when the lease is gone."""
-        ...
-
-
 async def park(
     stores: TurnStores,
-    turn: Turn,
-    entry_id: str,
+    queued: QueuedTurn,
     result: TurnResult,
     view: TurnView,
     retries: SlackRetries,
-    mover: Mover,
+    fence: TurnFence,
 ) -> Taken | GaveUp:
     """Close what the turn shows so far and show what it waits for (retried like a
     delivery); then park it. GaveUp: Slack would not show it (the owner gives the turn up)."""
+    entry_id = queued.entry_id
     waiting = [call.call_id for call in result.deferred]
     requests = await stores.approvals.of_turn(entry_id, waiting)
     shown = await retries.until_taken(lambda: view.park(requests), time.time(), "the card")
     if isinstance(shown, GaveUp):
         return shown
-    commands = effects.settle_effects(stores, turn, entry_id, result)
-    await mover.move(
+    commands = effects.settle_effects(stores, queued, result)
+    await fence.move(
         TurnState.AWAITING_APPROVAL,
         {"parked": json.dumps(waiting), "attempts": "0"},
         commands,
     )
-    log.info("turn %s in %s waits for %d approval(s)", entry_id, turn.thread_key, len(waiting))
+    log.info(
+        "turn %s in %s waits for %d approval(s)", entry_id, queued.turn.thread_key, len(waiting)
+    )
     return shown
 
 
 async def unpark(
-    stores: TurnStores, turn: Turn, entry_id: str, record: TurnRecord, mover: Mover
+    stores: TurnStores, queued: QueuedTurn, record: TurnRecord, fence: TurnFence
 ) -> bool:
     """Move a parked turn back to running when a person decided (or a request expired);
     False when everything it waits for is still open."""
-    requests = await stores.approvals.of_turn(entry_id, record.parked)
+    turn = queued.turn
+    requests = await stores.approvals.of_turn(queued.entry_id, record.parked)
     expired = set(await stores.approvals.expire_due(requests))
     if not expired and not decided_any(requests):
         return False
@@ -82,7 +76,7 @@ async def unpark(
             stores.audit.add_to(
                 commands, expiry(turn, request), stores.queue.shards.of(turn.thread_key)
             )
-    await mover.move(TurnState.RUNNING, {"parked": ""}, commands)
+    await fence.move(TurnState.RUNNING, {"parked": ""}, commands)
     return True
 
 

@@ -24,7 +24,7 @@ from bot.agent.messages import user_message
 from bot.agent.result import StopReason
 from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.store.approvals import ApprovalRequest
 from bot.turn.store.notices import Notice
 from tools.toolset import Toolset
@@ -107,7 +107,7 @@ class TurnView(Protocol):
 
 class Responder(Protocol):
     def view(
-        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+        self, queued: QueuedTurn, delivery: DeliveryRecord, fence: Fence
     ) -> AbstractAsyncContextManager[TurnView]:
         """The view of one turn, picking up from what an earlier attempt recorded."""
         ...
@@ -130,9 +130,9 @@ class TurnInput:
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
-# The turn, its entry id, and its owner's lease (what the tools say in Slack, a question
-# an MCP server asks, is said within it).
-ToolsetFor = Callable[[Turn, str, Deadline], Awaitable[Toolset]]
+# The queued turn and its owner's lease (what the tools say in Slack, a question an MCP
+# server asks, is said within it).
+ToolsetFor = Callable[[QueuedTurn, Deadline], Awaitable[Toolset]]
 ContextFor = Callable[[Turn], Awaitable[str]]
 MessageFor = Callable[[Turn], Awaitable[TurnInput]]
 ModelFor = Callable[[Turn], Awaitable[ChatModel]]

@@ -9,17 +9,16 @@ will) gives up at once. A lost lease or a shutdown ends the attempt (:class:`Abo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from bot.agent.cancellation import sleep_unless
 from bot.turn import telemetry
+from bot.turn.fence import TurnFence
 from bot.turn.outcome import NOT_DELIVERED
 from bot.turn.ports import DeliveryFailed, Undeliverable
-from bot.turn.store.lease import Aborted, ThreadLease
+from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 
@@ -40,29 +39,25 @@ class GaveUp:
 
 @dataclass(frozen=True)
 class SlackRetries:
-    entry_id: str
-    lease: ThreadLease
-    handing_back: asyncio.Event | None
+    fence: TurnFence
     retry_start_s: float
     retry_max_s: float
     deliver_timeout_s: float
 
-    def valid(self) -> bool:
-        return self.lease.valid() and not (self.handing_back and self.handing_back.is_set())
-
     async def until_taken(
         self, show: Callable[[], Awaitable[None]], since: float, what: str = "the answer"
     ) -> Taken | GaveUp:
+        entry_id = self.fence.queued.entry_id
         delay = self.retry_start_s
         while True:
-            if not self.valid():
-                raise Aborted(f"turn {self.entry_id}: lease gone before showing {what}")
+            if not self.fence.valid():
+                raise Aborted(f"turn {entry_id}: lease gone before showing {what}")
             try:
                 with telemetry.delivery_span():
                     await show()
                 return Taken()
             except Undeliverable as exc:
-                log.error("turn %s: %s can never be shown: %s", self.entry_id, what, exc)
+                log.error("turn %s: %s can never be shown: %s", entry_id, what, exc)
                 # Nothing to say to the person there, but what the turn left open is tidied.
                 return GaveUp(f"undeliverable: {exc}", "", "undeliverable")
             except DeliveryFailed as exc:
@@ -72,7 +67,7 @@ class SlackRetries:
                     log.error(
                         "Slack refused %s of turn %s for %.0f s (%s); giving up on it",
                         what,
-                        self.entry_id,
+                        entry_id,
                         waited,
                         exc,
                     )
@@ -81,12 +76,10 @@ class SlackRetries:
                 log.warning(
                     "Slack did not take %s of turn %s (%s); trying again in %.0f s",
                     what,
-                    self.entry_id,
+                    entry_id,
                     exc,
                     min(delay, left),
                 )
-                if not await sleep_unless(min(delay, left), self.lease.lost, self.handing_back):
-                    raise Aborted(
-                        f"turn {self.entry_id} interrupted while showing {what}"
-                    ) from None
+                if not await self.fence.wait(min(delay, left)):
+                    raise Aborted(f"turn {entry_id} interrupted while showing {what}") from None
                 delay = min(delay * 2, self.retry_max_s)

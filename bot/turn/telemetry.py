@@ -12,18 +12,19 @@ from opentelemetry.trace import Span, SpanKind
 from bot.agent.result import StopReason, TurnResult
 from bot.observability import metrics
 from bot.observability.tracing import context_from, fail, tracer
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn
 
 
 @contextlib.contextmanager
-def attempt_span(turn: Turn, entry_id: str) -> Iterator[Span]:
-    """The span of one attempt at ``turn``."""
+def attempt_span(queued: QueuedTurn) -> Iterator[Span]:
+    """The span of one attempt at the turn."""
+    turn = queued.turn
     with tracer().start_as_current_span(
         "slack_agent.turn",
         context=context_from(turn.traceparent),
         kind=SpanKind.CONSUMER,
         attributes={
-            "slack_agent.turn.id": entry_id,
+            "slack_agent.turn.id": queued.entry_id,
             "slack_agent.turn.kind": turn.kind.value,
             "slack.team_id": turn.team,
             "slack.channel_id": turn.channel,

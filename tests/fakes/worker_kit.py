@@ -18,7 +18,7 @@ from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State, open_state
 from bot.process.worker import build_worker as assemble
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
 from bot.turn.ports import Agent, Deadline, DeliveryFailed, DeliveryRecord, Fence, Settled
 from bot.turn.store.notices import Notice
@@ -57,9 +57,9 @@ class MemoryResponder:
 
     @contextlib.asynccontextmanager
     async def view(
-        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+        self, queued: QueuedTurn, delivery: DeliveryRecord, fence: Fence
     ) -> AsyncIterator[MemoryView]:
-        yield MemoryView(self, turn, delivery)
+        yield MemoryView(self, queued.turn, delivery)
 
     async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
         self.gave_up.append(notice)
@@ -110,9 +110,9 @@ class ListResponder:
 
     @contextlib.asynccontextmanager
     async def view(
-        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+        self, queued: QueuedTurn, delivery: DeliveryRecord, fence: Fence
     ) -> AsyncIterator[ListView]:
-        yield ListView(self.state, self.key, entry_id, delivery, fence)
+        yield ListView(self.state, self.key, queued.entry_id, delivery, fence)
 
     async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
         item = json.dumps({"turn": notice.id, "text": "GAVE UP"})
@@ -145,7 +145,7 @@ def make_worker(
 ) -> Worker:
     chosen = toolset or StaticToolset(tools)
 
-    async def toolset_for(turn: Turn, entry_id: str, deadline: Deadline) -> Toolset:
+    async def toolset_for(queued: QueuedTurn, deadline: Deadline) -> Toolset:
         return chosen
 
     agent = Agent(model, LoopSettings(system_prompt="test"), toolset_for, 16000, TokenEstimator())

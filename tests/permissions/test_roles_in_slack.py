@@ -14,7 +14,7 @@ import pytest
 
 from bot.process.state import State
 from bot.process.worker import slack_toolsets
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from tests.fakes import warehouse_tools
 from tests.fakes.deadline import NoDeadline
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
@@ -241,7 +241,7 @@ async def test_a_call_asks_redis_once_for_roles_and_switches(slack_app: SlackHar
     toolset_for = slack_toolsets(app.services, app.process.slack)
     turn = Turn(TEAM, "C0CHAN", "210.000001", "U0ADMIN", "hi")
     await app.command("grant <@U0ADMIN> warehouse_staff", user="U0ADMIN")  # nothing cached
-    tools = await toolset_for(turn, "entry", NoDeadline())
+    tools = await toolset_for(QueuedTurn("entry", turn), NoDeadline())
     await tools.list_tools()  # the answer looked up and cached: now a usual turn
     with counting_round_trips() as listing:
         offered = [t.name for t in await tools.list_tools()]

@@ -19,8 +19,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from bot.agent.events import ToolFinished, ToolProgress, ToolStarted
 from bot.agent.result import CallOutcome
 from bot.config.schema import SlackConfig
@@ -29,16 +27,13 @@ from bot.slack.blocks.limits import STREAMED_TEXT_CHARS
 from bot.slack.blocks.messages import turn_blocks, turn_text
 from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk
 from bot.slack.errors import error_code
-from bot.slack.identity import WhoAmI
 from bot.slack.outbound.coalesced import CoalescedMessage, Content
 from bot.slack.outbound.control import StopControl
 from bot.slack.outbound.delivery import MessageState
-from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.resume import EarlierAttempt
 from bot.slack.outbound.status import TurnStatus
-from bot.slack.outbound.stream import StreamWriter, WasStopped
-from bot.slack.outbound.tagging import tag
-from bot.turn.model import Turn
+from bot.slack.outbound.stream import StreamWriter
+from bot.slack.outbound.thread import TurnThread
 from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
@@ -50,31 +45,21 @@ START_AFTER_CHARS = 80
 class AnswerWriter:
     def __init__(
         self,
-        client: AsyncWebClient,
-        turn: Turn,
-        entry_id: str,
-        ledger: DeliveryLedger,
-        who_am_i: WhoAmI,
+        thread: TurnThread,
         status: TurnStatus,
         settings: SlackConfig,
         *,
-        was_stopped: WasStopped,
         on_user_stop: Callable[[], Awaitable[None]],
         stop_value: str,
         feedback: dict[str, Any] | None,
     ) -> None:
-        self.client = client
-        self.turn = turn
-        self.entry_id = entry_id
-        self.ledger = ledger
-        self.who_am_i = who_am_i
+        self.thread = thread
         self.status = status
         self.settings = settings
-        self.was_stopped = was_stopped
         self.on_user_stop = on_user_stop
         self.stop_value = stop_value
         self.feedback = feedback
-        record = ledger.record
+        record = thread.ledger.record
         self.tasks: dict[str, ToolTask] = {
             str(task["call_id"]): ToolTask.from_record(task) for task in record.tasks
         }
@@ -82,16 +67,9 @@ class AnswerWriter:
         self.streaming = settings.streaming and record.message is MessageState.NONE
         self.stream: StreamWriter | None = None
         self.message: CoalescedMessage | None = None  # the turn's message, when not streamed
-        self.control = StopControl(
-            client, turn, entry_id, ledger, who_am_i, interval_s=settings.edit_interval_s
-        )
+        self.control = StopControl(thread, interval_s=settings.edit_interval_s)
         self.earlier = EarlierAttempt(
-            client,
-            turn,
-            entry_id,
-            ledger,
-            who_am_i,
-            was_stopped=was_stopped,
+            thread,
             tasks=self.tasks,
             adopt=lambda ts: self.turn_message().adopt(ts),
         )
@@ -111,7 +89,7 @@ class AnswerWriter:
         except (asyncio.CancelledError, Aborted):
             raise
         except Exception as exc:
-            log.info("could not tidy %s yet (%s)", self.turn.channel, error_code(exc))
+            log.info("could not tidy %s yet (%s)", self.thread.turn.channel, error_code(exc))
 
     # --- what the loop reports -----------------------------------------------------------
 
@@ -181,7 +159,7 @@ class AnswerWriter:
 
     def _task_changed(self, task: ToolTask) -> None:
         # In the record before any call shows it: the save before that call carries it.
-        self.ledger.record.tasks = [t.to_record() for t in self.tasks.values()]
+        self.thread.ledger.record.tasks = [t.to_record() for t in self.tasks.values()]
         stream = self._stream()
         if stream is not None:
             stream.task(task_chunk(task))
@@ -195,12 +173,9 @@ class AnswerWriter:
             return None
         if self.stream is None:
             self.stream = StreamWriter(
-                self.client,
-                self.turn,
-                self.ledger,
+                self.thread,
                 task_display=self.settings.task_display,
                 buffer_chars=self.settings.stream_buffer_chars,
-                was_stopped=self.was_stopped,
                 on_user_stop=self.on_user_stop,
             )
         if self.stream.working:
@@ -220,7 +195,7 @@ class AnswerWriter:
         self._render()
 
     def _render(self) -> None:
-        if self.ledger.record.stopped:
+        if self.thread.ledger.record.stopped:
             return
         # Rendered when the edit goes out (at most once per edit interval), not for every
         # piece of text: Block Kit built per piece held the event loop for 0.5 s on one
@@ -245,25 +220,23 @@ class AnswerWriter:
             self.control.show(self.stop_value)
 
     async def save_tasks(self) -> None:
-        self.ledger.record.tasks = [task.to_record() for task in self.tasks.values()]
+        self.thread.ledger.record.tasks = [task.to_record() for task in self.tasks.values()]
         with contextlib.suppress(Aborted):
-            await self.ledger.save_if_changed()
+            await self.thread.ledger.save_if_changed()
 
     def turn_message(self) -> CoalescedMessage:
         """The turn's message as a posted (and edited) one."""
         if self.message is None:
             self.message = CoalescedMessage(
-                self.client,
-                self.turn.channel,
-                self.turn.thread_ts,
+                self.thread.client,
+                self.thread.turn.channel,
+                self.thread.turn.thread_ts,
                 self.settings.edit_interval_s,
-                guard=self.ledger.valid,
-                metadata=tag(
-                    self.turn.message_ts,
-                    self.entry_id,
+                guard=self.thread.ledger.valid,
+                metadata=self.thread.tag(
                     "answer",
                     0,
-                    segment=self.ledger.record.segment,
+                    segment=self.thread.ledger.record.segment,
                 ),
                 before_post=self._before_first_post,
                 on_posted=self._first_posted,
@@ -277,7 +250,7 @@ class AnswerWriter:
     async def _before_first_post(self) -> str | None:
         """Before posting the turn's message: if a post or stream start of this turn has an
         unknown outcome, look for it first; else note that a post is going out."""
-        record = self.ledger.record
+        record = self.thread.ledger.record
         if record.unknown:
             await self.earlier.find_first()
             if record.ts:
@@ -285,12 +258,12 @@ class AnswerWriter:
                     await self.earlier.end_stream(record.open_stream)
                 return record.ts
         record.posting()
-        await self.ledger.save()
+        await self.thread.ledger.save()
         return None
 
     async def _first_posted(self, ts: str) -> None:
-        self.ledger.record.created(ts, streaming=False)
-        await self.ledger.save()
+        self.thread.ledger.record.created(ts, streaming=False)
+        await self.thread.ledger.save()
 
     async def close(self) -> None:
         """Stop the background work (no Slack call)."""

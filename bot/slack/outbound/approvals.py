@@ -11,10 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks.approval_card import card_blocks, card_text
 from bot.slack.calls import safe_call
-from bot.slack.identity import WhoAmI
-from bot.slack.outbound.ledger import DeliveryLedger
-from bot.slack.outbound.tagging import find_own, tag
-from bot.turn.model import Turn
+from bot.slack.outbound.thread import TurnThread
 from bot.turn.store.approvals import ApprovalRequest, Approvals
 from bot.turn.store.lease import Aborted
 
@@ -23,15 +20,10 @@ APPROVAL = "approval"  # the tag's kind
 
 
 async def show_card(
-    client: AsyncWebClient,
-    turn: Turn,
-    entry_id: str,
-    ledger: DeliveryLedger,
-    approvals: Approvals,
-    requests: list[ApprovalRequest],
-    who_am_i: WhoAmI,
+    thread: TurnThread, approvals: Approvals, requests: list[ApprovalRequest]
 ) -> None:
     """Post the card for the requests no card shows yet; rewrite those that show some."""
+    client, turn, ledger = thread.client, thread.turn, thread.ledger
     new = [r for r in requests if not r.card_ts]
     if not new:
         await refresh(client, approvals, requests)
@@ -39,7 +31,7 @@ async def show_card(
     record, key = ledger.record, new[0].id
     ts = record.cards.get(key, "")
     if not ts and record.card_posting == key:
-        found = await find_own(client, turn, who_am_i)
+        found = await thread.find_own()
         ts = next(
             (
                 m.ts
@@ -58,7 +50,7 @@ async def show_card(
             thread_ts=turn.thread_ts,
             text=card_text(new),
             blocks=card_blocks(new),
-            metadata=tag(turn.message_ts, entry_id, APPROVAL, ref=key),
+            metadata=thread.tag(APPROVAL, ref=key),
         )
         ts = str(response["ts"])
     record.cards[key], record.card_posting = ts, ""

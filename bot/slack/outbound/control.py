@@ -4,39 +4,23 @@ in it, so the button lives beside it and goes when the turn is over."""
 
 from __future__ import annotations
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from bot.slack.blocks.messages import WORKING, control_blocks
-from bot.slack.identity import WhoAmI
 from bot.slack.outbound.coalesced import CoalescedMessage
 from bot.slack.outbound.delivery import ControlState
-from bot.slack.outbound.ledger import DeliveryLedger
-from bot.slack.outbound.tagging import find_own, tag
-from bot.turn.model import Turn
+from bot.slack.outbound.thread import TurnThread
 
 
 class StopControl:
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        turn: Turn,
-        entry_id: str,
-        ledger: DeliveryLedger,
-        who_am_i: WhoAmI,
-        *,
-        interval_s: float,
-    ) -> None:
-        self.client = client
-        self.turn = turn
-        self.ledger = ledger
-        self.who_am_i = who_am_i
+    def __init__(self, thread: TurnThread, *, interval_s: float) -> None:
+        self.thread = thread
+        turn, ledger = thread.turn, thread.ledger
         self.message = CoalescedMessage(
-            client,
+            thread.client,
             turn.channel,
             turn.thread_ts,
             interval_s,
             guard=ledger.valid,
-            metadata=tag(turn.message_ts, entry_id, "control", segment=ledger.record.segment),
+            metadata=thread.tag("control", segment=ledger.record.segment),
             before_post=self._before_post,
             on_posted=self._posted,
         )
@@ -48,7 +32,7 @@ class StopControl:
 
     async def close(self) -> None:
         """The turn is over: the message goes (strict; a message already gone is fine)."""
-        record = self.ledger.record
+        record = self.thread.ledger.record
         if record.control in (ControlState.NONE, ControlState.CLOSED):
             await self.message.close()
             return
@@ -56,31 +40,35 @@ class StopControl:
         await self._find_posted()
         await self.message.delete_now()
         record.control_closed()
-        await self.ledger.save()
+        await self.thread.ledger.save()
 
     async def _before_post(self) -> str | None:
-        record = self.ledger.record
+        record = self.thread.ledger.record
         if record.control is ControlState.POSTING:
             await self._find_posted()
             if record.control_ts:  # found: it was posted after all
                 return record.control_ts
         record.control_posting()
-        await self.ledger.save()
+        await self.thread.ledger.save()
         return None
 
     async def _posted(self, ts: str) -> None:
-        self.ledger.record.control_shown(ts)
-        await self.ledger.save()
+        self.thread.ledger.record.control_shown(ts)
+        await self.thread.ledger.save()
 
     async def _find_posted(self) -> None:
         """A post of this message had an unknown outcome: find it by its tag."""
-        record = self.ledger.record
+        record = self.thread.ledger.record
         if record.control is not ControlState.POSTING:
             return
-        found = await find_own(self.client, self.turn, self.who_am_i)
+        found = await self.thread.find_own()
         segment = record.segment
         ts = next(
-            (m.ts for m in found if m.is_for(self.turn.message_ts, "control", segment=segment)),
+            (
+                m.ts
+                for m in found
+                if m.is_for(self.thread.turn.message_ts, "control", segment=segment)
+            ),
             "",
         )
         if ts:
@@ -88,4 +76,4 @@ class StopControl:
             await self._posted(ts)
             return
         record.control_not_found()
-        await self.ledger.save()
+        await self.thread.ledger.save()

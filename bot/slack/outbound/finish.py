@@ -28,7 +28,6 @@ from bot.slack.errors import MESSAGE_GONE, STOPPED_BY_USER, error_code, is_tempo
 from bot.slack.outbound.answer import AnswerWriter
 from bot.slack.outbound.delivery import MessageState
 from bot.slack.outbound.stream import StreamWriter
-from bot.slack.outbound.tagging import find_own, tag
 from bot.turn.ports import Settled
 from bot.turn.store.lease import Aborted
 
@@ -47,14 +46,14 @@ async def finish(writer: AnswerWriter, settled: Settled) -> None:
         if task.open:
             settle_task(task, results.get(task.call_id))
     await writer.save_tasks()
-    record = writer.ledger.record
+    record = writer.thread.ledger.record
     parts = split_markdown(settled.text)
     feedback = _feedback(writer, settled)
     if not record.part_ts(0):
         last = len(parts) == 1
         ts = await _finish_first(writer, parts[0], settled, feedback if last else None)
         record.finished(ts)
-        await writer.ledger.save()
+        await writer.thread.ledger.save()
     for number in range(1, len(parts)):
         if not record.part_ts(number):
             last = number == len(parts) - 1
@@ -70,13 +69,13 @@ async def set_aside(writer: AnswerWriter) -> None:
     button's message goes; the answer goes on in a new message once someone decided."""
     await writer.background.settle()
     await writer.save_tasks()
-    record = writer.ledger.record
+    record = writer.thread.ledger.record
     if record.message is not MessageState.NONE or writer.stream or writer.message:
         text = writer.round_text
         await _finish_first(writer, text, Settled(text, StopReason.PARKED), None)
     await writer.control.close()
     record.set_aside()
-    await writer.ledger.save()
+    await writer.thread.ledger.save()
     if not writer.session_ended:
         await writer.status.end()
 
@@ -86,19 +85,19 @@ def _feedback(writer: AnswerWriter, settled: Settled) -> dict[str, Any] | None:
     if writer.feedback is None or not settled.reason.answered:
         return None
     tools = list(dict.fromkeys(task.name for task in writer.tasks.values()))[:FEEDBACK_TOOLS]
-    return {**writer.feedback, "t": writer.entry_id, "k": tools}
+    return {**writer.feedback, "t": writer.thread.entry_id, "k": tools}
 
 
 async def _finish_first(
     writer: AnswerWriter, text: str, settled: Settled, feedback: dict[str, Any] | None
 ) -> str:
     """The turn's message shows the answer's first part; returns its ts."""
-    record = writer.ledger.record
+    record = writer.thread.ledger.record
     stream = writer.stream
     if stream is not None:
         # A call in flight decides whether the stream exists: wait for it first.
         await stream.settle(SETTLE_S)
-        if stream.ts and not stream.user_stopped and await writer.was_stopped(stream.ts):
+        if stream.ts and not stream.user_stopped and await writer.thread.was_stopped(stream.ts):
             record.user_stopped()
     if record.stopped or (stream is not None and stream.user_stopped):
         stopped = await _leave_as_stopped(writer)
@@ -132,7 +131,7 @@ async def _finish_first(
     except Exception as exc:
         if message.ts is None or error_code(exc) not in MESSAGE_GONE:
             raise
-        log.info("the turn's message in %s is gone; posting it again", writer.turn.channel)
+        log.info("the turn's message in %s is gone; posting it again", writer.thread.turn.channel)
         record.gone()
         writer.forget_message()
         message = writer.turn_message()
@@ -150,7 +149,7 @@ async def _end_own_stream(
 ) -> str:
     """End this attempt's stream with the rest of the answer; "" when it cannot be (the
     stream then becomes an ordinary message the answer is written into)."""
-    record = writer.ledger.record
+    record = writer.thread.ledger.record
     writer.streaming = False
     writable = await stream.settle(SETTLE_S) and stream.working
     if settled.reason is StopReason.CANCELLED:
@@ -164,9 +163,7 @@ async def _end_own_stream(
             await stream.stop(
                 tail,
                 blocks=[feedback_buttons(feedback).to_dict()] if feedback else None,
-                metadata=tag(
-                    writer.turn.message_ts,
-                    writer.entry_id,
+                metadata=writer.thread.tag(
                     "answer",
                     0,
                     segment=record.segment,
@@ -178,23 +175,23 @@ async def _end_own_stream(
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if error_code(exc) in STOPPED_BY_USER or await writer.was_stopped(stream.ts):
+            if error_code(exc) in STOPPED_BY_USER or await writer.thread.was_stopped(stream.ts):
                 record.user_stopped()
             elif is_temporary(exc):
-                await writer.ledger.save()
+                await writer.thread.ledger.save()
                 raise
     await stream.close()
-    await writer.ledger.save()
+    await writer.thread.ledger.save()
     return ""
 
 
 async def _leave_as_stopped(writer: AnswerWriter) -> str:
     """The person stopped the stream in Slack: it stays as it is ("" when there is no
     message to leave: the answer is posted after all)."""
-    record = writer.ledger.record
+    record = writer.thread.ledger.record
     if not record.user_stopped():
         return ""
-    await writer.ledger.save()
+    await writer.thread.ledger.save()
     return record.ts
 
 
@@ -203,9 +200,9 @@ async def _post_part(
 ) -> None:
     """Post a later part of the answer, recorded before and after; a post of it whose
     outcome was never learnt is looked for by its tag first."""
-    record, turn = writer.ledger.record, writer.turn
+    record, turn = writer.thread.ledger.record, writer.thread.turn
     if record.posting_part == number:
-        found = await find_own(writer.client, turn, writer.who_am_i)
+        found = await writer.thread.find_own()
         ts = next(
             (
                 m.ts
@@ -216,21 +213,21 @@ async def _post_part(
         )
         if ts:
             record.part_posted(number, ts)
-            await writer.ledger.save()
+            await writer.thread.ledger.save()
             return
     record.part_posting(number)
-    await writer.ledger.save()
-    if not writer.ledger.valid():
+    await writer.thread.ledger.save()
+    if not writer.thread.ledger.valid():
         raise Aborted("the turn's lease is gone")
     blocks = answer_blocks(text)
     if feedback is not None:
         blocks.append(feedback_buttons(feedback).to_dict())
-    response = await writer.client.chat_postMessage(
+    response = await writer.thread.client.chat_postMessage(
         channel=turn.channel,
         thread_ts=turn.thread_ts,
         text=message_text(text),
         blocks=blocks,
-        metadata=tag(turn.message_ts, writer.entry_id, "answer", number, segment=record.segment),
+        metadata=writer.thread.tag("answer", number, segment=record.segment),
     )
     record.part_posted(number, str(response["ts"]))
-    await writer.ledger.save()
+    await writer.thread.ledger.save()

@@ -22,8 +22,9 @@ from bot.slack.outbound.delivery import ControlState, MessageState, SlackDeliver
 from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport
 from bot.slack.outbound.tagging import OwnMessage, find_own, first_message, tag
+from bot.slack.outbound.thread import TurnThread, stopped_streams
 from bot.slack.outbound.view import SlackTurnView
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.ports import Deadline, DeliveryRecord, Fence
 from bot.turn.store.approvals import Approvals
 from bot.turn.store.lease import Aborted
@@ -60,18 +61,20 @@ class SlackResponder:
 
     @contextlib.asynccontextmanager
     async def view(
-        self, turn: Turn, entry_id: str, delivery: DeliveryRecord, fence: Fence
+        self, queued: QueuedTurn, delivery: DeliveryRecord, fence: Fence
     ) -> AsyncIterator[SlackTurnView]:
-        ledger = DeliveryLedger(SlackDelivery.from_record(delivery), fence)
-        view = SlackTurnView(
+        thread = TurnThread(
             TurnClient(self.client, fence),
-            turn,
-            entry_id,
-            ledger,
+            queued,
+            DeliveryLedger(SlackDelivery.from_record(delivery), fence),
+            self.me,
+            stopped_streams(self.stops, fence, queued.turn),
+        )
+        view = SlackTurnView(
+            thread,
             self.settings,
             sessions=self.sessions,
             stops=self.stops,
-            who_am_i=self.me,
             model=self.model,
             approvals=self.approvals,
         )

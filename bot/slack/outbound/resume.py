@@ -13,15 +13,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk
 from bot.slack.errors import STOPPED_BY_USER, error_code, is_temporary
-from bot.slack.identity import WhoAmI
-from bot.slack.outbound.ledger import DeliveryLedger
-from bot.slack.outbound.stream import WasStopped
-from bot.slack.outbound.tagging import find_own, first_message, tag
-from bot.turn.model import Turn
+from bot.slack.outbound.tagging import first_message
+from bot.slack.outbound.thread import TurnThread
 from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
@@ -30,22 +25,12 @@ log = logging.getLogger(__name__)
 class EarlierAttempt:
     def __init__(
         self,
-        client: AsyncWebClient,
-        turn: Turn,
-        entry_id: str,
-        ledger: DeliveryLedger,
-        who_am_i: WhoAmI,
+        thread: TurnThread,
         *,
-        was_stopped: WasStopped,
         tasks: dict[str, ToolTask],
         adopt: Callable[[str], None],
     ) -> None:
-        self.client = client
-        self.turn = turn
-        self.entry_id = entry_id
-        self.ledger = ledger
-        self.who_am_i = who_am_i
-        self.was_stopped = was_stopped
+        self.thread = thread
         self.tasks = tasks  # the turn's task cards, shared with its writer
         self.adopt = adopt  # the turn's message is this ts from now on
 
@@ -53,47 +38,47 @@ class EarlierAttempt:
         """Find the turn's message if its creation had an unknown outcome; end its stream if
         it may still be open (unless the person stopped it). Raises what Slack refused for
         now (the caller tries again)."""
-        record = self.ledger.record
+        record = self.thread.ledger.record
         if record.unknown:
             await self.find_first()
         if record.open_stream:
-            if await self.was_stopped(record.open_stream):
+            if await self.thread.was_stopped(record.open_stream):
                 record.user_stopped()
-                await self.ledger.save()
+                await self.thread.ledger.save()
                 return
             await self.end_stream(record.open_stream)
 
     async def find_first(self) -> None:
         """The turn's message was being created with an unknown outcome: find it."""
-        found = await find_own(self.client, self.turn, self.who_am_i)
-        record = self.ledger.record
-        first = first_message(found, self.turn.message_ts, record.segment, record.after)
+        found = await self.thread.find_own()
+        record = self.thread.ledger.record
+        first = first_message(found, self.thread.turn.message_ts, record.segment, record.after)
         record.found(first.ts, streaming=first.streaming)
         if first.ts:
-            log.info("found the turn's message an earlier post left in %s", self.turn.channel)
+            log.info(
+                "found the turn's message an earlier post left in %s", self.thread.turn.channel
+            )
             self.adopt(first.ts)
-        await self.ledger.save()
+        await self.thread.ledger.save()
 
     async def end_stream(self, ts: str) -> None:
         """End a stream left open (tagged, so it is never taken for another turn's), with
         every task card it shows brought to its last known state (one cut off shows as
         stopped: no card stays "running"); a stream that is over already is fine, one the
         person stopped is left alone."""
-        if not self.ledger.valid():
+        if not self.thread.ledger.valid():
             raise Aborted("the turn's lease is gone")
         cards = []
         for task in self.tasks.values():
             shown = replace(task, state=TaskState.STOPPED) if task.open else task
             cards.append(task_chunk(shown))
-        record = self.ledger.record
+        record = self.thread.ledger.record
         try:
-            await self.client.chat_stopStream(
-                channel=self.turn.channel,
+            await self.thread.client.chat_stopStream(
+                channel=self.thread.turn.channel,
                 ts=ts,
                 chunks=cards or None,
-                metadata=tag(
-                    self.turn.message_ts,
-                    self.entry_id,
+                metadata=self.thread.tag(
                     "answer",
                     0,
                     segment=record.segment,
@@ -102,9 +87,9 @@ class EarlierAttempt:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if error_code(exc) in STOPPED_BY_USER or await self.was_stopped(ts):
+            if error_code(exc) in STOPPED_BY_USER or await self.thread.was_stopped(ts):
                 record.user_stopped()
             elif is_temporary(exc):
                 raise
         record.stream_over()
-        await self.ledger.save()
+        await self.thread.ledger.save()

@@ -23,38 +23,29 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.models.messages.chunk import MarkdownTextChunk, TaskUpdateChunk
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks.broadcasts import whole_until
 from bot.slack.errors import STOPPED_BY_USER, error_code
-from bot.slack.outbound.ledger import DeliveryLedger
-from bot.turn.model import Turn
+from bot.slack.outbound.thread import TurnThread
 from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
 
 Chunk = dict[str, Any]
-WasStopped = Callable[[str], Awaitable[bool]]
 
 
 class StreamWriter:
     def __init__(
         self,
-        client: AsyncWebClient,
-        turn: Turn,
-        ledger: DeliveryLedger,
+        thread: TurnThread,
         *,
         task_display: str,
         buffer_chars: int,
-        was_stopped: WasStopped,
         on_user_stop: Callable[[], Awaitable[None]],
     ) -> None:
-        self.client = client
-        self.turn = turn
-        self.ledger = ledger
+        self.thread = thread
         self.task_display = task_display
         self.buffer_chars = buffer_chars
-        self.was_stopped = was_stopped  # did the person stop this stream in Slack?
         self.on_user_stop = on_user_stop  # ask the turn to stop
         self.ts = ""
         self.failed: BaseException | None = None
@@ -139,30 +130,30 @@ class StreamWriter:
 
     async def _call(self, chunks: list[Chunk]) -> None:
         try:
-            if not self.ledger.valid():
+            if not self.thread.ledger.valid():
                 raise Aborted("the turn's lease is gone")
             if not self.ts:
-                record = self.ledger.record
+                record = self.thread.ledger.record
                 record.posting()
-                await self.ledger.save()
-                response = await self.client.chat_startStream(
-                    channel=self.turn.channel,
-                    thread_ts=self.turn.thread_ts,
-                    recipient_team_id=self.turn.team or None,
-                    recipient_user_id=self.turn.user or None,
+                await self.thread.ledger.save()
+                response = await self.thread.client.chat_startStream(
+                    channel=self.thread.turn.channel,
+                    thread_ts=self.thread.turn.thread_ts,
+                    recipient_team_id=self.thread.turn.team or None,
+                    recipient_user_id=self.thread.turn.user or None,
                     task_display_mode=self.task_display,
                     chunks=chunks,
                 )
                 self.ts = str(response["ts"])
                 record.created(self.ts, streaming=True)
-                await self.ledger.save()
+                await self.thread.ledger.save()
             else:
-                if await self.was_stopped(self.ts):  # Slack's stop: not one more write
+                if await self.thread.was_stopped(self.ts):  # Slack's stop: not one more write
                     await self._user_stopped()
                     return
-                await self.ledger.save_if_changed()  # the cards this call shows
-                await self.client.chat_appendStream(
-                    channel=self.turn.channel, ts=self.ts, chunks=chunks
+                await self.thread.ledger.save_if_changed()  # the cards this call shows
+                await self.thread.client.chat_appendStream(
+                    channel=self.thread.turn.channel, ts=self.ts, chunks=chunks
                 )
         except asyncio.CancelledError:
             raise
@@ -170,22 +161,24 @@ class StreamWriter:
             await self._failed(exc)
 
     async def _failed(self, exc: BaseException) -> None:
-        if error_code(exc) in STOPPED_BY_USER or (self.ts and await self.was_stopped(self.ts)):
+        if error_code(exc) in STOPPED_BY_USER or (
+            self.ts and await self.thread.was_stopped(self.ts)
+        ):
             await self._user_stopped()
             return
         log.info(
             "streaming stopped in %s (%s); posting and editing instead",
-            self.turn.channel,
+            self.thread.turn.channel,
             error_code(exc),
         )
         self.failed = exc
 
     async def _user_stopped(self) -> None:
-        log.info("the person stopped the stream in %s", self.turn.channel)
+        log.info("the person stopped the stream in %s", self.thread.turn.channel)
         self.user_stopped = True
-        self.ledger.record.user_stopped()
+        self.thread.ledger.record.user_stopped()
         with contextlib.suppress(Exception):
-            await self.ledger.save()
+            await self.thread.ledger.save()
             await self.on_user_stop()
 
     # --- the end -------------------------------------------------------------------------
@@ -212,10 +205,10 @@ class StreamWriter:
         await self.close()
         self._queue_text(text)
         chunks, self._pending = self._pending, []
-        if not self.ledger.valid():
+        if not self.thread.ledger.valid():
             raise Aborted("the turn's lease is gone")
-        await self.client.chat_stopStream(
-            channel=self.turn.channel,
+        await self.thread.client.chat_stopStream(
+            channel=self.thread.turn.channel,
             ts=self.ts,
             chunks=chunks or None,
             blocks=blocks,

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from bot.agent.events import (
     AgentEvent,
     RoundStarted,
@@ -24,12 +22,11 @@ from bot.agent.events import (
 from bot.config.schema import SlackConfig
 from bot.slack.background import Background
 from bot.slack.errors import sorted_for_delivery
-from bot.slack.identity import WhoAmI
 from bot.slack.outbound.answer import AnswerWriter
 from bot.slack.outbound.approvals import refresh, show_card
 from bot.slack.outbound.finish import finish, set_aside
-from bot.slack.outbound.ledger import DeliveryLedger
 from bot.slack.outbound.status import SessionSupport, TurnStatus
+from bot.slack.outbound.thread import TurnThread
 from bot.turn.model import Turn, TurnKind
 from bot.turn.ports import DeliveryRecord, Settled
 from bot.turn.store.approvals import ApprovalRequest, Approvals
@@ -47,39 +44,26 @@ def stop_value(turn: Turn) -> str:
 class SlackTurnView:
     def __init__(
         self,
-        client: AsyncWebClient,
-        turn: Turn,
-        entry_id: str,
-        ledger: DeliveryLedger,
+        thread: TurnThread,
         settings: SlackConfig,
         *,
         sessions: SessionSupport,
         stops: StopRequests | None,
-        who_am_i: WhoAmI,
         model: str,
         approvals: Approvals | None,
     ) -> None:
-        self.client = client
-        self.turn = turn
-        self.entry_id = entry_id
-        self.ledger = ledger
+        self.thread = thread
         self.approvals = approvals
         self.background = Background()
+        turn = thread.turn
         self.status = TurnStatus(
-            client,
+            thread.client,
             turn,
             settings,
             sessions,
             title_thread=turn.kind is TurnKind.ASSISTANT and turn.new_thread,
         )
-
-        self.fence = ledger.fence
-
-        async def was_stopped(ts: str) -> bool:
-            if stops is None:
-                return False
-            async with self.fence.bounded("asking whether the stream was stopped"):
-                return await stops.stream_stopped(turn.thread_key, ts)
+        self.fence = thread.ledger.fence
 
         async def stop_turn() -> None:
             if stops is not None:
@@ -87,14 +71,9 @@ class SlackTurnView:
                     await stops.request(turn.thread_key, turn.user)
 
         self.answer = AnswerWriter(
-            client,
-            turn,
-            entry_id,
-            ledger,
-            who_am_i,
+            thread,
             self.status,
             settings,
-            was_stopped=was_stopped,
             on_user_stop=stop_turn,
             stop_value=stop_value(turn),
             feedback={"m": model} if settings.feedback else None,
@@ -105,10 +84,10 @@ class SlackTurnView:
         """Take over what an earlier attempt left (best effort; delivery does it for sure),
         and show on its approval cards what was decided (or expired) meanwhile."""
         await self.answer.resume()
-        if self.ledger.record.cards and self.approvals is not None:
+        if self.thread.ledger.record.cards and self.approvals is not None:
             async with self.fence.bounded("showing what was decided on its cards"):
-                requests = await self.approvals.of_turn(self.entry_id)
-                await refresh(self.client, self.approvals, requests)
+                requests = await self.approvals.of_turn(self.thread.entry_id)
+                await refresh(self.thread.client, self.approvals, requests)
 
     async def observe(self, event: AgentEvent) -> None:
         if isinstance(event, RoundStarted):
@@ -151,18 +130,10 @@ class SlackTurnView:
             await self.background.settle()
             async with self.fence.bounded("showing the approval card"):
                 await set_aside(self.answer)
-                await show_card(
-                    self.client,
-                    self.turn,
-                    self.entry_id,
-                    self.ledger,
-                    approvals,
-                    requests,
-                    self.answer.who_am_i,
-                )
+                await show_card(self.thread, approvals, requests)
 
     def delivery(self) -> DeliveryRecord:
-        return self.ledger.record.to_record()
+        return self.thread.ledger.record.to_record()
 
     async def close(self) -> None:
         await self.background.close()

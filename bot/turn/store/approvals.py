@@ -20,7 +20,7 @@ from typing import Any
 
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn
 
 KEEP_S = 8 * 24 * 3600  # a request outlives any turn that waits for it
 WOKEN_IDLE_MS = 10**12  # a woken turn's entry looks idle for ages: claimed at the next look
@@ -146,14 +146,14 @@ class Approvals:
 
     async def open(
         self,
-        turn: Turn,
-        entry_id: str,
+        queued: QueuedTurn,
         call_id: str,
         tool: str,
         arguments: str,
         timeout_s: float,
     ) -> tuple[ApprovalRequest, bool]:
         """The request for this call, opened now (True) or earlier (False)."""
+        turn, entry_id = queued.turn, queued.entry_id
         now = time.time()
         shards = self.keys.shards
         request_id = shards.qualify(shards.of_id(entry_id), secrets.token_hex(8))

@@ -27,7 +27,7 @@ from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
 from bot.state.redis.keys import Keys
 from bot.state.redis.script_batch import ScriptBatch
 from bot.state.redis.thread_key import ThreadKey
-from bot.turn.model import Turn
+from bot.turn.model import Entry, QueuedTurn, Turn, Unreadable
 from bot.turn.store.shard_readers import ShardReaders
 
 log = logging.getLogger(__name__)
@@ -103,8 +103,6 @@ class QueueLook:
 
 
 Head = tuple[str, str]  # the entry id of the turn to work on next, and its record's state
-
-Entry = tuple[str, Turn | None]  # None: an entry whose payload could not be read
 
 
 class TurnQueue:
@@ -187,7 +185,9 @@ class TurnQueue:
             return [entry for entries in read for entry in entries]
         readers = self._readers.get(consumer)
         if readers is None:
-            readers = self._readers[consumer] = ShardReaders(self, consumer)
+            readers = self._readers[consumer] = ShardReaders(
+                self.read_shard, list(self.shards.all()), consumer
+            )
         return await readers.take(count, block_ms)
 
     async def read_shard(self, shard: int, consumer: str, count: int, block_ms: int) -> list[Entry]:
@@ -304,14 +304,12 @@ class TurnQueue:
         commands.xack(stream, self.keys.workers, bare)
         commands.xdel(stream, bare)
 
-    def dead_letter(
-        self, commands: Commands | Any, turn: Turn | None, entry_id: str, reason: str
-    ) -> None:
+    def dead_letter(self, commands: Commands | Any, entry: Entry, reason: str) -> None:
         commands.xadd(
-            self.keys.dead_turns(self.shards.of_id(entry_id)),
+            self.keys.dead_turns(self.shards.of_id(entry.entry_id)),
             {
-                "entry_id": entry_id,
-                "turn": turn.to_json() if turn else "",
+                "entry_id": entry.entry_id,
+                "turn": entry.turn.to_json() if isinstance(entry, QueuedTurn) else "",
                 "reason": reason,
                 "at": str(time.time()),
             },
@@ -364,10 +362,10 @@ def _entry(entry_id: str, fields: dict[str, str]) -> Entry:
         turn = Turn.from_json(fields["turn"])
         if "new_thread" in fields:  # joined as it was queued (``TurnQueue.enqueue(join=)``)
             turn = replace(turn, new_thread=fields["new_thread"] == "1")
-        return entry_id, turn
+        return QueuedTurn(entry_id, turn)
     except (KeyError, ValueError, TypeError):
         log.error("turn %s has an unreadable payload", entry_id)
-        return entry_id, None
+        return Unreadable(entry_id)
 
 
 async def guarded(awaitable: Awaitable[T]) -> T:

@@ -14,12 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from bot.state.redis.errors import REDIS_RETRYABLE
-
-if TYPE_CHECKING:
-    from bot.turn.store.queue import Entry, TurnQueue
+from bot.turn.model import Entry
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +26,19 @@ BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 10.0
 
 
+# One shard's read: shard, consumer, count, block ms (TurnQueue.read_shard).
+ReadShard = Callable[[int, str, int, int], Awaitable[list[Entry]]]
+
+
 class ShardReaders:
-    def __init__(self, queue: TurnQueue, consumer: str) -> None:
-        self.queue = queue
+    def __init__(self, read_shard: ReadShard, shards: list[int], consumer: str) -> None:
+        self.read_shard = read_shard
         self.consumer = consumer
         self.buffer: list[Entry] = []
         self.count = 1  # how many the waiting take wants
         self.wanted = asyncio.Event()  # a take waits: the readers read
         self.arrived = asyncio.Event()
-        self.tasks = [asyncio.create_task(self._read(shard)) for shard in queue.shards.all()]
+        self.tasks = [asyncio.create_task(self._read(shard)) for shard in shards]
 
     async def take(self, count: int, block_ms: int) -> list[Entry]:
         """Up to ``count`` entries read from any shard, waiting up to ``block_ms`` for one."""
@@ -57,9 +59,7 @@ class ShardReaders:
         while True:
             await self.wanted.wait()
             try:
-                entries = await self.queue.read_shard(
-                    shard, self.consumer, self.count, READ_BLOCK_MS
-                )
+                entries = await self.read_shard(shard, self.consumer, self.count, READ_BLOCK_MS)
             except REDIS_RETRYABLE as exc:
                 log.warning(
                     "reading shard %d of the turn queue failed (%s: %s); again in %.1f s",

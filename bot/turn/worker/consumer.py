@@ -21,10 +21,10 @@ from bot.agent.cancellation import Interrupted, sleep_unless, unless
 from bot.observability import metrics
 from bot.state.redis.errors import REDIS_DOWN, REDIS_RETRYABLE
 from bot.state.redis.thread_key import ThreadKey
-from bot.turn.model import Turn
+from bot.turn.model import Entry
 from bot.turn.ports import DeliveryFailed, Responder, Undeliverable
 from bot.turn.store.notices import GIVE_UP_AFTER_S, Notice, Notices
-from bot.turn.store.queue import Entry, TurnQueue
+from bot.turn.store.queue import TurnQueue
 from bot.turn.worker.gauges import sample_queue
 from bot.turn.worker.processor import ThreadProcessor
 
@@ -101,7 +101,7 @@ class Worker:
                         claimed = await self.queue.claim_stale(
                             self.name, self.claim_idle_ms, count=self._free()
                         )
-                        taken = sum(1 for entry_id, _ in claimed if entry_id not in self.active)
+                        taken = sum(1 for entry in claimed if entry.entry_id not in self.active)
                         if taken:
                             metrics.safely(partial(metrics.TAKEOVERS.inc, taken))
                         self._start(claimed)
@@ -139,15 +139,15 @@ class Worker:
         return max(self.concurrency - len(self.active), 1)
 
     def _start(self, entries: list[Entry]) -> None:
-        for entry_id, turn in entries:
-            if entry_id in self.active:
+        for entry in entries:
+            if entry.entry_id in self.active:
                 continue  # already being handled here (reclaimed from ourselves)
-            task = asyncio.create_task(self._handle(entry_id, turn))
-            self.active[entry_id] = task
+            self.active[entry.entry_id] = asyncio.create_task(self._handle(entry))
 
-    async def _handle(self, entry_id: str, turn: Turn | None) -> None:
+    async def _handle(self, entry: Entry) -> None:
+        entry_id = entry.entry_id
         try:
-            await self.processor.handle(entry_id, turn)
+            await self.processor.handle(entry)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

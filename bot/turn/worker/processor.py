@@ -20,7 +20,7 @@ from bot.observability import metrics
 from bot.state.redis.commands import Commands
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn import parking
-from bot.turn.model import Turn
+from bot.turn.model import Entry, QueuedTurn, Unreadable
 from bot.turn.outcome import Waiting
 from bot.turn.owner import Timing, TurnOwner
 from bot.turn.ports import Agent, Responder
@@ -62,13 +62,13 @@ class ThreadProcessor:
         """Stop every turn of this process now and let other workers take them over."""
         self.handing_back.set()
 
-    async def handle(self, entry_id: str, turn: Turn | None) -> None:
+    async def handle(self, entry: Entry) -> None:
         """Work on the thread of an entry this worker read or claimed."""
-        if turn is None:
-            await self._discard_unreadable(entry_id)
+        if isinstance(entry, Unreadable):
+            await self._discard_unreadable(entry)
             return
-        thread = turn.thread_key
-        read: dict[str, Turn] = {entry_id: turn}  # no need to read it from the stream again
+        thread = entry.turn.thread_key
+        read = {entry.entry_id: entry}  # no need to read it from the stream again
         look = self.stores.queue.look(thread)
         lease = await self.locks.try_acquire(thread, self.consumer, look=look)
         if lease is None:
@@ -85,7 +85,7 @@ class ThreadProcessor:
                 await lease.release()  # a turn waiting for a person holds the rest back
 
     async def _drain(
-        self, thread: ThreadKey, lease: ThreadLease, look: QueueLook, read: dict[str, Turn]
+        self, thread: ThreadKey, lease: ThreadLease, look: QueueLook, read: dict[str, QueuedTurn]
     ) -> None:
         """Run the thread's turns in order, until none is left (the lease is then released
         in the same step as the last look), one waits for a person (the thread's later
@@ -108,23 +108,21 @@ class ThreadProcessor:
                 self.stores, head
             ):
                 return
-            known = read.pop(head, None)
-            entry = (head, known) if known is not None else await queue.fetch(head)
-            if entry is None or entry[1] is None:
+            entry = read.pop(head, None) or await queue.fetch(head)
+            if not isinstance(entry, QueuedTurn):
                 if entry is None:
                     # A finished turn leaves the set in the same step, so this entry was
                     # trimmed from the stream (queue.stream_max_len) or Redis lost it.
                     log.warning("turn %s of %s is gone from the stream; skipping it", head, thread)
                 else:
-                    await self._discard_unreadable(head)
+                    await self._discard_unreadable(entry)
                 await queue.forget(thread, head)
                 continue
             lease.entry = head
             try:
                 with self.stops.watching(thread) as cancel:
                     owner = TurnOwner(
-                        head,
-                        entry[1],
+                        entry,
                         lease,
                         self.stores,
                         self.agent,
@@ -154,14 +152,14 @@ class ThreadProcessor:
                 ):
                     return
 
-    async def _discard_unreadable(self, entry_id: str) -> None:
-        log.error("dead-lettering turn %s: its payload is unreadable", entry_id)
+    async def _discard_unreadable(self, entry: Unreadable) -> None:
+        log.error("dead-lettering turn %s: its payload is unreadable", entry.entry_id)
         metrics.safely(metrics.DEAD_LETTERS.labels(reason="unreadable").inc)
         queue = self.stores.queue
         commands = Commands()
-        queue.dead_letter(commands, None, entry_id, "unreadable")
+        queue.dead_letter(commands, entry, "unreadable")
         async with queue.client.pipeline(transaction=True) as pipe:
             for command in commands.items:
                 pipe.execute_command(*command)
-            queue.remove(pipe, entry_id)
+            queue.remove(pipe, entry.entry_id)
             await pipe.execute()

@@ -19,7 +19,7 @@ from bot.config.schema import SlackConfig
 from bot.process.state import State
 from bot.slack.outbound.responder import SlackResponder
 from bot.state.redis.commands import Commands
-from bot.turn.model import Turn, TurnKind
+from bot.turn.model import QueuedTurn, Turn, TurnKind
 from bot.turn.ports import DeliveryFailed, Settled
 from bot.turn.store.notices import Notice
 from tests.fakes.deadline import NoDeadline
@@ -123,7 +123,7 @@ async def test_a_post_slack_applied_without_confirming_is_not_posted_again(
 ) -> None:
     slack.unconfirmed.append("chat.postMessage")
     responder = SlackResponder(slack.client, SlackConfig(streaming=False))
-    async with responder.view(turn_at("100.000001"), "1-0", {}, Fence()) as view:
+    async with responder.view(QueuedTurn("1-0", turn_at("100.000001")), {}, Fence()) as view:
         retries = await deliver_until_taken(view, Settled("the answer", StopReason.ANSWERED))
     assert retries == 1
     assert kinds(slack.thread("100.000001")) == [("answer", "the answer", False)]
@@ -134,7 +134,7 @@ async def test_a_progress_post_slack_applied_without_confirming_is_taken_over(
 ) -> None:
     slack.unconfirmed.append("chat.postMessage")
     responder = SlackResponder(slack.client, SlackConfig(streaming=False, edit_interval_s=0.2))
-    async with responder.view(turn_at("200.000001"), "2-0", {}, Fence()) as view:
+    async with responder.view(QueuedTurn("2-0", turn_at("200.000001")), {}, Fence()) as view:
         await view.observe(RoundStarted(1))
         await view.observe(ToolStarted(1, "c1", "calc", "{}"))
         await asyncio.sleep(0.3)  # the progress post went out, its answer never came
@@ -159,7 +159,7 @@ async def test_a_stream_an_earlier_attempt_left_open_is_ended_and_replaced(
     answer = "The answer, in full. " * 5
     fence = Fence()
     async with SlackResponder(slack.client, config).view(
-        turn_at("300.000001"), "3-0", {"first_posting": True}, fence
+        QueuedTurn("3-0", turn_at("300.000001")), {"first_posting": True}, fence
     ) as view:
         await view.observe(RoundStarted(1))
         await view.observe(TextDelta(1, answer))
@@ -176,7 +176,7 @@ async def test_a_stream_too_slow_to_take_its_text_is_not_cut(slack: Slack) -> No
     config = SlackConfig(streaming=True, stream_buffer_chars=1, edit_interval_s=0.2)
     pieces = [f"sentence {n} of the answer. " for n in range(12)]
     async with SlackResponder(slack.client, config).view(
-        turn_at("100.000001"), "4-0", {}, Fence()
+        QueuedTurn("4-0", turn_at("100.000001")), {}, Fence()
     ) as view:
         await view.observe(RoundStarted(1))
         for piece in pieces:
@@ -192,7 +192,7 @@ async def test_redis_failing_under_the_delivery_record_is_tried_again(slack: Sla
     fence = Fence()
     fence.fail_saves = 1  # the record cannot be saved before the first post
     async with SlackResponder(slack.client, SlackConfig(streaming=False)).view(
-        turn_at("100.000001"), "5-0", {}, fence
+        QueuedTurn("5-0", turn_at("100.000001")), {}, fence
     ) as view:
         with pytest.raises(DeliveryFailed, match="Redis"):
             await view.deliver(Settled("the answer", StopReason.ANSWERED))
@@ -205,7 +205,7 @@ async def test_a_progress_message_someone_deleted_does_not_fail_the_delivery(
 ) -> None:
     config = SlackConfig(streaming=False, edit_interval_s=0.2)
     async with SlackResponder(slack.client, config).view(
-        turn_at("200.000001"), "6-0", {}, Fence()
+        QueuedTurn("6-0", turn_at("200.000001")), {}, Fence()
     ) as view:
         await view.observe(RoundStarted(1))
         await view.observe(ToolStarted(1, "c1", "calc", "{}"))
@@ -272,7 +272,9 @@ async def test_the_view_never_makes_the_loop_wait_on_slack(slack: Slack) -> None
         kind=TurnKind.ASSISTANT,
         new_thread=True,
     )
-    async with SlackResponder(slack.client, SlackConfig()).view(turn, "8-0", {}, Fence()) as view:
+    async with SlackResponder(slack.client, SlackConfig()).view(
+        QueuedTurn("8-0", turn), {}, Fence()
+    ) as view:
         await view.observe(RoundStarted(1))  # returns at once
         await until(lambda: "agents.sessions.setStatus" in slack.called)
         assert slack.finished == []  # still waiting on Slack; the loop went on
@@ -301,7 +303,7 @@ async def test_every_card_a_stream_shows_is_stored_before_the_call_that_shows_it
     slack.client.api_call = checked  # type: ignore[method-assign]
     config = SlackConfig(streaming=True, stream_buffer_chars=1)
     async with SlackResponder(slack.client, config).view(
-        turn_at("100.000001"), "9-0", {}, fence
+        QueuedTurn("9-0", turn_at("100.000001")), {}, fence
     ) as view:
         await view.observe(RoundStarted(1))
         for n in range(4):

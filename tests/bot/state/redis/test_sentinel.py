@@ -12,7 +12,7 @@ import redis.asyncio
 import redis.exceptions
 
 from bot.process.state import State
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from tests.bot.check.test_check_command import check, config, environment, lines
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_sentinel import PrivateSentinel
@@ -47,7 +47,9 @@ async def test_a_state_on_a_sentinel_url_reads_and_writes_the_primary(
     await state.threads.queue.ensure_group()
     entry_id = await state.threads.queue.enqueue(message("hello", "100.1"))
     assert entry_id
-    [(read_id, turn)] = await state.threads.queue.read("w1", 10, 0)
+    [entry] = await state.threads.queue.read("w1", 10, 0)
+    assert isinstance(entry, QueuedTurn)
+    read_id, turn = entry.entry_id, entry.turn
     assert read_id == entry_id and turn is not None and turn.text == "hello"
     stream = state.keys.turns(0)
     assert await stream_ids(sentinel.primary_port, stream) == [entry_id]
@@ -61,7 +63,9 @@ async def test_a_state_follows_a_failover_without_being_rebuilt(
     await state.threads.queue.ensure_group()
     before = await state.threads.queue.enqueue(message("before", "100.1"))
     assert before
-    [(read_id, _)] = await state.threads.queue.read("w1", 10, 0)
+    [entry] = await state.threads.queue.read("w1", 10, 0)
+    assert isinstance(entry, QueuedTurn)
+    read_id = entry.entry_id
     assert read_id == before
     old_primary = sentinel.primary_port
 
@@ -75,10 +79,12 @@ async def test_a_state_follows_a_failover_without_being_rebuilt(
     assert after and after > before
     assert await stream_ids(sentinel.primary_port, stream) == [before, after]
     # The consumer group came over with the data: w1 already has the first entry.
-    [(read_id, turn)] = await state.threads.queue.read("w1", 10, 0)
+    [entry] = await state.threads.queue.read("w1", 10, 0)
+    assert isinstance(entry, QueuedTurn)
+    read_id, turn = entry.entry_id, entry.turn
     assert read_id == after and turn is not None and turn.text == "after"
     fetched = await state.threads.queue.fetch(before)
-    assert fetched is not None and fetched[1] is not None and fetched[1].text == "before"
+    assert isinstance(fetched, QueuedTurn) and fetched.turn.text == "before"
 
 
 async def test_a_write_right_after_a_failover_lands_on_the_new_primary(
@@ -108,7 +114,9 @@ async def test_a_read_in_flight_when_the_old_primary_is_demoted_is_retried_on_th
     await asyncio.to_thread(sentinel.wait_demoted)
     after = await state.threads.queue.enqueue(message("after", "100.2"))
     assert after
-    [(read_id, _)] = await reading
+    [entry] = await reading
+    assert isinstance(entry, QueuedTurn)
+    read_id = entry.entry_id
     assert read_id == after
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from bot.process.state import State
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.store.lease import Aborted
 from tests.fakes.redis_server import PrivateRedis
 from tests.waiting import until, until_true
@@ -62,7 +62,9 @@ async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
     await state.threads.queue.ensure_group()
     entry_id = await state.threads.queue.enqueue(message("long", "800.1", thread="800.1"))
     assert entry_id
-    [(_, turn)] = await state.threads.queue.read("owner", 10, 0)
+    [entry] = await state.threads.queue.read("owner", 10, 0)
+    assert isinstance(entry, QueuedTurn)
+    turn = entry.turn
     loop = asyncio.get_running_loop()
     read_at = loop.time()  # the entry has been pending at least this long
     assert turn is not None
@@ -90,7 +92,9 @@ async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
     # Handed back: claimable at once, and the lock is free.
     await lease.hand_back()
     assert not lease.valid()
-    [(claimed_id, _)] = await state.threads.queue.claim_stale("next", 1000)
+    [entry] = await state.threads.queue.claim_stale("next", 1000)
+    assert isinstance(entry, QueuedTurn)
+    claimed_id = entry.entry_id
     assert claimed_id == entry_id
     assert await state.threads.locks.try_acquire(turn.thread_key, "next") is not None
 

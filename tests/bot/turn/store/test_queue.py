@@ -9,7 +9,7 @@ import pytest
 
 from bot.process.state import State
 from bot.state.redis.errors import StateUnavailable
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
 
 
 def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Turn:
@@ -23,7 +23,7 @@ async def test_enqueue_returns_an_id_and_keeps_the_thread_order(state: State) ->
     thread = message("x", "0").thread_key
     assert await state.threads.queue.head(thread) == first
     entry = await state.threads.queue.fetch(first)
-    assert entry is not None and entry[1] is not None and entry[1].text == "one"
+    assert isinstance(entry, QueuedTurn) and entry.turn.text == "one"
 
 
 async def test_a_thread_runs_in_message_order_whatever_the_arrival_order(state: State) -> None:
@@ -72,11 +72,15 @@ async def test_enqueue_with_redis_down_is_a_typed_error(make_state: Callable[...
 async def test_read_claim_and_finish(state: State) -> None:
     await state.threads.queue.ensure_group()
     entry_id = await state.threads.queue.enqueue(message("work", "400.1"))
-    [(read_id, turn)] = await state.threads.queue.read("w1", 10, 0)
+    [entry] = await state.threads.queue.read("w1", 10, 0)
+    assert isinstance(entry, QueuedTurn)
+    read_id, turn = entry.entry_id, entry.turn
     assert read_id == entry_id and turn is not None
     assert await state.threads.queue.read("w2", 10, 0) == []
     await asyncio.sleep(0.05)
-    [(claimed_id, _)] = await state.threads.queue.claim_stale("w2", 10)
+    [entry] = await state.threads.queue.claim_stale("w2", 10)
+    assert isinstance(entry, QueuedTurn)
+    claimed_id = entry.entry_id
     assert claimed_id == entry_id
     async with state.client.pipeline(transaction=True) as pipe:
         state.threads.queue.finish(pipe, turn.thread_key, entry_id)
@@ -109,7 +113,11 @@ async def test_a_mention_joins_its_thread_in_the_same_step_as_it_is_queued(state
     )
     assert second is not None
     # The first turn is the bot's first in the thread; the second is not.
-    entries = dict(await state.threads.queue.read("w1", 10, 0))
+    entries = {
+        entry.entry_id: entry.turn
+        for entry in await state.threads.queue.read("w1", 10, 0)
+        if isinstance(entry, QueuedTurn)
+    }
     started, followed = entries[first], entries[second]
     assert started is not None and started.new_thread
     assert followed is not None and not followed.new_thread

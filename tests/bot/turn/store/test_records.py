@@ -9,8 +9,8 @@ import pytest
 
 from bot.process.state import State
 from bot.state.redis.commands import Commands
-from bot.turn.fence import DurableJournal, Durably
-from bot.turn.model import Turn
+from bot.turn.fence import DurableJournal, TurnFence
+from bot.turn.model import QueuedTurn, Turn
 from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease
 from bot.turn.store.records import IllegalMove, Stale
@@ -160,7 +160,7 @@ async def test_the_person_s_message_is_journaled_with_the_next_one_in_one_step(
     entry_id, lease = await queued(state)
     owned = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)
     await owned.begin()
-    journal = DurableJournal(owned, Durably(entry_id, lease, None))
+    journal = DurableJournal(TurnFence(QueuedTurn(entry_id, TURN), lease, owned))
     user = {"role": "user", "content": "hello"}
     call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
     await journal.record(user)
@@ -179,7 +179,7 @@ async def test_the_person_s_message_is_journaled_with_the_next_one_in_one_step(
     await again.begin()
     assert again.journaled == 2
     result = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
-    await DurableJournal(again, Durably(entry_id, lease, None)).record(result)
+    await DurableJournal(TurnFence(QueuedTurn(entry_id, TURN), lease, again)).record(result)
     assert (await again.begin()).journal == [user, call, result]  # not held: not the first
 
 
