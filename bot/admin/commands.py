@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from bot.admin.context import AdminStores, Caller, Permalink, plain_link
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
 from bot.admin.reports import AdminReports
-from bot.state.audit import AuditEntry
+from bot.state.audit import AuditEntry, AuditKind
 from permissions.config import RoleConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
@@ -87,7 +87,7 @@ class AdminCommands:
     async def _audit(self, caller: Caller, invocation: Invocation, outcome: str = "ok") -> None:
         await self.state.audit.add(
             AuditEntry(
-                kind="admin",
+                kind=AuditKind.ADMIN,
                 actor=caller.user,
                 action=invocation.name,
                 target=" ".join(invocation.args),

@@ -20,7 +20,7 @@ from bot.budget.refusal import OverBudget, Refusal
 from bot.llm.pricing import Price, cost_of
 from bot.llm.usage import Usage
 from bot.observability import metrics
-from bot.state.audit import AuditEntry, AuditLog
+from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from permissions.config import RoleConfig
 from permissions.policy import Person, Policy
 from permissions.sources import role_names
@@ -162,7 +162,7 @@ class Budgets:
             limit.metric,
         )
         entry = AuditEntry(
-            kind="budget",
+            kind=AuditKind.BUDGET,
             actor=spender.user,
             action="model call",
             target=limit.source,

@@ -24,7 +24,7 @@ from bot.llm.usage import Usage
 from bot.observability.redaction import REDACTOR
 from bot.observability.secrets import configured_secrets, named_in_file
 from bot.process.state import State, open_state
-from bot.state.audit import AuditEntry
+from bot.state.audit import AuditEntry, AuditKind
 from permissions.policy import Person, Policy
 from permissions.resolver import RoleResolver
 from permissions.validation import role_errors, unmatched_patterns
@@ -196,8 +196,8 @@ def model_sampler(
     async def count_tokens(who: Requester, usage: Usage) -> None:
         await state.shared.usage.record(who.team, who.user, usage, cost_of(usage, price), turns=0)
 
-    async def audit(**entry: Any) -> None:
-        await state.shared.audit.add(AuditEntry(**entry))
+    async def audit(*, kind: str, **entry: Any) -> None:
+        await state.shared.audit.add(AuditEntry(AuditKind(kind), **entry))
 
     async def model_for(who: Requester) -> CappableChatModel:
         person = Person(who.team, who.user, who.channel, user_team=who.user_team)

@@ -1,10 +1,12 @@
-"""The audit log: a capped stream of tool executions and admin actions (who, what, when)."""
+"""The audit log: a capped stream of who did what, and when: tool calls, admin commands,
+approvals, turns given up, refused model calls, feedback and MCP sampling."""
 
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from bot.state.redis.connection import Redis
@@ -13,9 +15,30 @@ from bot.state.redis.keys import Keys
 MAX_ENTRIES = 10_000
 
 
+class AuditKind(StrEnum):
+    """What an entry is about (its ``action`` says what happened)."""
+
+    TOOL = "tool"  # a tool call of a settled turn; action: the tool
+    ADMIN = "admin"  # an /agent subcommand; action: the subcommand
+    APPROVAL = "approval"  # a call's approval requested, decided or expired
+    TURN = "turn"  # a turn given up (dead-lettered)
+    BUDGET = "budget"  # a model call refused by a spending limit
+    FEEDBACK = "feedback"  # a click on an answer's feedback buttons
+    SAMPLING = "sampling"  # an MCP server asked the bot's model
+
+    @classmethod
+    def _missing_(cls, value: object) -> AuditKind:
+        """A kind another version wrote reads as itself (the log is shared by replicas of
+        several versions during a rolling deploy)."""
+        member = str.__new__(cls, str(value))
+        member._name_ = str(value).upper()
+        member._value_ = str(value)
+        return member
+
+
 @dataclass(frozen=True)
 class AuditEntry:
-    kind: str  # "tool" or "admin"
+    kind: AuditKind
     actor: str  # the Slack user who caused it
     action: str  # the tool's name, or the admin command ("disable", "grant", ...)
     target: str = ""  # what it acted on: a tool, a user
@@ -33,7 +56,7 @@ class AuditLog:
 
     def fields(self, entry: AuditEntry) -> dict[str, str]:
         return {
-            "kind": entry.kind,
+            "kind": entry.kind.value,
             "actor": entry.actor,
             "action": entry.action,
             "target": entry.target,
@@ -77,7 +100,7 @@ class AuditLog:
             items.sort(key=lambda item: float(item[1].get("at") or 0), reverse=True)
         return [
             AuditEntry(
-                kind=f["kind"],
+                kind=AuditKind(f["kind"]),
                 actor=f["actor"],
                 action=f["action"],
                 target=f.get("target", ""),

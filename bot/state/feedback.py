@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from redis.exceptions import WatchError
 
-from bot.state.audit import AuditEntry, AuditLog
+from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 
@@ -121,7 +121,7 @@ class FeedbackLog:
 
 def _audited(feedback: Feedback) -> AuditEntry:
     return AuditEntry(
-        kind="feedback",
+        kind=AuditKind.FEEDBACK,
         actor=feedback.user,
         action=feedback.verdict,
         target=feedback.turn,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.state.audit import AuditEntry, AuditLog
+from bot.state.audit import AuditLog
 from bot.turn.model import QueuedTurn
-from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, as_fields
+from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, audited
 from tools.approval import Approved, Refused, Verdict
 from tools.call_context import current_call
 from tools.definition import Tool
@@ -77,20 +77,7 @@ class TurnApprover:
         return Refused(refusal(request, self.timeout_s))
 
     async def _audit(self, request: ApprovalRequest, action: str, outcome: str) -> None:
-        await self.audit.add(
-            AuditEntry(
-                kind="approval",
-                actor=self.turn.user,
-                action=action,
-                target=request.tool,
-                outcome=outcome,
-                detail={
-                    **as_fields(request),
-                    "channel": self.turn.channel,
-                    "thread": self.turn.thread_ts,
-                },
-            )
-        )
+        await self.audit.add(audited(request, action, outcome))
 
 
 def _arguments(arguments: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from bot.agent.journal import resume_from
 from bot.agent.messages import user_message
 from bot.agent.result import TurnResult
-from bot.state.audit import AuditEntry
+from bot.state.audit import AuditEntry, AuditKind
 from bot.state.redis.commands import Commands
 from bot.turn.model import QueuedTurn
 from bot.turn.store.notices import Notice
@@ -35,7 +35,7 @@ def settle_effects(stores: TurnStores, queued: QueuedTurn, result: TurnResult) -
         stores.audit.add_to(
             commands,
             AuditEntry(
-                kind="tool",
+                kind=AuditKind.TOOL,
                 actor=turn.user,
                 action=execution.name,
                 outcome="ok" if execution.ok else str(execution.error),
@@ -112,7 +112,7 @@ def dead_letter_effects(
     stores.audit.add_to(
         commands,
         AuditEntry(
-            kind="turn",
+            kind=AuditKind.TURN,
             actor=turn.user,
             action="dead_letter",
             outcome=reason,

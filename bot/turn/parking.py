@@ -17,15 +17,14 @@ import logging
 import time
 
 from bot.agent.result import TurnResult
-from bot.state.audit import AuditEntry
 from bot.state.redis.commands import Commands
 from bot.turn import effects
 from bot.turn.fence import TurnFence
-from bot.turn.model import QueuedTurn, Turn
+from bot.turn.model import QueuedTurn
 from bot.turn.ports import TurnView
 from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
-from bot.turn.store.approvals import ApprovalRequest, as_fields, decided_any
+from bot.turn.store.approvals import audited, decided_any
 from bot.turn.store.records import TurnRecord
 from bot.turn.store.stores import TurnStores
 
@@ -74,7 +73,9 @@ async def unpark(
     for request in requests:
         if request.id in expired:
             stores.audit.add_to(
-                commands, expiry(turn, request), stores.queue.shards.of(turn.thread_key)
+                commands,
+                audited(request, "approval_expired", "expired"),
+                stores.queue.shards.of(turn.thread_key),
             )
     await fence.move(TurnState.RUNNING, {"parked": ""}, commands)
     return True
@@ -88,14 +89,3 @@ async def still_waiting(stores: TurnStores, entry_id: str) -> bool:
         return False
     requests = await stores.approvals.of_turn(entry_id, record.parked)
     return all(r.open and not r.due for r in requests) and bool(requests)
-
-
-def expiry(turn: Turn, request: ApprovalRequest) -> AuditEntry:
-    return AuditEntry(
-        kind="approval",
-        actor=turn.user,
-        action="approval_expired",
-        target=request.tool,
-        outcome="expired",
-        detail={**as_fields(request), "channel": turn.channel, "thread": turn.thread_ts},
-    )

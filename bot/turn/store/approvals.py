@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from bot.state.audit import AuditEntry, AuditKind
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 from bot.turn.model import QueuedTurn
@@ -250,3 +251,23 @@ def decided_any(requests: Iterable[ApprovalRequest]) -> bool:
 def as_fields(request: ApprovalRequest) -> dict[str, Any]:
     """For logs and audit entries: the request without its arguments."""
     return {"tool": request.tool, "call": request.call_id, "turn": request.entry}
+
+
+def audited(
+    request: ApprovalRequest, action: str, outcome: str, actor: str = "", **extra: str
+) -> AuditEntry:
+    """The audit entry of what happened to ``request`` (requested, approved, denied,
+    expired), by ``actor`` (the person who asked, unless another is named)."""
+    return AuditEntry(
+        kind=AuditKind.APPROVAL,
+        actor=actor or request.user,
+        action=action,
+        target=request.tool,
+        outcome=outcome,
+        detail={
+            **as_fields(request),
+            **extra,
+            "channel": request.channel,
+            "thread": request.thread_ts,
+        },
+    )

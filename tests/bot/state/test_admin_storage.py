@@ -6,7 +6,7 @@ from datetime import date
 
 from bot.llm.usage import Usage
 from bot.process.state import State
-from bot.state.audit import AuditEntry
+from bot.state.audit import AuditEntry, AuditKind
 from bot.state.usage import UsageTotals
 from tests.fakes.round_trips import counting_round_trips
 
@@ -58,9 +58,13 @@ async def test_usage_per_user_per_day(state: State) -> None:
 
 
 async def test_audit_log(state: State) -> None:
-    await state.shared.audit.add(AuditEntry("admin", "U0ADMIN", "disable", target="calculate"))
     await state.shared.audit.add(
-        AuditEntry("tool", "U1", "calculate", outcome="ok", detail={"arguments": '{"x": 1}'})
+        AuditEntry(AuditKind.ADMIN, "U0ADMIN", "disable", target="calculate")
+    )
+    await state.shared.audit.add(
+        AuditEntry(
+            AuditKind.TOOL, "U1", "calculate", outcome="ok", detail={"arguments": '{"x": 1}'}
+        )
     )
     latest = await state.shared.audit.latest(10)
     assert [(e.kind, e.actor, e.action) for e in latest] == [
@@ -77,7 +81,7 @@ async def test_audit_is_capped(state: State) -> None:
 
     small = AuditLog(state.client, state.keys, max_entries=10)
     for n in range(300):
-        await small.add(AuditEntry("tool", "U1", f"t{n}"))
+        await small.add(AuditEntry(AuditKind.TOOL, "U1", f"t{n}"))
     # Approximate trimming keeps a little more than the cap, never unbounded growth.
     assert await state.client.xlen(state.keys.audit(0)) < 200
     assert (await small.latest(1))[0].action == "t299"

@@ -32,7 +32,7 @@ from bot.slack.calls import safe_call
 from bot.slack.inbound.after_ack import AfterAck
 from bot.slack.outbound.approvals import refresh
 from bot.state.audit import AuditEntry, AuditLog
-from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, as_fields
+from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, audited
 from permissions.approval import ApprovalConfig, may_decide
 from permissions.policy import Person, Policy
 from permissions.sources import role_names
@@ -127,19 +127,14 @@ def _already(request: ApprovalRequest, state: ApprovalState | None) -> str:
 
 def _entry(request: ApprovalRequest, clicker: str) -> AuditEntry:
     approved = request.state is ApprovalState.APPROVED
-    return AuditEntry(
-        kind="approval",
-        actor=clicker,
-        action="approval_approved" if approved else "approval_denied",
-        target=request.tool,
-        outcome=request.state.value,
-        detail={
-            **as_fields(request),
-            "requester": request.user,
-            "reason": request.reason,
-            "channel": request.channel,
-            "thread": request.thread_ts,
-        },
+    action = "approval_approved" if approved else "approval_denied"
+    return audited(
+        request,
+        action,
+        request.state.value,
+        clicker,
+        requester=request.user,
+        reason=request.reason,
     )
 
 
