@@ -20,6 +20,7 @@ from bot.state.usage import UsageCounters
 from bot.turn.store.agent_pane import AgentPaneThreads
 from bot.turn.store.approvals import Approvals
 from bot.turn.store.asides import ThreadAsides
+from bot.turn.store.dead_letters import DeadLetters
 from bot.turn.store.elicitations import Elicitations
 from bot.turn.store.history import RedisHistory
 from bot.turn.store.lease import ThreadLocks
@@ -72,6 +73,7 @@ def thread_stores(client: Redis, keys: Keys, config: AppConfig) -> ThreadStores:
         ),
         locks=ThreadLocks(client, keys, config.queue.lock_ttl_s),
         records=TurnRecords(client, keys),
+        dead_letters=DeadLetters(client, keys),
         notices=Notices(client, keys),
         history=RedisHistory(
             client,

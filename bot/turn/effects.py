@@ -20,8 +20,8 @@ from bot.state.audit import AuditEntry, AuditKind
 from bot.state.redis.commands import Commands
 from bot.turn.model import QueuedTurn
 from bot.turn.store.notices import Notice
-from bot.turn.store.records import TurnRecord
 from bot.turn.store.stores import TurnStores
+from bot.turn.store.turn_record import TurnRecord
 
 ARGUMENTS_IN_AUDIT = 500  # characters of a call's arguments kept in its audit entry
 
@@ -86,7 +86,7 @@ def dead_letter_effects(
     nothing to say, only what the turn left open in Slack to tidy), an audit entry."""
     turn, entry_id = queued.turn, queued.entry_id
     commands = Commands()
-    stores.queue.dead_letter(commands, queued, reason)
+    stores.dead_letters.add_to(commands, queued, reason)
     messages = record.messages or resume_from(record.journal).messages
     stores.history.append_to(
         commands,

@@ -30,7 +30,8 @@ from bot.turn.ports import DeliveryRecord
 from bot.turn.states import TurnState
 from bot.turn.store.lease import Aborted, ThreadLease
 from bot.turn.store.queue import QueueLook
-from bot.turn.store.records import FINISHED_KEEP_S, Looked, OwnedTurn, Stale, TurnRecord
+from bot.turn.store.records import FINISHED_KEEP_S, Looked, OwnedTurn, Stale
+from bot.turn.store.turn_record import TurnRecord
 
 log = logging.getLogger(__name__)
 

@@ -44,8 +44,9 @@ from bot.turn.retry import GaveUp, SlackRetries
 from bot.turn.states import TERMINAL, TurnState, settled_state
 from bot.turn.store.lease import Aborted, ThreadLease
 from bot.turn.store.queue import QueueLook
-from bot.turn.store.records import Looked, TurnRecord
+from bot.turn.store.records import Looked
 from bot.turn.store.stores import TurnStores
+from bot.turn.store.turn_record import TurnRecord
 from permissions.withholding import requester_scope
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from bot.turn.ports import TurnView
 from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import audited, decided_any
-from bot.turn.store.records import TurnRecord
 from bot.turn.store.stores import TurnStores
+from bot.turn.store.turn_record import TurnRecord
 
 log = logging.getLogger(__name__)
 

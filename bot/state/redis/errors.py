@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeVar
+
 import redis.exceptions
+
+T = TypeVar("T")
 
 # What a Redis outage looks like from redis-py: refused or dropped connections, timeouts;
 # in a cluster also a cluster that cannot be reached, is down, or serves a slot nowhere or
@@ -26,3 +31,11 @@ REDIS_RETRYABLE: tuple[type[BaseException], ...] = (*REDIS_DOWN, redis.exception
 
 class StateUnavailable(Exception):
     """Redis cannot be reached. The Slack layer refuses the ack so Slack redelivers."""
+
+
+async def guarded(awaitable: Awaitable[T]) -> T:
+    """Await a Redis call; an outage becomes :class:`StateUnavailable`."""
+    try:
+        return await awaitable
+    except REDIS_DOWN as exc:
+        raise StateUnavailable(f"Redis is unreachable: {type(exc).__name__}") from exc

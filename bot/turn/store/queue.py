@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
 from bot.state.redis.commands import Commands
 from bot.state.redis.connection import Redis
-from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
+from bot.state.redis.errors import guarded
 from bot.state.redis.keys import Keys
 from bot.state.redis.script_batch import ScriptBatch
 from bot.state.redis.thread_key import ThreadKey
@@ -31,7 +30,6 @@ from bot.turn.model import Entry, QueuedTurn, Turn, Unreadable
 from bot.turn.store.shard_readers import ShardReaders
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # KEYS: seen-event, seen-message, stream, thread queue[, the thread's joined mark]
 # ARGV: dedup ttl, turn json, stream max length, check event (1/0), check message (1/0),
@@ -192,14 +190,26 @@ class TurnQueue:
 
     async def read_shard(self, shard: int, consumer: str, count: int, block_ms: int) -> list[Entry]:
         """New entries of one shard's stream for this consumer."""
-        try:
-            reply = await self.client.xreadgroup(
+        reply = await self._unless_no_group(
+            self.client.xreadgroup(
                 self.keys.workers,
                 consumer,
                 {self.keys.turns(shard): ">"},
                 count=count,
                 block=block_ms if block_ms > 0 else None,  # BLOCK 0 would wait forever
             )
+        )
+        return [
+            _entry(self.shards.qualify(shard, entry_id), fields)
+            for _, items in reply or ()
+            for entry_id, fields in items
+        ]
+
+    async def _unless_no_group(self, call: Awaitable[Any]) -> Any:
+        """A read of the streams; None when the consumer group is gone (Redis lost its data):
+        the group is made again and the next read finds the stream."""
+        try:
+            return await call
         except redis.exceptions.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
@@ -208,12 +218,7 @@ class TurnQueue:
                 "recreating it"
             )
             await self.ensure_group()
-            return []
-        return [
-            _entry(self.shards.qualify(shard, entry_id), fields)
-            for _, items in reply or ()
-            for entry_id, fields in items
-        ]
+            return None
 
     async def stop_reading(self) -> None:
         """Stop the shard readers (several shards only); what they read and nobody took is
@@ -233,19 +238,12 @@ class TurnQueue:
     async def _claim_shard(
         self, shard: int, consumer: str, min_idle_ms: int, count: int
     ) -> list[Entry]:
-        stream = self.keys.turns(shard)
-        try:
-            reply = await self.client.xautoclaim(
-                stream, self.keys.workers, consumer, min_idle_ms, "0-0", count=count
+        reply = await self._unless_no_group(
+            self.client.xautoclaim(
+                self.keys.turns(shard), self.keys.workers, consumer, min_idle_ms, "0-0", count=count
             )
-        except redis.exceptions.ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
-            log.warning(
-                "the turn queue's consumer group is gone (did Redis restart without its data?); "
-                "recreating it"
-            )
-            await self.ensure_group()
+        )
+        if not reply:
             return []
         return [
             _entry(self.shards.qualify(shard, entry_id), fields)
@@ -304,29 +302,6 @@ class TurnQueue:
         commands.xack(stream, self.keys.workers, bare)
         commands.xdel(stream, bare)
 
-    def dead_letter(self, commands: Commands | Any, entry: Entry, reason: str) -> None:
-        commands.xadd(
-            self.keys.dead_turns(self.shards.of_id(entry.entry_id)),
-            {
-                "entry_id": entry.entry_id,
-                "turn": entry.turn.to_json() if isinstance(entry, QueuedTurn) else "",
-                "reason": reason,
-                "at": str(time.time()),
-            },
-            maxlen=10_000,
-            approximate=True,
-        )
-
-    async def dead_letters(self, count: int = 100) -> list[dict[str, Any]]:
-        """The latest ``count`` dead letters of every shard, newest first."""
-        async with self.client.pipeline(transaction=False) as pipe:
-            for shard in self.shards.all():
-                pipe.xrevrange(self.keys.dead_turns(shard), count=count)
-            replies = await pipe.execute()
-        letters = [dict(fields) for items in replies for _, fields in items]
-        letters.sort(key=lambda letter: float(letter.get("at") or 0), reverse=True)
-        return letters[:count]
-
     async def depth(self) -> tuple[int, float]:
         """How many turns are accepted and not finished (queued or running: a finished
         turn's entry is deleted), and the age in seconds of the oldest (0 when none), by
@@ -366,11 +341,3 @@ def _entry(entry_id: str, fields: dict[str, str]) -> Entry:
     except (KeyError, ValueError, TypeError):
         log.error("turn %s has an unreadable payload", entry_id)
         return Unreadable(entry_id)
-
-
-async def guarded(awaitable: Awaitable[T]) -> T:
-    """Await a Redis call; an outage becomes :class:`StateUnavailable`."""
-    try:
-        return await awaitable
-    except REDIS_DOWN as exc:
-        raise StateUnavailable(f"Redis is unreachable: {type(exc).__name__}") from exc

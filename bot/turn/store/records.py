@@ -1,9 +1,8 @@
 """Each turn's durable record in Redis, written only by the owner of its thread's lock.
 
-The record is a hash: the state (:mod:`bot.turn.states`), the round, the attempts, what
-to show the person once the loop has ended, the messages to store in history, and the Slack
-delivery record. Beside it: the journal (the running turn's messages, saved one by one) and
-the set of tool calls already run again after a crash.
+The record is a hash (what it holds: ``turn_record.py``); beside it, the journal (the
+running turn's messages, saved one by one) and the set of tool calls already run again
+after a crash.
 
 Every write goes through one Lua script that first checks that the thread's lock still holds
 the owner's token. A worker that lost its lock (it stalled, Redis dropped it, another worker
@@ -18,11 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.agent.result import StopReason
 from bot.state.redis.commands import Commands
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
@@ -30,8 +28,8 @@ from bot.state.redis.thread_key import ThreadKey
 from bot.turn.states import TurnState, sources
 from bot.turn.store.history import APPEND_FUNCTION
 from bot.turn.store.queue import HEAD_FUNCTION, Head, QueueLook
+from bot.turn.store.turn_record import Message, TurnRecord
 
-Message = dict[str, Any]
 KEEP_S = 7 * 24 * 3600  # a record outlives any retry of its turn
 FINISHED_KEEP_S = 3600  # a finished turn's bare record, so a repeated last move is a no-op
 
@@ -149,51 +147,6 @@ class Stale(Exception):
 
 class IllegalMove(Exception):
     """A move the state machine does not allow from the turn's current state."""
-
-
-@dataclass(frozen=True)
-class TurnRecord:
-    state: TurnState
-    attempts: int = 0
-    round: int = 0
-    text: str = ""  # what to show the person, once settled
-    outcome: StopReason | None = None  # how the loop ended, once settled
-    messages: list[Message] = field(default_factory=list)  # the turn, for history
-    delivery: dict[str, Any] = field(default_factory=dict)  # the Slack delivery record
-    delivering_since: float | None = None  # when the first delivery attempt began
-    journal: list[Message] = field(default_factory=list)
-    reruns: frozenset[str] = frozenset()
-    parked: list[str] = field(default_factory=list)  # awaiting approval: the calls waiting
-    # The thread's stored history as begin read it (a running turn), else None
-    history: list[str] | None = None
-
-    @property
-    def reason(self) -> StopReason:
-        """How the loop ended (a settled turn); a record written without it counts as
-        answered."""
-        return self.outcome or StopReason.ANSWERED
-
-    @classmethod
-    def parse(
-        cls,
-        data: Mapping[str, str],
-        journal: Iterable[str] = (),
-        reruns: Iterable[str] = (),
-    ) -> TurnRecord:
-        since = data.get("delivering_since")
-        return cls(
-            state=TurnState(data.get("state", TurnState.QUEUED)),
-            attempts=int(data.get("attempts", 0)),
-            round=int(data.get("round", 0)),
-            text=data.get("text", ""),
-            outcome=StopReason(data["outcome"]) if data.get("outcome") else None,
-            messages=json.loads(data["messages"]) if data.get("messages") else [],
-            delivery=json.loads(data["delivery"]) if data.get("delivery") else {},
-            delivering_since=float(since) if since else None,
-            journal=[json.loads(item) for item in journal],
-            reruns=frozenset(reruns),
-            parked=json.loads(data["parked"]) if data.get("parked") else [],
-        )
 
 
 def _flat_pairs(flat: list[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ from bot.state.usage import UsageCounters
 from bot.turn.store.agent_pane import AgentPaneThreads
 from bot.turn.store.approvals import Approvals
 from bot.turn.store.asides import ThreadAsides
+from bot.turn.store.dead_letters import DeadLetters
 from bot.turn.store.elicitations import Elicitations
 from bot.turn.store.history import RedisHistory
 from bot.turn.store.lease import ThreadLocks
@@ -27,6 +28,7 @@ class ThreadStores:
     queue: TurnQueue
     locks: ThreadLocks
     records: TurnRecords
+    dead_letters: DeadLetters
     notices: Notices
     history: RedisHistory
     participation: ThreadParticipation  # the threads the bot is in
@@ -43,6 +45,7 @@ class TurnStores:
 
     records: TurnRecords
     queue: TurnQueue
+    dead_letters: DeadLetters
     history: RedisHistory
     audit: AuditLog
     usage: UsageCounters
@@ -54,6 +57,7 @@ class TurnStores:
         return cls(
             records=threads.records,
             queue=threads.queue,
+            dead_letters=threads.dead_letters,
             history=threads.history,
             audit=audit,
             usage=usage,

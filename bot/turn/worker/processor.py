@@ -157,7 +157,7 @@ class ThreadProcessor:
         metrics.safely(metrics.DEAD_LETTERS.labels(reason="unreadable").inc)
         queue = self.stores.queue
         commands = Commands()
-        queue.dead_letter(commands, entry, "unreadable")
+        self.stores.dead_letters.add_to(commands, entry, "unreadable")
         async with queue.client.pipeline(transaction=True) as pipe:
             for command in commands.items:
                 pipe.execute_command(*command)

@@ -483,7 +483,7 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
         assert not message.open_tasks, message
     processing = [k for k, statuses in world.slack.sessions.items() if statuses[-1] == "processing"]
     assert not processing, f"agent sessions left processing: {processing}"
-    assert await state.threads.queue.dead_letters() == []
+    assert await state.threads.dead_letters.latest() == []
     for thread, labels in sent.items():
         channel = f"C{thread}"
         answers: list[tuple[float, str]] = []

@@ -93,10 +93,10 @@ async def test_a_channel_slack_refuses_for_good_is_not_retried(slack_app: SlackH
     state = slack_app.services.state
 
     async def dead_lettered() -> bool:
-        return bool(await state.threads.queue.dead_letters())
+        return bool(await state.threads.dead_letters.latest())
 
     await until_true(dead_lettered)
-    [dead] = await state.threads.queue.dead_letters()
+    [dead] = await state.threads.dead_letters.latest()
     assert dead["reason"] == "undeliverable: channel_not_found"
     assert await state.threads.queue.pending_count() == 0
 

@@ -145,7 +145,7 @@ async def test_slack_refusing_for_too_long_dead_letters_the_turn(state: State) -
     assert notice.text == NOT_DELIVERED and notice.message_ts == "4.0"
     # The answer was worked out once; only delivery was retried.
     assert len(timeline) == 2
-    [dead] = await state.threads.queue.dead_letters()
+    [dead] = await state.threads.dead_letters.latest()
     assert Turn.from_json(dead["turn"]).text == "doomed"
     assert dead["reason"] == "Slack refused the answer"
     # The thread went on, and the model was not shown the answer nobody saw as its own.
@@ -173,7 +173,7 @@ async def test_a_turn_that_keeps_failing_is_dead_lettered_after_its_attempts(
         await until(lambda: len(responder.gave_up) == 1)
     assert responder.gave_up[0].text == GAVE_UP
     assert len(timeline) == 1  # answered once; the later attempts only tried to deliver
-    [dead] = await state.threads.queue.dead_letters()
+    [dead] = await state.threads.dead_letters.latest()
     assert dead["reason"] == "failed 3 attempts"
     assert await state.threads.queue.pending_count() == 0
     assert await state.threads.queue.head(turn_in("G", "", "").thread_key) is None
