@@ -4,6 +4,7 @@ import compileall
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from bot.llm.client import OpenAIChatModel
 from bot.process.state import State, open_state
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.mcp_servers import HttpMcpServer
+from tests.fakes.redis_cluster import PrivateRedisCluster
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import SlackHarness
 from tests.fakes.slack_server import FakeSlack
@@ -85,6 +87,65 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+CLUSTER = {"cluster": True, "shards": 16}  # the config's redis section on a Redis Cluster
+REDIS_KINDS = ("redis", "cluster")
+
+
+@pytest.hookimpl(trylast=True)  # after the parametrize marks: test_x[grant-cluster]
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``cluster`` runs twice, on the shared single Redis (``[redis]``) and on
+    this worker's private Redis Cluster (``[cluster]``); one marked ``cluster(only=True)``
+    runs on the cluster alone. The ``redis_kind`` fixture says which, and ``make_state``,
+    ``state`` and ``slack_app`` (and whatever builds on them) follow it, so a scenario
+    written for a single Redis runs unchanged on the cluster: any step that touched keys
+    of two slots fails there with Redis's CROSSSLOT error."""
+    marker = metafunc.definition.get_closest_marker("cluster")
+    if marker is None:
+        return
+    kinds = ["cluster"] if marker.kwargs.get("only") else list(REDIS_KINDS)
+    metafunc.parametrize("redis_kind", kinds, ids=kinds)
+
+
+@pytest.fixture(autouse=True)
+def redis_kind() -> str:
+    """Which Redis this test's ``make_state``, ``state`` and ``slack_app`` are on:
+    ``"redis"``, unless the test is marked ``cluster`` (pytest_generate_tests parametrizes
+    this fixture). Autouse, so a marked test that asks for none of them (a property test
+    that never touches Redis) can still be parametrized."""
+    return "redis"
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[PrivateRedisCluster]:
+    """A private Redis Cluster of three primaries (``redis.cluster: true``, its URL naming one
+    node), started for the first test of this worker that needs it (it starts in about 2 s)
+    and shared by the rest."""
+    with PrivateRedisCluster() as cluster:
+        yield cluster
+
+
+@dataclass(frozen=True)
+class RedisUnderTest:
+    """Where this test's app and states keep their keys: a URL and more of the config's
+    ``redis`` section (``cluster: true`` on the cluster)."""
+
+    url: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cluster(self) -> bool:
+        return bool(self.settings.get("cluster"))
+
+
+@pytest.fixture
+def redis_under_test(redis_kind: str, request: pytest.FixtureRequest) -> RedisUnderTest:
+    """The shared test Redis, or this worker's Redis Cluster for a test run on the cluster
+    (started only then; a module may override ``redis_cluster`` with a cluster of its own)."""
+    if redis_kind == "cluster":
+        cluster: PrivateRedisCluster = request.getfixturevalue("redis_cluster")
+        return RedisUnderTest(cluster.url, CLUSTER)
+    assert redis_kind == "redis", redis_kind
+    return RedisUnderTest(REDIS_URL)
 
 
 def config_with_prefix(prefix: str, **sections: Any) -> AppConfig:
@@ -99,23 +160,32 @@ def key_prefix() -> str:
 
 
 @pytest.fixture
-async def make_state(key_prefix: str) -> AsyncIterator[Callable[..., State]]:
-    """States on the shared test Redis, under this test's own prefix; cleaned up after."""
+async def make_state(
+    key_prefix: str, redis_under_test: RedisUnderTest
+) -> AsyncIterator[Callable[..., State]]:
+    """States on the test's Redis (``redis_under_test``), under this test's own prefix;
+    cleaned up after (on the cluster, which is private, nothing to clean up but the
+    connections)."""
     made: list[State] = []
+    redis = redis_under_test
 
-    def make(url: str | None = REDIS_URL, **sections: Any) -> State:
+    def make(url: str | None = redis.url, **sections: Any) -> State:
+        if redis.cluster:
+            settings = {"key_prefix": key_prefix, **redis.settings, **sections.pop("redis", {})}
+            sections["redis"] = settings
         state = open_state(url, config_with_prefix(key_prefix, **sections))
         made.append(state)
         return state
 
     yield make
     for state in made:
-        try:
-            keys = [key async for key in state.client.scan_iter(match=f"{key_prefix}*")]
-            if keys:
-                await state.client.delete(*keys)
-        except Exception:  # a test's private server may be gone already
-            pass
+        if not redis.cluster:
+            try:
+                keys = [key async for key in state.client.scan_iter(match=f"{key_prefix}*")]
+                if keys:
+                    await state.client.delete(*keys)
+            except Exception:  # a test's private server may be gone already
+                pass
         await state.aclose()
 
 
@@ -155,10 +225,16 @@ async def slack_app(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     make_state: Callable[..., State],
+    redis_under_test: RedisUnderTest,
 ) -> AsyncIterator[SlackHarness]:
-    """The app, not yet started: call ``await slack_app.start(**config)``."""
-    make_state()  # so this test's keys are cleaned up afterwards
-    harness = SlackHarness(fake_slack, fake_llm, REDIS_URL, key_prefix, tmp_path, monkeypatch)
+    """The app on the test's Redis (``redis_under_test``), not yet started: call
+    ``await slack_app.start(**config)``."""
+    redis = redis_under_test
+    if not redis.cluster:
+        make_state()  # so this test's keys are cleaned up afterwards
+    harness = SlackHarness(
+        fake_slack, fake_llm, redis.url, key_prefix, tmp_path, monkeypatch, redis.settings
+    )
     try:
         yield harness
     finally:

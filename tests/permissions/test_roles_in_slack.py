@@ -64,6 +64,7 @@ async def whoami(app: SlackHarness, user: str) -> str:
     return str((await app.command("whoami", user=user))["text"])
 
 
+@pytest.mark.cluster
 async def test_each_source_of_roles(app: SlackHarness) -> None:
     assert "• *admin* — listed in the config" in await whoami(app, "U0ADMIN")
     ops = await whoami(app, "U0OPS")
@@ -80,6 +81,7 @@ async def test_each_source_of_roles(app: SlackHarness) -> None:
     assert "• *member* — default role" in await whoami(app, "U0ALICE")
 
 
+@pytest.mark.cluster
 async def test_the_union_of_roles_and_deny_winning(app: SlackHarness) -> None:
     # U0OPS is an admin ("*") and warehouse staff ("!search_payroll"): the deny wins.
     tools = (await app.command("tools", user="U0OPS"))["text"]
@@ -88,6 +90,7 @@ async def test_the_union_of_roles_and_deny_winning(app: SlackHarness) -> None:
     assert "`search_payroll`" in (await app.command("tools", user="U0ADMIN"))["text"]
 
 
+@pytest.mark.cluster
 async def test_the_default_role_when_slack_cannot_be_asked(app: SlackHarness) -> None:
     app.slack.fail("users.info", "internal_error", times=3)
     reply = await whoami(app, "U0OWNER")
@@ -95,6 +98,7 @@ async def test_the_default_role_when_slack_cannot_be_asked(app: SlackHarness) ->
     assert "admin" not in reply.split("Your tools")[0]
 
 
+@pytest.mark.cluster
 async def test_offered_tools_differ_by_role(app: SlackHarness) -> None:
     app.llm.add(text("a"), text("b"), text("c"))
     for user, ts in (
@@ -116,6 +120,7 @@ async def test_offered_tools_differ_by_role(app: SlackHarness) -> None:
     assert app.llm.offered_tools(2) == ["get_time", "calculate"]
 
 
+@pytest.mark.cluster
 async def test_channel_limits(app: SlackHarness) -> None:
     app.llm.add(text("a"), text("b"))
     await app.post(app.envelope(mention("hi", "203.000001", channel="C0RANDOM")))
@@ -126,6 +131,7 @@ async def test_channel_limits(app: SlackHarness) -> None:
     assert app.llm.offered_tools(1) == ["get_time", "calculate"]
 
 
+@pytest.mark.cluster
 async def test_a_forged_call_to_a_tool_not_allowed_is_refused_and_audited(
     app: SlackHarness,
 ) -> None:
@@ -142,6 +148,7 @@ async def test_a_forged_call_to_a_tool_not_allowed_is_refused_and_audited(
     assert "<@U0CLERK> tool `create_new_intent` → ToolNotAllowed" in audit
 
 
+@pytest.mark.cluster
 async def test_an_admin_switch_is_seen_at_once_by_another_instance(
     slack_app: SlackHarness,
     fake_slack: FakeSlack,
@@ -203,6 +210,7 @@ async def refusal_after_a_change(
     return refusal
 
 
+@pytest.mark.cluster
 async def test_a_tool_switched_off_after_it_was_offered_is_refused_at_the_call(
     app: SlackHarness,
 ) -> None:
@@ -215,6 +223,7 @@ async def test_a_tool_switched_off_after_it_was_offered_is_refused_at_the_call(
     assert "An admin has switched it off." in refusal["message"]
 
 
+@pytest.mark.cluster
 async def test_a_role_revoked_after_its_tool_was_offered_is_refused_at_the_call(
     app: SlackHarness,
 ) -> None:
@@ -253,6 +262,7 @@ async def test_a_call_asks_redis_once_for_roles_and_switches(slack_app: SlackHar
     assert (listing.sent, call.sent, asked.sent) == (1, 1, 2)
 
 
+@pytest.mark.cluster
 async def test_a_non_admin_is_refused_politely(app: SlackHarness) -> None:
     reply = (await app.command("disable calculate", user="U0ALICE"))["text"]
     assert reply == (
@@ -264,6 +274,7 @@ async def test_a_non_admin_is_refused_politely(app: SlackHarness) -> None:
     assert "<@U0ALICE> admin `disable` `calculate` → refused" in audit
 
 
+@pytest.mark.cluster
 async def test_an_owner_of_another_workspace_is_no_admin_here(app: SlackHarness) -> None:
     """Slack Connect: a shared channel's command carries the caller's own workspace; their
     admin status there gives nothing here."""
@@ -278,6 +289,7 @@ async def test_an_owner_of_another_workspace_is_no_admin_here(app: SlackHarness)
     assert "• *member* — default role" in await whoami(app, "U0PARTNER")
 
 
+@pytest.mark.cluster
 async def test_typos_get_suggestions(app: SlackHarness) -> None:
     assert (
         "Did you mean `/agent disable`?" in (await app.command("disabel x", user="U0ADMIN"))["text"]
@@ -293,6 +305,7 @@ async def test_typos_get_suggestions(app: SlackHarness) -> None:
     )
 
 
+@pytest.mark.cluster
 async def test_admin_actions_are_audited_and_roles_listed(app: SlackHarness) -> None:
     await app.command("disable search_payroll", user="U0ADMIN")
     await app.command("grant <@U0ALICE> warehouse_staff", user="U0ADMIN")
@@ -306,6 +319,7 @@ async def test_admin_actions_are_audited_and_roles_listed(app: SlackHarness) -> 
     assert "• <@U0ALICE> — *warehouse_staff* (by <@U0ADMIN>" in roles
 
 
+@pytest.mark.cluster
 async def test_usage_after_a_turn(app: SlackHarness) -> None:
     app.llm.add(text("done", usage=(1000, 200)))
     await app.post(app.envelope(mention("hi", "208.000001", user="U0ALICE")))
@@ -320,6 +334,7 @@ async def test_usage_after_a_turn(app: SlackHarness) -> None:
     assert "• <@U0ALICE> — 1 turns" in everyone
 
 
+@pytest.mark.cluster
 async def test_the_home_tab_shows_roles_and_tools(app: SlackHarness) -> None:
     opened = {
         "type": "app_home_opened",
@@ -336,6 +351,7 @@ async def test_the_home_tab_shows_roles_and_tools(app: SlackHarness) -> None:
     assert "`search_materials`" in view and "`create_new_intent`" not in view
 
 
+@pytest.mark.cluster
 async def test_the_warehouse_example(app: SlackHarness) -> None:
     app.llm.add(
         calls(("search_materials", {"query": "flour"}, "s1")),
@@ -357,6 +373,7 @@ async def test_the_warehouse_example(app: SlackHarness) -> None:
     assert warehouse_tools.RUNS == ["search_materials", "create_new_intent"]
 
 
+@pytest.mark.cluster
 async def test_a_usual_turn_asks_slack_nothing_about_roles(app: SlackHarness) -> None:
     app.llm.add(text("one"), text("two"))
     await app.post(app.envelope(mention("first", "212.000001", user="U0OPS")))

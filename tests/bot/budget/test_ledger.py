@@ -8,9 +8,13 @@ import time
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from bot.budget.clock import budget_day
 from bot.budget.ledger import Check, Reached, Spend
 from bot.process.state import State
+
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 DAY = budget_day(datetime.now(UTC), ZoneInfo("UTC"))
 ALICE, WORKSPACE = "user:U0ALICE", "workspace"

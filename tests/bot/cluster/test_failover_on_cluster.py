@@ -23,8 +23,8 @@ REDELIVER_FOR_S = 30.0  # Slack retries a refused event for longer than this
 
 @pytest.fixture
 def redis_cluster() -> Iterator[PrivateRedisCluster]:
-    """This test's own cluster (conftest's ``slack_app`` runs on it): three primaries, each
-    with a replica to take over."""
+    """This test's own cluster (``slack_app`` runs on it: tests/conftest.py's
+    ``redis_under_test``): three primaries, each with a replica to take over."""
     with PrivateRedisCluster(primaries=3, replicas=1) as cluster:
         yield cluster
 
@@ -55,6 +55,7 @@ def answers(app: SlackHarness, thread: str) -> list[str]:
 
 
 @pytest.mark.faults
+@pytest.mark.cluster(only=True)  # slack_app on this module's redis_cluster
 async def test_a_primary_killed_mid_conversation_loses_no_message(
     slack_app: SlackHarness, fake_llm: FakeLLM, redis_cluster: PrivateRedisCluster
 ) -> None:

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from bot.process.state import State
-from tests.conftest import REDIS_URL
+from tests.conftest import REDIS_URL, RedisUnderTest
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
@@ -180,9 +180,11 @@ def launch(
     fake_llm: FakeLLM,
     tmp_path: Path,
     key_prefix: str,
+    redis_under_test: RedisUnderTest,  # the single Redis, or the cluster for [cluster]
     state: State,  # this test's keys are cleaned up afterwards
 ) -> Launcher:
-    return Launcher(apps, fake_slack, fake_llm, tmp_path, key_prefix)
+    redis = redis_under_test
+    return Launcher(apps, fake_slack, fake_llm, tmp_path, key_prefix, redis.url, redis.settings)
 
 
 async def send_mention(port: int, message: str, ts: str) -> tuple[int, float]:
@@ -265,6 +267,7 @@ async def test_run_with_worker_processes_answers_and_reports_them(
     assert "supervising 2 worker process(es)" in app.output
 
 
+@pytest.mark.cluster
 async def test_a_killed_worker_process_is_restarted_and_its_turn_answered_once(
     launch: Launcher, fake_slack: FakeSlack, fake_llm: FakeLLM, state: State
 ) -> None:

@@ -79,6 +79,7 @@ async def drained(slack_app: SlackHarness) -> bool:
     )
 
 
+@pytest.mark.cluster
 async def test_a_mention_shows_status_then_answers_in_the_thread(slack_app: SlackHarness) -> None:
     await slack_app.start()
     slack_app.llm.add(text("Flour is in aisle 4."))
@@ -99,6 +100,7 @@ async def test_a_mention_shows_status_then_answers_in_the_thread(slack_app: Slac
     assert slack_app.llm.requests[0]["messages"][-1]["content"] == "<@U0ALICE>: where is flour?"
 
 
+@pytest.mark.cluster
 async def test_tools_show_as_task_cards_in_the_one_streamed_message(
     slack_app: SlackHarness,
 ) -> None:
@@ -135,6 +137,7 @@ async def test_without_any_status_a_working_message_appears(
     assert not [m for m in slack_app.slack.thread("C0CHAN", "102.000001") if is_progress(m)]
 
 
+@pytest.mark.cluster
 async def test_a_direct_message(slack_app: SlackHarness) -> None:
     await slack_app.start()
     slack_app.llm.add(text("Hi Alice!"))
@@ -143,6 +146,7 @@ async def test_a_direct_message(slack_app: SlackHarness) -> None:
     assert answer.shown == "Hi Alice!"
 
 
+@pytest.mark.cluster
 async def test_follow_ups_in_a_thread_the_bot_is_in(
     slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -188,6 +192,7 @@ async def test_follow_ups_can_be_switched_off(
     assert len(slack_app.llm.requests) == 1
 
 
+@pytest.mark.cluster
 async def test_retries_and_duplicates_give_one_answer(
     slack_app: SlackHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -288,6 +293,7 @@ async def test_other_bots_can_be_answered_when_configured(slack_app: SlackHarnes
     assert answer.shown == "Hello, fellow bot."
 
 
+@pytest.mark.cluster
 async def test_a_30000_character_answer_arrives_whole_and_split(slack_app: SlackHarness) -> None:
     await slack_app.start()
     table = "| item | stock |\n|---|---|\n" + "".join(f"| flour {n} | {n} |\n" for n in range(60))
@@ -418,6 +424,7 @@ async def test_a_long_answer_read_at_once_is_rendered_once_per_write(
     assert next(rendered) <= len(writes)  # at most one build per write (the last is the end's)
 
 
+@pytest.mark.cluster
 async def test_llm_down_gives_plain_words(slack_app: SlackHarness) -> None:
     await slack_app.start(llm={"base_url": None})
     slack_app.llm.add(error(503), error(503))
@@ -427,6 +434,7 @@ async def test_llm_down_gives_plain_words(slack_app: SlackHarness) -> None:
     assert "Traceback" not in answer.shown and "503" not in answer.shown
 
 
+@pytest.mark.cluster
 async def test_the_agent_pane(slack_app: SlackHarness) -> None:
     await slack_app.start(
         slack={
@@ -519,6 +527,7 @@ async def test_socket_mode_acks_through_bolts_dispatch(
     private_redis.start()
 
 
+@pytest.mark.cluster
 async def test_the_slash_command_and_the_home_tab(slack_app: SlackHarness) -> None:
     await slack_app.start()
     reply = await slack_app.command("tools")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
+
 from bot.llm.usage import Usage
 from bot.process.state import State
 from bot.state.audit import AuditEntry, AuditKind
@@ -11,6 +13,7 @@ from bot.state.usage import UsageTotals
 from tests.fakes.round_trips import counting_round_trips
 
 
+@pytest.mark.cluster
 async def test_tool_switches(state: State) -> None:
     assert await state.shared.switches.is_enabled("calculate")
     switch = await state.shared.switches.turn("calculate", False, by="U0ADMIN")
@@ -23,6 +26,7 @@ async def test_tool_switches(state: State) -> None:
     assert everything["calculate"].by == "U0OTHER"
 
 
+@pytest.mark.cluster
 async def test_role_grants(state: State) -> None:
     await state.shared.grants.grant("T1", "U1", "warehouse_staff", by="U0ADMIN")
     await state.shared.grants.grant("T1", "U1", "admin", by="U0ADMIN")
@@ -42,6 +46,7 @@ async def test_role_grants(state: State) -> None:
     assert [g.user for g in await state.shared.grants.all("T1")] == ["U1"]
 
 
+@pytest.mark.cluster
 async def test_usage_per_user_per_day(state: State) -> None:
     monday, tuesday = date(2026, 11, 16), date(2026, 11, 17)
     await state.shared.usage.record("T1", "U1", Usage(100, 20), 0.5, day=monday)
@@ -57,6 +62,7 @@ async def test_usage_per_user_per_day(state: State) -> None:
     assert await state.shared.usage.users("T1", days=1, until=monday) == ["U1"]
 
 
+@pytest.mark.cluster
 async def test_audit_log(state: State) -> None:
     await state.shared.audit.add(
         AuditEntry(AuditKind.ADMIN, "U0ADMIN", "disable", target="calculate")
@@ -76,6 +82,7 @@ async def test_audit_log(state: State) -> None:
     assert len(await state.shared.audit.latest(1)) == 1
 
 
+@pytest.mark.cluster
 async def test_audit_is_capped(state: State) -> None:
     from bot.state.audit import AuditLog
 

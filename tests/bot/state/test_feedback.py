@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import pytest
+
 from bot.process.state import State
 from bot.state.feedback import Feedback
+
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 TODAY = datetime.now(UTC).date().isoformat()
 

@@ -3,8 +3,12 @@ the switches' own reads, the person's answers kept apart, nothing kept between q
 
 from __future__ import annotations
 
+import pytest
+
 from bot.process.state import State
 from tests.fakes.round_trips import counting_round_trips
+
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 
 async def separately(state: State, team: str, user: str, external: bool) -> tuple[object, object]:

@@ -10,6 +10,8 @@ import pytest
 
 from bot.process.state import State
 
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
+
 
 async def test_a_write_with_the_generation_read_lands(state: State) -> None:
     cache = state.shared.roles

@@ -111,6 +111,7 @@ async def test_a_long_thread_is_read_page_by_page_and_cut_to_the_budget(
     assert question == "<@U0ALICE> (Alice): what is the latest day?"
 
 
+@pytest.mark.cluster
 async def test_replies_between_people_are_heard_and_not_answered(slack_app: SlackHarness) -> None:
     app = await slack_app.start()
     know_people(app.slack)
@@ -203,6 +204,7 @@ async def test_a_thread_slack_will_not_give_still_gets_an_answer(
     assert "Slack call conversations_replies failed in C0CHAN: missing_scope" in caplog.text
 
 
+@pytest.mark.cluster
 async def test_mentions_delivered_late_are_not_read_twice(slack_app: SlackHarness) -> None:
     """Bob's mention reaches the bot after Carol's (Slack redelivered it): Carol's turn reads
     the thread without Bob's message, which is a turn of its own."""

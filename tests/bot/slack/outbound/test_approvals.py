@@ -20,6 +20,8 @@ from tests.fakes.slack_harness import SlackHarness, mention
 from tests.fakes.slack_server import FakeSlack, Message
 from tests.waiting import until, until_true
 
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
+
 ROLES = {
     "admin": {"admin": True, "members": ["U0ADMIN"], "tools": ["*"]},
     "trader": {"default": True, "tools": ["*"]},
@@ -202,6 +204,17 @@ async def test_a_strangers_click_is_refused_and_a_second_click_changes_nothing(
     decisions = [e for e in await state.shared.audit.latest(30) if e.action == "approval_approved"]
     assert len(decisions) == 1
     assert any("Nothing changed" in said for said in ephemerals(app))
+
+
+@pytest.mark.cluster(only=True)  # request ids name a shard on a cluster
+async def test_a_forged_request_id_decides_nothing(app: SlackHarness) -> None:
+    """A click whose request id names no shard (or a shard that is not there) finds no
+    request, as any unknown id does."""
+    for forged in ("x/1", "99999999/ab12", "²/ab12", "0/../../turns"):
+        assert await app.click("approval_approve", forged, "U0ALICE", "1.000001") == 200
+    await app.after_acks()
+    said = [str(c.args.get("text")) for c in app.slack.calls_to("response_url")]
+    assert said == ["This approval request is no longer open."] * 4
 
 
 async def test_one_card_for_a_round_and_each_decision_runs_only_its_call(

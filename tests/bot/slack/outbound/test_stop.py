@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from bot.state.redis.thread_key import ThreadKey
 from tests.fakes import slow_tools
 from tests.fakes.llm_server import calls, text
 from tests.fakes.slack_harness import SlackHarness, button_click, mention
 from tests.fakes.slack_server import Message
 from tests.waiting import until
+
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 CONFIG: dict[str, Any] = {
     "tools": {"modules": ["tests.fakes.slow_tools"]},

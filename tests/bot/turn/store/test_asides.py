@@ -3,8 +3,12 @@ again when a turn runs again."""
 
 from __future__ import annotations
 
+import pytest
+
 from bot.process.state import State
 from bot.state.redis.thread_key import ThreadKey
+
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 THREAD = ThreadKey("T1", "C1", "100.000001")
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bot.process.state import State
 from bot.turn.store.elicitations import OpenQuestion
 from tools.questions import Answer
+
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 
 def open_question(question_id: str) -> OpenQuestion:

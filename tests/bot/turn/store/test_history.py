@@ -7,12 +7,16 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.history import UNDELIVERED, StoredTurn
 from permissions.withholding import note, requester_scope
 from tools import StaticToolset
+
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 THREAD = ThreadKey("T1", "C1", "1700000000.000100")
 

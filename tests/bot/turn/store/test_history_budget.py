@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.agent.messages import repair
 from bot.llm.tokens import TokenEstimator
 from bot.turn.store.history import fit_turns
+
+pytestmark = pytest.mark.cluster  # on a single Redis and on a Redis Cluster (it touches neither)
 
 ESTIMATOR = TokenEstimator()
 

@@ -18,6 +18,7 @@ def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Tu
     return Turn("T1", "C1", thread, "U1", text, message_ts=ts, event_id=event or f"Ev{ts}")
 
 
+@pytest.mark.cluster
 async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State]) -> None:
     state = make_state(queue={"lock_ttl_s": 1.5})
     thread = message("", "").thread_key
@@ -39,6 +40,7 @@ async def test_thread_lock_owner_token_and_ttl(make_state: Callable[..., State])
     assert await state.threads.locks.try_acquire(thread, "w1") is not None
 
 
+@pytest.mark.cluster
 async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
     make_state: Callable[..., State],
 ) -> None:
@@ -55,6 +57,7 @@ async def test_a_kept_alive_lock_outlives_its_ttl_and_reports_loss(
     assert await lock.release() is False
 
 
+@pytest.mark.cluster
 async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
     make_state: Callable[..., State],
 ) -> None:
@@ -99,6 +102,7 @@ async def test_the_heartbeat_keeps_a_live_turn_from_being_claimed(
     assert await state.threads.locks.try_acquire(turn.thread_key, "next") is not None
 
 
+@pytest.mark.cluster
 async def test_a_lease_not_renewed_in_time_is_no_longer_trusted(
     make_state: Callable[..., State],
 ) -> None:
@@ -125,6 +129,7 @@ async def test_a_lease_whose_renewal_hangs_is_lost_on_time(
     assert not lease.valid()
 
 
+@pytest.mark.cluster
 async def test_a_resent_acquire_keeps_the_lock(state: State) -> None:
     thread = message("", "").thread_key
     lease = await state.threads.locks.try_acquire(thread, "w1")
@@ -134,6 +139,7 @@ async def test_a_resent_acquire_keeps_the_lock(state: State) -> None:
     assert await state.threads.locks._acquire(keys=[lease.key], args=["someone-else", 1000]) == 0
 
 
+@pytest.mark.cluster
 async def test_a_call_under_the_lease_is_refused_once_no_time_is_left(
     make_state: Callable[..., State],
 ) -> None:
@@ -153,6 +159,7 @@ async def test_a_call_under_the_lease_is_refused_once_no_time_is_left(
             raise AssertionError("a call was started with no time left")
 
 
+@pytest.mark.cluster
 async def test_a_call_still_running_at_the_end_of_the_lease_is_cut_off_before_the_lock_expires(
     make_state: Callable[..., State],
 ) -> None:
@@ -171,6 +178,7 @@ async def test_a_call_still_running_at_the_end_of_the_lease_is_cut_off_before_th
     assert left_ms >= 2 * lease.margin_s * 1000 - 100  # less the time this check took
 
 
+@pytest.mark.cluster
 async def test_renewals_move_the_cut_off_of_a_running_call_along(
     make_state: Callable[..., State],
 ) -> None:
@@ -208,6 +216,7 @@ async def test_a_call_running_while_renewals_hang_is_cut_off_on_time(
     assert lease.time_left() == 0.0
 
 
+@pytest.mark.cluster
 async def test_taking_a_thread_looks_at_its_queue_and_letting_go_of_it_looks_last(
     state: State,
 ) -> None:
@@ -233,6 +242,7 @@ async def test_taking_a_thread_looks_at_its_queue_and_letting_go_of_it_looks_las
     assert await state.client.get(state.keys.lock(first.thread_key)) is None
 
 
+@pytest.mark.cluster
 async def test_a_last_look_under_a_lock_someone_else_holds_now_aborts(state: State) -> None:
     thread = message("", "").thread_key
     look = state.threads.queue.look(thread)

@@ -11,6 +11,8 @@ from bot.process.state import State
 from bot.state.redis.errors import StateUnavailable
 from bot.turn.model import QueuedTurn, Turn
 
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
+
 
 def message(text: str, ts: str, *, event: str = "", thread: str = "100.1") -> Turn:
     return Turn("T1", "C1", thread, "U1", text, message_ts=ts, event_id=event or f"Ev{ts}")

@@ -15,6 +15,8 @@ from bot.turn.states import TurnState
 from bot.turn.store.lease import ThreadLease
 from bot.turn.store.records import IllegalMove, Stale
 
+pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
+
 TURN = Turn("T1", "C1", "700.1", "U1", "hello", message_ts="700.1", event_id="Ev700")
 
 

@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from bot.process.state import State
-from bot.turn.model import Turn
+from bot.turn.model import QueuedTurn, Turn
+from bot.turn.states import TurnState
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
 from tests.fakes.worker_kit import build_worker, delivered_texts
@@ -50,23 +51,39 @@ async def doomed_worker(
             await process.wait()
 
 
-async def survive(fake_llm: FakeLLM, state: State, prefix: str) -> list[str]:
-    """Run a second worker until it has delivered an answer; return every delivery."""
+async def survive(fake_llm: FakeLLM, state: State, prefix: str, queued: QueuedTurn) -> list[str]:
+    """Run a second worker until it has finished the turn; return every delivery."""
     survivor, own_state = build_worker(REDIS_URL, prefix, fake_llm.base_url, name="survivor")
     stop = asyncio.Event()
     task = asyncio.create_task(survivor.run(stop))
 
-    async def answered() -> bool:
-        return bool(await state.client.llen(prefix + "delivered"))
+    async def finished() -> bool:
+        """The turn's last move has happened: its record is done, which in the same step
+        acknowledged and deleted its queue entry and, nothing else being queued in the
+        thread, freed the thread's lock. Nothing is left that could answer it again."""
+        record = await state.threads.records.read(queued.entry_id)
+        lock = state.keys.lock(queued.turn.thread_key)
+        return (
+            record is not None
+            and record.state is TurnState.DONE
+            and (await state.threads.queue.depth())[0] == 0
+            and await state.threads.queue.pending_count() == 0
+            and not await state.client.exists(lock)
+        )
 
     try:
-        await until_true(answered, timeout=30)
-        await asyncio.sleep(0.5)  # time for a second answer, if there were going to be one
+        await until_true(finished, timeout=30)
     finally:
         stop.set()
         await asyncio.wait_for(task, 40)
         await own_state.aclose()
     return await delivered_texts(state, prefix + "delivered")
+
+
+async def enqueue(state: State, turn: Turn) -> QueuedTurn:
+    entry_id = await state.threads.queue.enqueue(turn)
+    assert entry_id is not None
+    return QueuedTurn(entry_id, turn)
 
 
 async def test_killed_while_the_model_answers(
@@ -82,15 +99,14 @@ async def test_killed_while_the_model_answers(
         lambda request: text(f"final: {sorted(tool_results(request).values())}"),
     )
     process = await doomed_worker()
-    await state.threads.queue.enqueue(
-        Turn("T1", "C1", "900.1", "U1", "do both steps", "900.1", "EvK1")
-    )
+    queued = await enqueue(state, Turn("T1", "C1", "900.1", "U1", "do both steps", "900.1", "EvK1"))
     await fake_llm.wait_for_requests(2)  # both tools ran; the model is answering
     process.send_signal(signal.SIGKILL)
     await process.wait()
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
 
-    assert await survive(fake_llm, state, key_prefix) == ["final: ['step a done', 'step b done']"]
+    answers = await survive(fake_llm, state, key_prefix, queued)
+    assert answers == ["final: ['step a done', 'step b done']"]
     # Neither tool ran again.
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
     resumed = fake_llm.requests[2]["messages"]
@@ -113,9 +129,7 @@ async def test_killed_while_a_tool_runs(
         lambda request: text(f"final: {json.dumps(sorted(tool_results(request)))}"),
     )
     process = await doomed_worker()
-    await state.threads.queue.enqueue(
-        Turn("T1", "C1", "901.1", "U1", "do both steps", "901.1", "EvK2")
-    )
+    queued = await enqueue(state, Turn("T1", "C1", "901.1", "U1", "do both steps", "901.1", "EvK2"))
 
     async def a_saved_while_b_runs() -> bool:
         keys = [k async for k in state.client.scan_iter(match=f"{key_prefix}turn:*:journal")]
@@ -130,7 +144,7 @@ async def test_killed_while_a_tool_runs(
     await process.wait()
 
     await state.client.set(key_prefix + "runs:release", "1")  # b may finish when it reruns
-    assert await survive(fake_llm, state, key_prefix) == ['final: ["ca", "cb"]']
+    assert await survive(fake_llm, state, key_prefix, queued) == ['final: ["ca", "cb"]']
     # "b" was cut off by the crash and ran again; "a" had finished and did not.
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b", "b"]
     assert len(fake_llm.requests) == 2  # the first round was not asked for again
