@@ -32,7 +32,6 @@ from bot.agent.events import RoundStarted, fan_out
 from bot.agent.loop import run_turn
 from bot.agent.result import StopReason, TurnResult
 from bot.observability.context import TurnContext, turn_context
-from bot.observability.observer import TurnTelemetry
 from bot.observability.tracing import fail
 from bot.state.redis.commands import Commands
 from bot.turn import effects, parking, telemetry
@@ -47,6 +46,7 @@ from bot.turn.store.queue import QueueLook
 from bot.turn.store.records import Looked
 from bot.turn.store.stores import TurnStores
 from bot.turn.store.turn_record import TurnRecord
+from bot.turn.tool_telemetry import TurnTelemetry
 from permissions.withholding import requester_scope
 
 log = logging.getLogger(__name__)

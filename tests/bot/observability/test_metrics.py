@@ -16,9 +16,9 @@ from bot.agent.events import ToolFinished
 from bot.agent.result import CallOutcome
 from bot.llm.response import ModelResponse, ToolCall
 from bot.observability import metrics
-from bot.observability.observer import UNKNOWN_TOOL, TurnTelemetry
 from bot.process.state import State
 from bot.turn.model import Turn
+from bot.turn.tool_telemetry import UNKNOWN_TOOL, TurnTelemetry
 from bot.turn.worker.gauges import sample_once
 from tests.fakes.function_model import FunctionModel, last_user_text
 from tests.fakes.llm_server import calls, text
