@@ -1,4 +1,5 @@
-"""The turn's telemetry observer: tool call metrics and spans, from the loop's events."""
+"""The loop observer a turn runs with: tool call metrics and spans, from the loop's events
+(the attempt's own span and counters: telemetry.py)."""
 
 from __future__ import annotations
 
