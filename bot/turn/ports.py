@@ -1,4 +1,5 @@
-"""What a turn asks of its surface (Slack, the console), as the turn's owner sees it.
+"""What a queued turn asks of the surface it answers on (Slack; the tests' in-memory one), as
+the turn's owner sees it.
 
 - the :class:`Agent`: the model and the loop's settings, and per turn its tools, what the
   surface knows, the person's message (:class:`TurnInput`) and the model to call;
