@@ -56,6 +56,10 @@ class TurnStatus:
         self.support = support
         self.title_thread = title_thread  # a new agent-pane thread: name it after the question
         self.sessions = False  # Slack's agent session shows the status and a stop button
+        # A session call failed for now: the session may show "processing" all the same
+        # (an earlier attempt of the turn set it, or the failed call was applied), so the
+        # end sets it back to "active" too.
+        self.unsure = False
         self.shown = False  # the assistant status is shown
         self.ready = asyncio.Event()
         self._status_at = 0.0
@@ -92,7 +96,7 @@ class TurnStatus:
 
     async def end(self) -> None:
         """The session goes back to "active" (when the answer did not do it already)."""
-        if self.sessions:
+        if self.sessions or self.unsure:
             await self._session("active")
 
     async def _session(self, status: str, title: str | None = None) -> bool:
@@ -111,7 +115,9 @@ class TurnStatus:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if not is_temporary(exc):
+            if is_temporary(exc):
+                self.unsure = True
+            else:
                 self.support.unavailable(team)
                 log.info(
                     "agent sessions are not available to team %s (%s); using the assistant "

@@ -552,6 +552,24 @@ SEARCH_TIMEOUT_S = 60 + 8 * EXAMPLES
 # Cut off from Redis while the model thinks, then again mid-answer.
 @example(schedule=[Send(0), Pause(60), Partition(0, 1500), Partition(1, 1500)], streaming=True)
 @example(schedule=[Send(1), Pause(150), Partition(0, 900), Pause(400)], streaming=True)
+# Found by the search (about one run in three): the turn taken over after its first owner set
+# the agent session to "processing", the new owner's session call refused for now; nothing set
+# the session back to "active" (tests/bot/slack/outbound/test_resume.py has it alone).
+@example(
+    schedule=[
+        Send(1),
+        KillAfterSlack(0, "chat.postMessage"),
+        Pause(141),
+        Pause(301),
+        KillAfterRedis(1, 1),
+        Kill(0),
+        FailSlack(5),
+        Pause(2),
+        Pause(301),
+        DropRedis(1, 2, False),
+    ],
+    streaming=False,
+)
 def test_every_message_is_answered_once_and_in_order_through_any_schedule(
     schedule: list[Step], streaming: bool
 ) -> None:

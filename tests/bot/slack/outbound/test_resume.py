@@ -313,3 +313,24 @@ async def test_every_card_a_stream_shows_is_stored_before_the_call_that_shows_it
         await view.deliver(Settled("4", StopReason.ANSWERED))
     assert "chat.appendStream" in slack.called
     assert unsaved == []
+
+
+async def test_a_session_left_processing_goes_back_to_active_though_slack_failed_for_now(
+    slack: Slack,
+) -> None:
+    """An earlier attempt set the agent session to "processing" and died; this attempt's
+    own session call fails for now (a 503), so it cannot tell whether sessions work here:
+    its end sets the session back to "active" all the same."""
+    await slack.client.agents_sessions_setStatus(
+        channel_id="C1", thread_ts="100.000001", status="processing"
+    )
+    slack.refuse["agents.sessions.setStatus"] = [503]
+    slack.refuse["assistant.threads.setStatus"] = [503]
+    async with SlackResponder(slack.client, SlackConfig(streaming=False)).view(
+        QueuedTurn("10-0", turn_at("100.000001")), {}, Fence()
+    ) as view:
+        await view.observe(RoundStarted(1))  # the status starts, and Slack refuses it for now
+        await view.deliver(Settled("the answer", StopReason.ANSWERED))  # after the start
+    assert slack.called.count("agents.sessions.setStatus") == 3  # earlier, refused, the end
+    assert slack.world.sessions[("C1", "100.000001")] == ["processing", "active"]
+    assert kinds(slack.thread("100.000001")) == [("answer", "the answer", False)]
