@@ -118,6 +118,22 @@ class RedisConfig(_Strict):
         description="With cluster: true, the shards keys and turn streams are spread over "
         "(change it only with the queue drained).",
     )
+    replica_acks: int | None = Field(
+        default=None,
+        ge=0,
+        le=8,
+        description="Replicas that must confirm a write before the bot builds on it (an "
+        "event's ack, each step of a turn; WAIT): behind Sentinels, up to this many of the "
+        "replicas they see in good health. Default: 1 behind Sentinels, 0 (off) otherwise; "
+        "not with cluster: true (docs/deploy.md).",
+    )
+    replica_ack_timeout_ms: int = Field(
+        default=500,
+        ge=10,
+        le=2000,
+        description="How long a write waits for its replicas' confirmation before it is "
+        "refused (an event then gets a 503 and Slack sends it again).",
+    )
 
     @model_validator(mode="after")
     def _prefix_without_tag(self) -> Self:
@@ -125,6 +141,16 @@ class RedisConfig(_Strict):
             raise ValueError(
                 "key_prefix may not hold '{' or '}' with cluster: true (the bot puts each "
                 "key's hash tag after the prefix)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _no_replica_acks_on_a_cluster(self) -> Self:
+        if self.cluster and self.replica_acks:
+            raise ValueError(
+                "replica_acks is not for a Redis Cluster: its failover (CLUSTER FAILOVER) "
+                "hands a shard over without losing writes, and WAIT cannot follow a key's "
+                "node there; leave it unset (docs/deploy.md)"
             )
         return self
 

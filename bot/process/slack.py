@@ -20,6 +20,7 @@ from bot.slack.inbound.after_ack import AfterAck
 from bot.slack.inbound.app import build_app
 from bot.slack.inbound.ingress import Ingress
 from bot.slack.inbound.message_events import MessageEvents
+from bot.slack.inbound.storage_down import RefusalLog
 from bot.slack.inbox.compose import SlackInbox
 from bot.slack.inbox.context import SlackContext
 from bot.slack.inbox.files import FileReader
@@ -99,6 +100,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         permalink=identity.permalink,
     )
     later = AfterAck()
+    refusals = RefusalLog()  # one warning a minute for every request Redis being away refused
     app = build_app(
         client,
         ingress,
@@ -115,13 +117,14 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         approvals=state.threads.approvals,
         audit=state.shared.audit,
         approval=config.approval,
+        refusals=refusals,
     )
     return SlackSide(
         client,
         identity,
         app,
         ingress,
-        MessageEvents(ingress, identity),
+        MessageEvents(ingress, identity, refusals),
         later,
         responder,
         inbox,

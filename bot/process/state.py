@@ -12,6 +12,7 @@ from bot.state.grants import RoleGrants
 from bot.state.policy_reads import PolicyReads
 from bot.state.redis.connection import Redis, RedisHandle, connect
 from bot.state.redis.keys import Keys
+from bot.state.redis.replication import Replication
 from bot.state.redis.shards import Shards
 from bot.state.role_cache import RedisCache, RoleCache
 from bot.state.shared import SharedRecords
@@ -59,22 +60,30 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
     return State(
         handle=handle,
         keys=keys,
-        threads=thread_stores(client, keys, config),
+        threads=thread_stores(client, keys, config, handle.replication),
         shared=shared_records(client, keys),
         budgets=BudgetLedger(client, keys),
     )
 
 
-def thread_stores(client: Redis, keys: Keys, config: AppConfig) -> ThreadStores:
+def thread_stores(
+    client: Redis, keys: Keys, config: AppConfig, replication: Replication | None = None
+) -> ThreadStores:
+    """``replication``: what must be on a replica before the bot builds on it (the queue's
+    entries before the ack, a turn's steps, notices taken, approvals)."""
     idle_s = config.history.idle_ttl_s
     return ThreadStores(
         queue=TurnQueue(
-            client, keys, dedup_ttl_s=config.queue.dedup_ttl_s, max_len=config.queue.stream_max_len
+            client,
+            keys,
+            dedup_ttl_s=config.queue.dedup_ttl_s,
+            max_len=config.queue.stream_max_len,
+            replication=replication,
         ),
         locks=ThreadLocks(client, keys, config.queue.lock_ttl_s),
-        records=TurnRecords(client, keys),
+        records=TurnRecords(client, keys, replication=replication),
         dead_letters=DeadLetters(client, keys),
-        notices=Notices(client, keys),
+        notices=Notices(client, keys, replication),
         history=RedisHistory(
             client,
             keys,
@@ -87,7 +96,7 @@ def thread_stores(client: Redis, keys: Keys, config: AppConfig) -> ThreadStores:
         pane=AgentPaneThreads(client, keys, idle_s),
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
-        approvals=Approvals(client, keys),
+        approvals=Approvals(client, keys, replication),
     )
 
 
@@ -116,5 +125,11 @@ def busy_connections(config: AppConfig) -> int:
 
 def open_state(redis_url: str | None, config: AppConfig) -> State:
     """Connect to ``redis_url`` (or the embedded Redis) and build every part on it."""
-    handle = connect(redis_url, config.redis.max_connections, cluster=config.redis.cluster)
+    handle = connect(
+        redis_url,
+        config.redis.max_connections,
+        cluster=config.redis.cluster,
+        replica_acks=config.redis.replica_acks,
+        replica_ack_timeout_ms=config.redis.replica_ack_timeout_ms,
+    )
     return build_state(handle, config)

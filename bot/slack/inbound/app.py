@@ -25,7 +25,7 @@ from bot.slack.inbound.listeners import (
 )
 from bot.slack.inbound.listeners import approvals as approval_clicks
 from bot.slack.inbound.listeners import feedback as feedback_clicks
-from bot.slack.inbound.storage_down import is_storage_down, storage_down_response
+from bot.slack.inbound.storage_down import RefusalLog, is_storage_down, storage_down_response
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
 from bot.turn.store.agent_pane import AgentPaneThreads
@@ -67,7 +67,9 @@ def build_app(
     approvals: Approvals | None = None,
     audit: AuditLog | None = None,
     approval: ApprovalConfig | None = None,
+    refusals: RefusalLog | None = None,
 ) -> AsyncApp:
+    refused = refusals or RefusalLog()
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret,
@@ -94,7 +96,7 @@ def build_app(
     ) -> BoltResponse | None:
         if is_storage_down(error):
             # Events: 503 / no ack, so Slack redelivers. Commands and clicks: plain words.
-            return await storage_down_response(error, body, respond)
+            return await storage_down_response(error, body, respond, refused)
         log.exception("handling a Slack request failed", exc_info=error)
         return None
 

@@ -23,7 +23,7 @@ from slack_bolt.response import BoltResponse
 from bot.slack.identity import BotIdentity
 from bot.slack.inbound.classify import Identity
 from bot.slack.inbound.ingress import Ingress
-from bot.slack.inbound.storage_down import is_storage_down, storage_down_response
+from bot.slack.inbound.storage_down import RefusalLog, is_storage_down, storage_down_response
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,12 @@ def message_event(body: Any) -> dict[str, Any] | None:
 
 
 class MessageEvents:
-    def __init__(self, ingress: Ingress, identity: BotIdentity) -> None:
+    def __init__(
+        self, ingress: Ingress, identity: BotIdentity, refusals: RefusalLog | None = None
+    ) -> None:
         self.ingress = ingress
         self.identity = identity
+        self.refusals = refusals or RefusalLog()  # what Redis being away refused
 
     def me(self, body: dict[str, Any]) -> Identity | None:
         """Who the bot is, as Bolt's context would say (auth.test's answer); None while
@@ -67,7 +70,7 @@ class MessageEvents:
             await self.ingress.receive(event, str(body.get("event_id") or ""), me)
         except Exception as error:
             if is_storage_down(error):
-                return await storage_down_response(error, body, None)
+                return await storage_down_response(error, body, None, self.refusals)
             log.exception("handling a Slack request failed", exc_info=error)
             return BoltResponse(status=500, body="")
         return BoltResponse(status=200, body="")

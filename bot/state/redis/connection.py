@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
@@ -17,7 +17,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.config.errors import ConfigError
-from bot.state.redis.sentinel import SENTINEL_SCHEMES, sentinel_address, sentinel_client
+from bot.state.redis.replication import DEFAULT_TIMEOUT_MS, Replication
+from bot.state.redis.sentinel import (
+    SENTINEL_SCHEMES,
+    SentinelReplicas,
+    sentinel_address,
+    sentinel_client,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,8 @@ class RedisHandle:
     client: Redis
     embedded: bool
     cluster: bool = False
+    # How many replicas must confirm what the bot builds on (replication.py); none: off.
+    replication: Replication = field(default_factory=Replication)
 
     async def warm(self, connections: int) -> int:
         """Open up to ``connections`` pooled connections now, so a burst of turns finds
@@ -118,13 +126,17 @@ def connect(
     max_connections: int = 256,
     *,
     cluster: bool = False,
+    replica_acks: int | None = None,
+    replica_ack_timeout_ms: int = DEFAULT_TIMEOUT_MS,
     connection_class: type[redis.Connection] | None = None,
 ) -> RedisHandle:
     """A client for ``url``; without one, an in-process Redis (fakeredis) for one process.
 
     ``cluster``: ``url`` names any node of a Redis Cluster. A ``redis+sentinel://`` URL
     names Sentinels that say which server is the primary (after a failover, the new one).
-    ``connection_class`` replaces redis-py's connection (tests inject faults with it)."""
+    ``replica_acks``: how many replicas must confirm a write the bot builds on (None: one
+    behind Sentinels, else none). ``connection_class`` replaces redis-py's connection
+    (tests inject faults with it)."""
     if not url:
         log.warning(
             "REDIS_URL is not set: using an embedded in-process Redis. State (histories, "
@@ -157,7 +169,13 @@ def connect(
             ", ".join(f"{host}:{port}" for host, port in address.sentinels),
         )
         options.pop("connection_class", None)  # the Sentinel's own connections are needed
-        return RedisHandle(sentinel_client(address, max_connections, options), False)
+        client = sentinel_client(address, max_connections, options)
+        replication = Replication(
+            1 if replica_acks is None else replica_acks,
+            replica_ack_timeout_ms,
+            SentinelReplicas(client.connection_pool.sentinel_manager, address.service),
+        )
+        return RedisHandle(client, False, replication=replication)
     parts = urlsplit(url)
     where = f"{parts.hostname}:{parts.port or 6379}"  # never the password
     if cluster:
@@ -173,4 +191,8 @@ def connect(
     pool = redis.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=10, **options
     )
-    return RedisHandle(redis.Redis(connection_pool=pool), embedded=False)
+    return RedisHandle(
+        redis.Redis(connection_pool=pool),
+        embedded=False,
+        replication=Replication(replica_acks or 0, replica_ack_timeout_ms),
+    )

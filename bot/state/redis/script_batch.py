@@ -14,7 +14,8 @@ calls it refused are sent again, one by one. A caller that stops waiting (its de
 leaves its call to run or not, as a single call would.
 
 Only for a single Redis: a cluster's pipeline would split by slot anyway, so there each call
-goes on its own.
+goes on its own. When replicas must confirm the writes (replication.py), one ``WAIT`` at the
+end of the pipeline covers every call in it, and a shortfall fails them all.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
+
+from bot.state.redis.replication import Replication
 
 Arguments = Sequence[str | int | float]
 
@@ -40,9 +43,17 @@ class _Call:
 
 
 class ScriptBatch:
-    def __init__(self, script: AsyncScript, *, batched: bool = True, max_size: int = MAX_BATCH):
+    def __init__(
+        self,
+        script: AsyncScript,
+        *,
+        batched: bool = True,
+        max_size: int = MAX_BATCH,
+        replication: Replication | None = None,
+    ):
         """``batched`` off: every call on its own (a cluster client)."""
         self.script = script
+        self.replication = replication or Replication()
         self.batched = batched
         self.max_size = max_size
         self._waiting: list[_Call] = []
@@ -51,7 +62,7 @@ class ScriptBatch:
     async def __call__(self, keys: Sequence[str], args: Arguments) -> Any:
         """The script's reply for ``keys`` and ``args`` (its error reply raised)."""
         if not self.batched:
-            return await self.script(keys=keys, args=args)
+            return await self.replication.script(self.script, keys, args)
         loop = asyncio.get_running_loop()
         call = _Call(keys, args, loop.create_future())
         self._waiting.append(call)
@@ -71,14 +82,16 @@ class ScriptBatch:
         if not calls:
             return
         if len(calls) == 1:
-            await _settle(calls[0], self.script(keys=calls[0].keys, args=calls[0].args))
+            await _settle(calls[0], self._one(calls[0]))
             return
+
+        def queue(pipe: Any) -> None:
+            for call in calls:
+                pipe.evalsha(self.script.sha, len(call.keys), *call.keys, *call.args)
+
         try:
-            async with self.script.registered_client.pipeline(transaction=False) as pipe:
-                for call in calls:
-                    pipe.evalsha(self.script.sha, len(call.keys), *call.keys, *call.args)
-                replies = await pipe.execute(raise_on_error=False)
-        except BaseException as exc:  # Redis unreachable, or this task cancelled
+            replies = await self.replication.pipeline(self.script.registered_client, queue)
+        except BaseException as exc:  # unreachable, unconfirmed, or this task cancelled
             for call in calls:
                 if not call.reply.done():
                     call.reply.set_exception(exc)
@@ -96,7 +109,10 @@ class ScriptBatch:
             else:
                 call.reply.set_result(reply)
         for call in unknown:  # the single call loads the script first
-            await _settle(call, self.script(keys=call.keys, args=call.args))
+            await _settle(call, self._one(call))
+
+    def _one(self, call: _Call) -> Awaitable[Any]:
+        return self.replication.script(self.script, call.keys, call.args)
 
 
 async def _settle(call: _Call, reply: Awaitable[Any]) -> None:

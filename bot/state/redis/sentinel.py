@@ -28,14 +28,18 @@ import redis.asyncio as redis
 from redis.asyncio.connection import AbstractConnection, SSLConnection
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.config.errors import ConfigError
+from bot.state.redis.errors import NotReplicated
+from bot.state.redis.replication import Requirement
 
 SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
 SENTINEL_PORT = 26379
 SENTINEL_TIMEOUT_S = 1.0
 RECHECK_EVERY_S = 1.0  # how often, at most, a busy pool asks the Sentinels for the primary
+REFRESH_S = 0.5  # how often, at most, the replication view asks every Sentinel
 POOL_WAIT_S = 10  # how long a caller waits for a free connection
 
 
@@ -140,4 +144,96 @@ def sentinel_client(address: SentinelAddress, max_connections: int, options: dic
         max_connections=max_connections,
         timeout=POOL_WAIT_S,
         **options,
+    )
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """What the Sentinels say of the service: its primary (that of the newest configuration
+    epoch any of them knows), whether any is failing it over, and how many replicas follow
+    that primary in good health (up, reporting the replica role, their link to it up)."""
+
+    primary: tuple[str, int]
+    failover: bool
+    healthy: int
+
+
+class SentinelReplicas:
+    """What a write needs, as the Sentinels see the service (a
+    :class:`~bot.state.redis.replication.ReplicaView`).
+
+    Every Sentinel is asked (at most every ``REFRESH_S``, one look at a time). A failover
+    under way at any of them refuses writes for now. Otherwise a write needs confirmations
+    from as many replicas as follow the primary in good health, up to the configured
+    number, and, when none does, to land on the primary they name. So a primary being
+    demoted (its replica promoted, the Sentinels not yet switched) takes no write the bot
+    builds on: its replica no longer confirms it; after the switch, neither does the old
+    primary, which is no longer the one they name. A primary with no healthy replica left
+    (the only one crashed, or the old primary not yet following after a switch) is not
+    waited on: what it takes is lost only if it crashes too."""
+
+    def __init__(self, sentinels: Sentinel, service: str) -> None:
+        self.sentinels = sentinels
+        self.service = service
+        self.state: ServiceState | None = None
+        self._asked_at = -REFRESH_S
+        self._looking: asyncio.Future[ServiceState | None] | None = None
+
+    async def requirement(self, wanted: int) -> Requirement:
+        state = await self._state()
+        if state is None:
+            return Requirement(wanted)  # no Sentinel heard from yet: all that is configured
+        if state.failover:
+            raise NotReplicated(f"a failover of {self.service} is under way")
+        return Requirement(min(wanted, state.healthy), state.primary)
+
+    async def _state(self) -> ServiceState | None:
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._asked_at < REFRESH_S:
+            return self.state
+        if self._looking is None:
+            self._looking = asyncio.ensure_future(self._look())
+        looking = self._looking
+        try:
+            return await asyncio.shield(looking)
+        finally:
+            if looking.done() and self._looking is looking:
+                self._looking = None
+
+    async def _look(self) -> ServiceState | None:
+        answers = await asyncio.gather(
+            *(self._ask(sentinel) for sentinel in self.sentinels.sentinels)
+        )
+        heard = [answer for answer in answers if answer is not None]
+        self._asked_at = asyncio.get_running_loop().time()
+        if heard:  # the Sentinels all away: what was known holds
+            _, primary, _ = max(heard, key=lambda answer: answer[0])
+            failover = any(state.failover for _, _, state in heard)
+            healthy = max(
+                (state.healthy for _, address, state in heard if address == primary), default=0
+            )
+            self.state = ServiceState(primary, failover, healthy)
+        return self.state
+
+    async def _ask(self, sentinel: Any) -> tuple[int, tuple[str, int], ServiceState] | None:
+        try:
+            async with asyncio.timeout(SENTINEL_TIMEOUT_S):
+                master = await sentinel.sentinel_master(self.service, return_responses=True)
+                replicas = await sentinel.sentinel_slaves(self.service)
+        except (RedisConnectionError, RedisTimeoutError, ResponseError, TimeoutError, OSError):
+            return None
+        primary = (str(master["ip"]), int(master["port"]))
+        healthy = sum(1 for replica in replicas if _follows(replica, primary))
+        failover = "failover_in_progress" in str(master.get("flags", "")).split(",")
+        state = ServiceState(primary, failover, healthy)
+        return int(master.get("config-epoch", 0)), primary, state
+
+
+def _follows(replica: dict[str, Any], primary: tuple[str, int]) -> bool:
+    """A replica that follows ``primary`` in good health, as a Sentinel sees it."""
+    return (
+        not (replica.get("is_sdown") or replica.get("is_odown") or replica.get("is_disconnected"))
+        and replica.get("role-reported") == "slave"
+        and replica.get("master-link-status") == "ok"
+        and (str(replica.get("master-host")), int(replica.get("master-port") or 0)) == primary
     )

@@ -21,6 +21,7 @@ from typing import Any
 from bot.state.audit import AuditEntry, AuditKind
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
+from bot.state.redis.replication import Replication
 from bot.turn.model import QueuedTurn
 
 KEEP_S = 8 * 24 * 3600  # a request outlives any turn that waits for it
@@ -138,12 +139,14 @@ return expired
 
 
 class Approvals:
-    def __init__(self, client: Redis, keys: Keys) -> None:
+    def __init__(self, client: Redis, keys: Keys, replication: Replication | None = None) -> None:
         self.client = client
         self.keys = keys
-        self._open = client.register_script(OPEN)
-        self._decide = client.register_script(DECIDE)
-        self._expire = client.register_script(EXPIRE)
+        # Opened before its card shows, decided before the click is answered: on a replica.
+        replication = replication or Replication()
+        self._open = replication.register(client, OPEN)
+        self._decide = replication.register(client, DECIDE)
+        self._expire = replication.register(client, EXPIRE)
 
     async def open(
         self,

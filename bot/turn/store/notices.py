@@ -17,6 +17,7 @@ from typing import Any
 from bot.state.redis.commands import Commands
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
+from bot.state.redis.replication import Replication
 
 GIVE_UP_AFTER_S = 24 * 3600  # a notice Slack refused for a day is dropped (with an error log)
 
@@ -59,10 +60,11 @@ class Notice:
 
 
 class Notices:
-    def __init__(self, client: Redis, keys: Keys) -> None:
+    def __init__(self, client: Redis, keys: Keys, replication: Replication | None = None) -> None:
         self.client = client
         self.keys = keys
-        self._take = client.register_script(TAKE)
+        # Taken (leased) on a replica before it is posted: a failover never posts it twice.
+        self._take = (replication or Replication()).register(client, TAKE)
 
     def add_to(self, commands: Commands, notice: Notice) -> None:
         """Queue, on a turn's last move, a notice due now (in the turn's shard)."""

@@ -24,6 +24,7 @@ from bot.state.redis.commands import Commands
 from bot.state.redis.connection import Redis
 from bot.state.redis.errors import guarded
 from bot.state.redis.keys import Keys
+from bot.state.redis.replication import Replication
 from bot.state.redis.script_batch import ScriptBatch
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.model import Entry, QueuedTurn, Turn, Unreadable
@@ -108,15 +109,26 @@ class TurnQueue:
 
     An entry's id names its shard (``<shard>/<stream id>``; bare with one shard)."""
 
-    def __init__(self, client: Redis, keys: Keys, *, dedup_ttl_s: int, max_len: int) -> None:
+    def __init__(
+        self,
+        client: Redis,
+        keys: Keys,
+        *,
+        dedup_ttl_s: int,
+        max_len: int,
+        replication: Replication | None = None,
+    ) -> None:
         self.client = client
         self.keys = keys
         self.shards = keys.shards
         self.dedup_ttl_s = dedup_ttl_s
         self.max_len = max_len
         # A burst's enqueues go to a single Redis together (bot/state/redis/script_batch.py).
+        # An event is acknowledged once its entry and dedup records are on a replica.
         self._enqueue = ScriptBatch(
-            client.register_script(ENQUEUE), batched=not isinstance(client, RedisCluster)
+            client.register_script(ENQUEUE),
+            batched=not isinstance(client, RedisCluster),
+            replication=replication,
         )
         self._forget = client.register_script(FORGET)
         # Wakes in-process workers at once (the embedded Redis cannot block on reads).

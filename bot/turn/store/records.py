@@ -24,6 +24,7 @@ from typing import Any
 from bot.state.redis.commands import Commands
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
+from bot.state.redis.replication import Replication
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.states import TurnState, sources
 from bot.turn.store.history import APPEND_FUNCTION
@@ -154,14 +155,23 @@ def _flat_pairs(flat: list[str]) -> dict[str, str]:
 
 
 class TurnRecords:
-    def __init__(self, client: Redis, keys: Keys, *, keep_s: int = KEEP_S) -> None:
+    def __init__(
+        self,
+        client: Redis,
+        keys: Keys,
+        *,
+        keep_s: int = KEEP_S,
+        replication: Replication | None = None,
+    ) -> None:
         self.client = client
         self.keys = keys
         self.keep_s = keep_s
-        self._fenced = client.register_script(FENCED)
-        self._begin = client.register_script(BEGIN)
-        self._claim = client.register_script(CLAIM_RERUN)
-        self._journal = client.register_script(JOURNAL)
+        # Every step is on a replica before its owner acts on it (replication.py).
+        replication = replication or Replication()
+        self._fenced = replication.register(client, FENCED)
+        self._begin = replication.register(client, BEGIN)
+        self._claim = replication.register(client, CLAIM_RERUN)
+        self._journal = replication.register(client, JOURNAL)
 
     def owned(self, entry_id: str, thread: ThreadKey, token: str) -> OwnedTurn:
         """Write access to one turn for the holder of ``token`` on the thread's lock."""

@@ -118,6 +118,12 @@ def test_no_file_and_an_empty_file_give_defaults(tmp_path: Path) -> None:
             "mcp: {servers: {x: {command: a, sampling: {max_tokens: 9}, sampling_max_tokens: 9}}}",
             "give sampling.max_tokens or sampling_max_tokens, not both",
         ),
+        (
+            "redis: {cluster: true, replica_acks: 1}",
+            "redis: replica_acks is not for a Redis Cluster",
+        ),
+        ("redis: {replica_acks: -1}", "redis.replica_acks"),
+        ("redis: {replica_ack_timeout_ms: 5}", "redis.replica_ack_timeout_ms"),
     ],
 )
 def test_errors_name_the_key(text: str, expected: str) -> None:

@@ -16,7 +16,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.process.slack import SlackSide, build_slack_side
 from bot.slack.inbound.socket.pool import answer
-from bot.slack.inbound.storage_down import STORAGE_DOWN_TEXT
+from bot.slack.inbound.storage_down import STORAGE_DOWN_TEXT, RefusalLog
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import SlackHarness, button_click, command_fields, mention
 from tests.fakes.slack_server import TEAM
@@ -67,7 +67,9 @@ async def test_http_an_event_is_refused_with_503(
     app = await started_without_redis(slack_app, private_redis)
     status, ack_s = await app.post(app.envelope(mention("hello?", "601.000001"), "EvDOWN"))
     assert status == 503 and ack_s < 3
-    assert any("refusing event EvDOWN" in r.getMessage() for r in caplog.records)
+    [warning] = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert warning.startswith("Redis is unreachable (StateUnavailable: ")
+    assert warning.endswith("refused 1 events (Slack sends them again)")
     no_traceback(caplog)
 
 
@@ -154,3 +156,50 @@ async def test_socket_mode_an_event_is_not_acked(
     side.identity.result = None  # before auth.test has answered: through Bolt, the same
     status, _ = await dispatch(side, envelope, "events_api")
     assert status == 503
+
+
+def test_refusals_are_one_warning_a_minute_with_their_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [100.0]
+    refusals = RefusalLog(every_s=60, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="bot.slack.inbound.storage_down"):
+        for _ in range(30):
+            refusals.refused("events", "NotReplicated: 0 of 1 replica(s)")
+            now[0] += 1.0  # 30 s of refusals
+        refusals.refused("slash commands", "NoReplicasError: Not enough good replicas")
+        now[0] += 31.0
+        refusals.refused("events", "ConnectionError: refused")
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "Redis is unreachable (NotReplicated: 0 of 1 replica(s)): refused 1 events",
+        "Redis is unreachable (ConnectionError: refused): refused 30 events, 1 slash commands",
+    ]
+
+
+async def test_a_primary_refusing_writes_for_want_of_replicas_gives_503s_and_one_warning(
+    slack_app: SlackHarness, private_redis: PrivateRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NOREPLICAS (``min-replicas-to-write`` with its replica gone, as during a failover) is
+    Redis being away: every event gets a 503, the log one warning, no traceback."""
+    slack_app.redis_url = private_redis.url
+    app = await slack_app.start(with_worker=False)
+    assert app.services is not None
+    await app.services.state.client.config_set("min-replicas-to-write", 1)
+    try:
+        statuses = [
+            (await app.post(app.envelope(mention(f"q{n}", f"602.00000{n}"), f"EvNR{n}")))[0]
+            for n in range(1, 6)
+        ]
+    finally:
+        await app.services.state.client.config_set("min-replicas-to-write", 0)
+    assert statuses == [503] * 5
+    warnings = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    [warning] = warnings
+    assert warning.startswith(
+        "Redis is unreachable (StateUnavailable: Redis is unreachable: NoReplicasError: "
+        "Not enough good replicas to write."
+    )
+    assert warning.endswith("): refused 1 events (Slack sends them again)")
+    ours = [r for r in caplog.records if r.name.startswith(("bot", "slack_bolt"))]
+    assert [r for r in ours if r.exc_info or r.levelno >= logging.ERROR] == []
