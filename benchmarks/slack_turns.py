@@ -35,6 +35,11 @@ about half the CPU on the machine's shared cores (Slack's own senders are not on
 measured batch, in every process of the app, and prints them per turn by command, a script
 named by the file and line that registered it (benchmarks/redis_sends/).
 
+``--sentinel`` runs the app behind Sentinels, on a private primary with one replica and a
+Sentinel (tests/fakes/redis_sentinel.py), with its default there: every write it builds on
+confirmed by the replica (WAIT, docs/deploy.md); ``--replica-acks N`` sets
+``redis.replica_acks`` (0: no WAIT), to measure what the confirmations cost.
+
 ``--plot DIR`` draws the runs (use several --threads) with matplotlib into DIR:
 ack_and_end_to_end.png (ack p99, end-to-end ÷ critical path p50 and p99, against the
 concurrency) and cpu_per_turn.png (the app's and the fakes' CPU per turn against the
@@ -44,6 +49,7 @@ Run: uv run python -m benchmarks.slack_turns [--threads 1 50] [--llm-ms 200] [--
      [--no-streaming] [--profile FILE] [--workers N] [--plot DIR] [--count-redis]
      uv run python -m benchmarks.slack_turns --burst 200 --workers 0   (or 1, 2)
      uv run python -m benchmarks.slack_turns --burst 200 --raw-client
+     uv run python -m benchmarks.slack_turns --burst 200 --sentinel [--replica-acks 0]
      uv run python -m benchmarks.slack_turns --threads 1 20 50 200 500 --plot docs/benchmarks
 """
 
@@ -73,6 +79,7 @@ from benchmarks.fake_services import MENTIONER, FakeServices
 from benchmarks.process_cpu import own_cpu_seconds, tree_cpu_seconds, tree_rss_bytes, tree_size
 from benchmarks.redis_prefix import delete_prefix
 from bot.process.worker_count import cpu_count
+from tests.fakes.redis_sentinel import PrivateSentinel
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_harness import app_environment, event_envelope, mention, signed_headers
 
@@ -178,6 +185,8 @@ class Options:
     burst: bool = False  # every mention on a new connection
     raw_client: bool = False  # each request as bytes on a bare asyncio connection
     count_redis: bool = False  # the app's Redis round trips per turn, by command
+    sentinel: bool = False  # behind Sentinels: a private primary, its replica, a Sentinel
+    replica_acks: int | None = None  # redis.replica_acks; None: the app's default
 
 
 @dataclass(frozen=True)
@@ -247,10 +256,15 @@ async def main(threads: int, options: Options) -> Figures:
     prefix = f"bench:{uuid.uuid4().hex[:8]}:"
     directory = Path(tempfile.mkdtemp())
     config = directory / "agent.yaml"
+    sentinel = PrivateSentinel() if options.sentinel else None
+    if sentinel is not None:
+        await asyncio.to_thread(sentinel.start)
+    redis_url = sentinel.url if sentinel is not None else REDIS_URL
+    replica = {} if options.replica_acks is None else {"replica_acks": options.replica_acks}
     config.write_text(
         yaml.safe_dump(
             {
-                "redis": {"key_prefix": prefix},
+                "redis": {"key_prefix": prefix, **replica},
                 "llm": {"model": "fake-model", "max_retries": 0, "stream": options.streaming},
                 "queue": {"concurrency": max(threads, 8)},
                 "tools": {"modules": ["benchmarks.bench_tools"]},
@@ -263,7 +277,7 @@ async def main(threads: int, options: Options) -> Figures:
     env = app_environment(
         fakes.slack_url,
         fakes.llm_url,
-        REDIS_URL,
+        redis_url,
         config,
         BENCH_TOOL_MS=str(tool_ms),
         LOG_LEVEL="WARNING",
@@ -349,7 +363,10 @@ async def main(threads: int, options: Options) -> Figures:
         app.send_signal(signal.SIGTERM)
         await app.wait()
         await output.task
-        await delete_prefix(REDIS_URL, prefix)
+        if sentinel is not None:
+            sentinel.close()
+        else:
+            await delete_prefix(REDIS_URL, prefix)
         await fakes.stop()
 
     first_seen: dict[str, float] = {}
@@ -392,6 +409,8 @@ async def main(threads: int, options: Options) -> Figures:
         f"critical path {ideal} ms (2 rounds); "
         f"{'streamed' if options.streaming else 'not streamed'}"
         f"{'; the raw client' if options.raw_client else ''}"
+        f"{'; behind a Sentinel, one replica' if options.sentinel else ''}"
+        f"{'' if options.replica_acks is None else f'; replica_acks {options.replica_acks}'}"
     )
     print(f"{'measure':<34} {'p50':>9} {'p99':>9}")
     print(
@@ -548,6 +567,14 @@ if __name__ == "__main__":
         "client that costs about half the CPU of aiohttp's)",
     )
     parser.add_argument(
+        "--sentinel",
+        action="store_true",
+        help="run behind Sentinels: a private primary, one replica and a Sentinel",
+    )
+    parser.add_argument(
+        "--replica-acks", type=int, metavar="N", help="redis.replica_acks (0: no WAIT)"
+    )
+    parser.add_argument(
         "--plot", metavar="DIR", type=Path, help="draw the runs into DIR (PNGs, matplotlib)"
     )
     args = parser.parse_args()
@@ -573,6 +600,8 @@ if __name__ == "__main__":
             burst=args.burst is not None,
             raw_client=args.raw_client,
             count_redis=args.count_redis,
+            sentinel=args.sentinel,
+            replica_acks=args.replica_acks,
         )
         results.append(asyncio.run(main(count, run)))
         print()

@@ -45,6 +45,7 @@ async def run_checks(cli_config: Path | None) -> list[Finding]:
                 _secret(environment.redis_url),
                 _require_persistence(config),
                 cluster=bool(config and config.redis.cluster),
+                replica_acks=config.redis.replica_acks if config else None,
             ),
         )
     ]

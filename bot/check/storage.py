@@ -1,4 +1,5 @@
-"""Redis, as `slack-agent check` sees it: reachable, version, persistence, eviction."""
+"""Redis, as `slack-agent check` sees it: reachable, version, persistence, eviction, and
+whether what the bot acknowledges survives a failover (its replicas)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ UNREACHABLE: tuple[type[BaseException], ...] = (RedisError, *REDIS_DOWN)
 
 
 async def check_redis(
-    url: str | None, require_persistence: bool, *, cluster: bool = False
+    url: str | None,
+    require_persistence: bool,
+    *,
+    cluster: bool = False,
+    replica_acks: int | None = None,
 ) -> list[Finding]:
     if url is None:
         detail = (
@@ -39,8 +44,10 @@ async def check_redis(
         checked_url(url, cluster=cluster)
     except ConfigError as exc:
         return [fail(AREA, str(exc))]
-    if cluster or urlsplit(url).scheme in SENTINEL_SCHEMES:
-        handle = connect(url, 8, cluster=cluster)  # the client the bot itself would use
+    sentinels = urlsplit(url).scheme in SENTINEL_SCHEMES
+    if cluster or sentinels:
+        # The client the bot itself would use.
+        handle = connect(url, 8, cluster=cluster, replica_acks=replica_acks)
     else:
         handle = RedisHandle(
             redis.from_url(
@@ -65,6 +72,8 @@ async def check_redis(
         found = [ok(AREA, f"reachable at {where}, Redis {server.get('redis_version', '?')}")]
         found.append(await _persistence(client, require_persistence))
         found.append(await _eviction(client))
+        if not cluster:
+            found.append(await _replicas(client, sentinels, replica_acks))
         return found
     finally:
         await client.aclose()
@@ -104,6 +113,47 @@ async def _eviction(client: Any) -> Finding:
         AREA,
         f"maxmemory-policy {policy} evicts keys {when}: queued turns, thread locks or "
         "histories could vanish; set maxmemory-policy noeviction",
+    )
+
+
+async def _replicas(client: Any, sentinels: bool, replica_acks: int | None) -> Finding:
+    """Whether an acknowledged event survives a failover: the writes the bot builds on are
+    confirmed by replicas (redis.replica_acks), and enough replicas follow the primary."""
+    try:
+        following = int((await client.info("replication")).get("connected_slaves", 0))
+    except RedisError as exc:
+        return warn(AREA, f"could not read the primary's replicas ({reason(exc)})")
+    wanted = (1 if sentinels else 0) if replica_acks is None else replica_acks
+    if not wanted:
+        if not following:
+            return ok(AREA, "no replica, and none asked to confirm writes (redis.replica_acks 0)")
+        return warn(
+            AREA,
+            f"{following} replica(s) follow the primary, but none is asked to confirm a write: "
+            "a failover can lose events already acknowledged to Slack, or answer one twice; "
+            "set redis.replica_acks: 1 (docs/deploy.md)",
+        )
+    if following < wanted:
+        consequence = (
+            "the bot waits for none while the Sentinels see none in good health, and the "
+            "writes made then are lost if the primary crashes too"
+            if sentinels
+            else "every write is refused until they follow (events get 503s)"
+        )
+        return warn(
+            AREA,
+            f"redis.replica_acks is {wanted} but {following} replica(s) follow the primary: "
+            f"{consequence}",
+        )
+    if sentinels and following < 2:
+        return warn(
+            AREA,
+            "writes are confirmed by the one replica (WAIT); give the primary a second: when "
+            "the primary crashes, the promoted replica has none to confirm its writes until "
+            "the old primary is back",
+        )
+    return ok(
+        AREA, f"writes confirmed by {wanted} of the {following} replica(s) that follow (WAIT)"
     )
 
 

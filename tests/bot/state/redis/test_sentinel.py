@@ -16,6 +16,7 @@ from bot.turn.model import QueuedTurn, Turn
 from tests.bot.check.test_check_command import check, config, environment, lines
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_sentinel import PrivateSentinel
+from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_server import FakeSlack
 
 
@@ -130,3 +131,33 @@ async def test_check_reaches_the_primary_the_sentinels_name(
     _, checks, _ = await check("--config", str(config(tmp_path)), env=env)
     [reached] = [line for line in lines(checks, "ok") if line.startswith("redis: reachable")]
     assert f"service {sentinel.url.rsplit('/', 2)[1]} of Sentinels 127.0.0.1:" in reached
+
+
+async def test_check_says_one_replica_is_not_enough_behind_sentinels(
+    sentinel: PrivateSentinel,
+    fake_llm: FakeLLM,
+    fake_slack: FakeSlack,
+    tmp_path: Path,
+) -> None:
+    env = environment(fake_llm, fake_slack, sentinel.url)
+    _, checks, _ = await check("--config", str(config(tmp_path)), env=env)
+    [replicas] = [line for line in lines(checks, "warn") if "replica" in line]
+    assert replicas.startswith("redis: writes are confirmed by the one replica (WAIT); give")
+
+
+async def test_check_warns_when_writes_would_wait_for_replicas_that_are_not_there(
+    fake_llm: FakeLLM, fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    server = PrivateRedis()
+    server.start()
+    try:
+        env = environment(fake_llm, fake_slack, server.url)
+        strict = config(tmp_path, "llm: {model: fake-model}\nredis: {replica_acks: 1}\n")
+        _, checks, _ = await check("--config", str(strict), env=env)
+        [replicas] = [line for line in lines(checks, "warn") if "replica" in line]
+        assert replicas == (
+            "redis: redis.replica_acks is 1 but 0 replica(s) follow the primary: every "
+            "write is refused until they follow (events get 503s)"
+        )
+    finally:
+        server.close()
