@@ -1,8 +1,11 @@
-"""A private Sentinel setup on free ports: a primary, one replica and one Sentinel.
+"""A private Sentinel setup on free ports: a primary, one replica and one Sentinel (or
+three, as deployed: ``sentinels=3``, quorum 2).
 
-For tests of ``redis+sentinel://`` URLs (bot/state/redis/connection.py) and of a failover. Every
-wait polls for a positive signal with a deadline. It never touches the machine's shared
-Redis on 6379.
+For tests of ``redis+sentinel://`` URLs (bot/state/redis/connection.py) and of a failover:
+a graceful one (:meth:`PrivateSentinel.failover`, or :meth:`PrivateSentinel.request_failover`
+that only asks for it), or the primary killed (:meth:`PrivateSentinel.kill`). Every wait
+polls for a positive signal with a deadline. It never touches the machine's shared Redis on
+6379.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,15 @@ DOWN_AFTER_MS = 1000
 FAILOVER_TIMEOUT_MS = 5000
 
 
+def _distinct_free_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
 def _wait(what: str, ready: Callable[[], bool], timeout_s: float) -> None:
     """Poll ``ready`` until it is true; a connection error counts as not ready yet."""
     deadline = time.monotonic() + timeout_s
@@ -43,28 +56,49 @@ def _wait(what: str, ready: Callable[[], bool], timeout_s: float) -> None:
 
 
 class PrivateSentinel:
-    """A primary redis-server, a replica of it (``--replicaof``) and a Sentinel that
-    monitors the pair as ``service`` (quorum 1), each its own process on a free loopback
-    port, with their files in one temporary directory.
+    """A primary redis-server, a replica of it (``--replicaof``) and ``sentinels``
+    Sentinels that monitor the pair as ``service`` (``quorum``: a majority of them unless
+    given), each its own process on a free loopback port, with their files in one temporary
+    directory. ``min_replicas_to_write``: the servers' ``min-replicas-to-write`` (with
+    ``min-replicas-max-lag`` 10), 0 (off) by default.
 
     :attr:`primary_port` and :attr:`replica_port` follow the roles: :meth:`failover` swaps
-    them."""
+    them, and so does :meth:`follow` after a failover it did not run itself.
+    :attr:`sentinel_port` is the first Sentinel's; :attr:`url` names them all."""
 
-    def __init__(self, service: str = "mymaster") -> None:
+    def __init__(
+        self,
+        service: str = "mymaster",
+        *,
+        sentinels: int = 1,
+        quorum: int | None = None,
+        min_replicas_to_write: int = 0,
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed")
+        if sentinels < 1:
+            raise ValueError("a Sentinel setup needs a Sentinel")
         self.binary = binary
         self.service = service
-        self.primary_port = free_port()
-        self.replica_port = free_port()
-        self.sentinel_port = free_port()
+        self.quorum = quorum or sentinels // 2 + 1
+        self.min_replicas_to_write = min_replicas_to_write
+        ports = _distinct_free_ports(2 + sentinels)
+        self.primary_port, self.replica_port = ports[0], ports[1]
+        self.sentinel_ports = ports[2:]
         self.directory = Path(tempfile.mkdtemp(prefix="slack-agent-sentinel-"))
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.servers: dict[int, subprocess.Popen[bytes]] = {}  # the redis-servers, by port
+
+    @property
+    def sentinel_port(self) -> int:
+        return self.sentinel_ports[0]
 
     @property
     def url(self) -> str:
-        return f"redis+sentinel://127.0.0.1:{self.sentinel_port}/{self.service}/0"
+        """``redis+sentinel://`` naming every Sentinel, the service and database 0."""
+        hosts = ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports)
+        return f"redis+sentinel://{hosts}/{self.service}/0"
 
     # --- direct clients (the caller closes them) -----------------------------------------
 
@@ -85,11 +119,12 @@ class PrivateSentinel:
         """What the server on ``port`` answers to ROLE: master or slave."""
         return str(self._ask(port, "ROLE")[0])
 
-    def primary_by_sentinel(self) -> int | None:
-        """The primary's port, as the Sentinel says to SENTINEL MASTER (what redis-py asks),
-        None while it knows no healthy one. Mid-failover, GET-MASTER-ADDR-BY-NAME already
-        names the promoted replica while SENTINEL MASTER still names the old primary."""
-        with self.client(self.sentinel_port) as sentinel:
+    def primary_by_sentinel(self, sentinel_port: int | None = None) -> int | None:
+        """The primary's port, as a Sentinel (the first unless ``sentinel_port``) says to
+        SENTINEL MASTER (what redis-py asks), None while it knows no healthy one.
+        Mid-failover, GET-MASTER-ADDR-BY-NAME already names the promoted replica while
+        SENTINEL MASTER still names the old primary."""
+        with self.client(sentinel_port or self.sentinel_port) as sentinel:
             state = sentinel.sentinel_master(self.service)
         healthy = state["is_master"] and not (state["is_sdown"] or state["is_odown"])
         return int(state["port"]) if healthy else None
@@ -107,13 +142,24 @@ class PrivateSentinel:
             client.set(PROBE_KEY, "1")
             return int(client.wait(1, WAIT_MS)) >= 1
 
-    def _sentinel_knows(self, primary: int, replica: int) -> bool:
-        """The Sentinel names ``primary`` and counts ``replica`` as a healthy replica of it
-        (a failover needs one)."""
-        if self.primary_by_sentinel() != primary:
+    def _sentinel_knows(self, primary: int, replica: int, sentinel_port: int | None = None) -> bool:
+        """The Sentinel (the first unless ``sentinel_port``) names ``primary``, counts
+        ``replica`` as a healthy replica of it (a failover needs one) and, with more than
+        one Sentinel, knows every other Sentinel and can reach its quorum and a majority
+        (SENTINEL CKQUORUM)."""
+        port = sentinel_port or self.sentinel_port
+        if self.primary_by_sentinel(port) != primary:
             return False
-        with self.client(self.sentinel_port) as sentinel:
+        with self.client(port) as sentinel:
             replicas = sentinel.sentinel_slaves(self.service)
+            if len(self.sentinel_ports) > 1:
+                state = sentinel.sentinel_master(self.service)
+                if int(state["num-other-sentinels"]) != len(self.sentinel_ports) - 1:
+                    return False
+                # NOQUORUM (an error) until the Sentinels can reach quorum and majority.
+                quorum = sentinel.execute_command("SENTINEL", "CKQUORUM", self.service)
+                if not str(quorum).startswith("OK"):
+                    return False
         return any(
             fields["port"] == replica
             and fields["flags"] == "slave"
@@ -146,13 +192,20 @@ class PrivateSentinel:
             str(self.directory / f"{name}.log"),
             *extra,
         ]
-        self.processes.append(
-            subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        )
+        if self.min_replicas_to_write:
+            arguments += [
+                "--min-replicas-to-write",
+                str(self.min_replicas_to_write),
+                "--min-replicas-max-lag",
+                "10",
+            ]
+        process = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.processes.append(process)
+        self.servers[port] = process
 
     def start(self) -> None:
-        """Start the three and wait until the replica is in sync and the Sentinel knows
-        both servers."""
+        """Start the servers and the Sentinels, and wait until the replica is in sync and
+        every Sentinel knows both servers (and, with more than one, the other Sentinels)."""
         try:
             self._start()
         except BaseException:
@@ -172,28 +225,33 @@ class PrivateSentinel:
             lambda: self._replica_in_sync(replica, primary),
             START_TIMEOUT_S,
         )
-        config = self.directory / "sentinel.conf"  # Sentinel rewrites it: it must be writable
-        config.write_text(
-            f"port {self.sentinel_port}\n"
-            "bind 127.0.0.1\n"
-            f"dir {self.directory}\n"
-            f"logfile {self.directory / 'sentinel.log'}\n"
-            f"sentinel monitor {self.service} 127.0.0.1 {primary} 1\n"
-            f"sentinel down-after-milliseconds {self.service} {DOWN_AFTER_MS}\n"
-            f"sentinel failover-timeout {self.service} {FAILOVER_TIMEOUT_MS}\n"
-        )
-        self.processes.append(
-            subprocess.Popen(
-                [self.binary, str(config), "--sentinel"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+        for number, port in enumerate(self.sentinel_ports):
+            # The first Sentinel's files keep the names they had when there was one only.
+            name = "sentinel" if number == 0 else f"sentinel-{port}"
+            config = self.directory / f"{name}.conf"  # Sentinel rewrites it: it must be writable
+            config.write_text(
+                f"port {port}\n"
+                "bind 127.0.0.1\n"
+                f"dir {self.directory}\n"
+                f"logfile {self.directory / f'{name}.log'}\n"
+                f"sentinel monitor {self.service} 127.0.0.1 {primary} {self.quorum}\n"
+                f"sentinel down-after-milliseconds {self.service} {DOWN_AFTER_MS}\n"
+                f"sentinel failover-timeout {self.service} {FAILOVER_TIMEOUT_MS}\n"
             )
-        )
-        _wait(
-            "the Sentinel knows the primary and its replica",
-            lambda: self._sentinel_knows(primary, replica),
-            START_TIMEOUT_S,
-        )
+            self.processes.append(
+                subprocess.Popen(
+                    [self.binary, str(config), "--sentinel"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        # Sentinels find each other through the primary (a hello every 2 s).
+        for port in self.sentinel_ports:
+            _wait(
+                f"the Sentinel on {port} knows the primary, its replica and the other Sentinels",
+                partial(self._sentinel_knows, primary, replica, port),
+                START_TIMEOUT_S,
+            )
 
     def failover(self) -> None:
         """Wait until the replica has every write, run SENTINEL FAILOVER, and wait until
@@ -210,6 +268,30 @@ class PrivateSentinel:
             FAILOVER_TIMEOUT_S,
         )
         self.primary_port, self.replica_port = new, old
+
+    def request_failover(self, sentinel_port: int | None = None) -> None:
+        """Send SENTINEL FAILOVER to one Sentinel (the first unless ``sentinel_port``) and
+        return at once: the Sentinels promote the replica and, some 10 s later, demote the
+        old primary. :meth:`follow` updates the ports once they have."""
+        self._ask(sentinel_port or self.sentinel_port, "SENTINEL", "FAILOVER", self.service)
+
+    def kill(self, port: int) -> None:
+        """SIGKILL the redis-server on ``port`` (it is not restarted)."""
+        process = self.servers.pop(port)
+        process.kill()
+        process.wait(10)
+        self.processes.remove(process)
+
+    def follow(self) -> bool:
+        """Make :attr:`primary_port` the server every Sentinel names as the primary, and
+        :attr:`replica_port` the other; False (nothing changed) while they do not agree."""
+        named = {self.primary_by_sentinel(port) for port in self.sentinel_ports}
+        if len(named) != 1 or None in named:
+            return False
+        [primary] = named
+        if primary == self.replica_port:
+            self.primary_port, self.replica_port = self.replica_port, self.primary_port
+        return primary == self.primary_port
 
     def wait_demoted(self) -> None:
         """Wait until the old primary replicates the new one, in sync."""

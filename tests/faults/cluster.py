@@ -2,6 +2,14 @@
 Slack and the fake LLM (in this process, on loopback), and a router delivering events the
 way Slack does. Faults are injected from outside and the result is checked from outside.
 
+The private Redis is one server by default (``topology="single"``); ``"sentinel"`` gives
+a primary, a replica and three Sentinels, ``"cluster"`` a Redis Cluster of three primaries
+with a replica each (tests/faults/topology.py). Their failovers are faults here too:
+:meth:`Cluster.sentinel_failover`, :meth:`Cluster.kill_primary`,
+:meth:`Cluster.cluster_failover`, timed in :attr:`Cluster.failover`;
+:meth:`Cluster.add_failover_checks` adds what a failover scenario checks besides the usual
+(no HTTP 500, no traceback in any replica's log, the first answer after the failover).
+
 A scenario is written like this::
 
     async with Cluster(tmp_path, "kill", replicas=2, plan=plan, config=...) as cluster:
@@ -33,8 +41,6 @@ from types import TracebackType
 from typing import Any
 
 import pydantic
-import redis.asyncio
-import redis.exceptions
 import yaml
 
 from bot.config.schema import AppConfig
@@ -42,11 +48,29 @@ from tests.fakes.llm_server import FakeLLM
 from tests.fakes.redis_server import PrivateRedis
 from tests.fakes.slack_harness import app_environment
 from tests.fakes.slack_server import Call, FakeSlack
-from tests.faults.invariants import Report, Run, check, first_asked, left_behind, sessions_left
+from tests.faults.invariants import (
+    Report,
+    Run,
+    Summary,
+    check,
+    first_asked,
+    left_behind,
+    sessions_left,
+)
 from tests.faults.proxy import CutProxy
 from tests.faults.replicas import Replica
 from tests.faults.router import RETRY_DELAYS_S, Router, Sent
-from tests.faults.script import Answers, Plan, Question
+from tests.faults.script import Answers, Plan, Question, answers_in
+from tests.faults.topology import (
+    REDIS_AWAY,
+    SINGLE,
+    Client,
+    ClusterTopology,
+    FailoverTimes,
+    SentinelTopology,
+    SingleTopology,
+    make_topology,
+)
 
 PREFIX = "faults:"
 RUNS_KEY = "fault-runs"  # outside the bot's prefix, so no scan of the bot's keys sees it
@@ -67,7 +91,8 @@ QUIET_S = 1.0  # no Slack call, model call or delivery for this long: work has s
 STUCK_S = 8.0  # nothing pending in Redis and nothing happening for this long: stuck
 PROBE_RESERVE_S = 12.0  # of the time budget, kept for probing the threads' history
 REFUSAL_GRACE_S = 1.0  # after the fault's end, before a refused delivery counts
-REDIS_AWAY = (redis.exceptions.RedisError, OSError)  # a restarting Redis
+FIRST_ANSWER_S = 30.0  # after a failover, the first answer comes within this
+WATCH_ANSWERS_S = 0.05  # how often the harness looks for new answers
 
 
 def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +135,8 @@ class Cluster:
         plan: Callable[[Question], Plan] | None = None,
         persistent_redis: bool = False,
         partitionable: bool = False,
+        topology: str = SINGLE,
+        min_replicas_to_write: int = 0,
         retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
         duplicates: float = 0.0,
         seed: int = 0,
@@ -118,12 +145,18 @@ class Cluster:
         self.directory = directory
         self.scenario = scenario
         self.deadline = time.monotonic() + budget_s
-        self.config, self.notes = supported(merged(BASE_CONFIG, config or {}))
+        self.topology = make_topology(
+            topology, persistent=persistent_redis, min_replicas_to_write=min_replicas_to_write
+        )
+        if partitionable and topology != SINGLE:
+            raise ValueError("a partition cuts a replica off the one Redis: topology 'single'")
+        self.config, self.notes = supported(
+            merged(merged(BASE_CONFIG, self.topology.app_config()), config or {})
+        )
         self.slack = FakeSlack()
         self.llm = FakeLLM()
         self.answers = Answers(plan) if plan is not None else Answers()
         self.llm.otherwise = self.answers
-        self.redis = PrivateRedis(appendonly=persistent_redis)
         self.replicas = [Replica(i, directory / f"replica-{i}.log") for i in range(1, replicas + 1)]
         # With ``partitionable``, each replica reaches Redis through its own proxy.
         self.proxies: dict[int, CutProxy] = {}
@@ -135,9 +168,19 @@ class Cluster:
             duplicates=duplicates,
             seed=seed,
         )
-        self._client: redis.asyncio.Redis | None = None
         self._conversations: list[asyncio.Task[None]] = []
         self._started = False
+        self.conversation_started: float | None = None  # time.monotonic() of converse()
+        self.failover: FailoverTimes | None = None  # the last failover injected
+        self.answered_at: dict[Question, float] = {}  # when each answer was first seen done
+        self._answer_watch: asyncio.Task[None] | None = None
+
+    @property
+    def redis(self) -> PrivateRedis:
+        """The one private Redis (topology "single" only)."""
+        if not isinstance(self.topology, SingleTopology):
+            raise TypeError(f"the scenario runs on a Redis {self.topology.kind}, not one server")
+        return self.topology.server
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -164,17 +207,18 @@ class Cluster:
         self._started = True
         await self.slack.start()
         await self.llm.start()
-        await asyncio.to_thread(self.redis.start)
+        await asyncio.to_thread(self.topology.start)
+        self._answer_watch = asyncio.create_task(self._watch_answers())
         path = self.directory / "agent.yaml"
         path.write_text(yaml.safe_dump(self.config))
         env = app_environment(
             self.slack.api_url,
             self.llm.base_url,
-            self.redis.url,
+            self.topology.url,
             path,
-            FAULT_REDIS_URL=self.redis.url,
             FAULT_RUNS_KEY=RUNS_KEY,
             LOG_LEVEL="INFO",
+            **self.topology.recorder_env(),
         )
         for replica in self.replicas:
             # Slack and model calls counted per replica
@@ -188,24 +232,24 @@ class Cluster:
         await asyncio.gather(*(r.healthy(START_TIMEOUT_S) for r in self.replicas))
 
     async def stop(self) -> None:
-        for task in self._conversations:
+        watchers = [*self._conversations, *([self._answer_watch] if self._answer_watch else [])]
+        for task in watchers:
             task.cancel()
-        await asyncio.gather(*self._conversations, return_exceptions=True)
+        await asyncio.gather(*watchers, return_exceptions=True)
         await self.router.aclose()
         await asyncio.gather(*(r.kill() for r in self.replicas), return_exceptions=True)
         await asyncio.gather(*(p.stop() for p in self.proxies.values()), return_exceptions=True)
-        if self._client is not None:
-            await self._client.aclose()
+        await self.topology.aclose()
         if self._started:
             await self.llm.stop()
             await self.slack.stop()
         self.kill_now()
 
     def kill_now(self) -> None:
-        """Kill every process and remove the Redis directory, without an event loop."""
+        """Kill every process and remove the Redis directories, without an event loop."""
         for replica in self.replicas:
             replica.kill_now()
-        self.redis.close()
+        self.topology.close()
 
     def logs(self) -> str:
         parts = [f"--- {r.name}: last lines of {r.log_path}\n{r.tail()}" for r in self.replicas]
@@ -222,6 +266,8 @@ class Cluster:
         """In the background, in each of ``threads`` threads (t<first>...), write
         ``messages`` messages ``gap_s`` apart; return the threads' names."""
         labels = [f"t{n}" for n in range(first, first + threads)]
+        if self.conversation_started is None:
+            self.conversation_started = time.monotonic()
         for position, label in enumerate(labels):
             self._conversations.append(
                 asyncio.create_task(self._write(label, messages, gap_s, position * 0.05))
@@ -234,6 +280,11 @@ class Cluster:
             if number:
                 await asyncio.sleep(gap_s)
             self.router.write(label)
+
+    async def into_conversation(self, seconds: float) -> None:
+        """Wait until ``seconds`` after the first :meth:`converse` began."""
+        began = self.conversation_started or time.monotonic()
+        await asyncio.sleep(max(began + seconds - time.monotonic(), 0.0))
 
     async def conversations_written(self) -> None:
         await asyncio.gather(*self._conversations)
@@ -323,17 +374,63 @@ class Cluster:
         await asyncio.to_thread(self.redis.start)
         return stopped, time.monotonic()
 
-    def client(self) -> redis.asyncio.Redis:
-        """A client of the private Redis (for scenarios that tamper with keys)."""
-        if self._client is None:
-            self._client = redis.asyncio.Redis.from_url(
-                self.redis.url, decode_responses=True, socket_timeout=2, socket_connect_timeout=2
+    async def sentinel_failover(self) -> float:
+        """SENTINEL FAILOVER sent to one Sentinel (topology "sentinel"); returns when it was
+        sent. :attr:`failover` records when the Sentinels named the new primary and when
+        the old one was demoted (:meth:`failover_over` waits for that)."""
+        self.failover = await self._sentinels().failover()
+        return self.failover.sent_at
+
+    async def kill_primary(self) -> float:
+        """SIGKILL of the primary (topology "sentinel"), not restarted: the Sentinels promote
+        the replica. Returns when it was sent; :attr:`failover` records the rest."""
+        self.failover = await self._sentinels().kill_primary()
+        return self.failover.sent_at
+
+    async def cluster_failover(self, shard: int | None = None) -> float:
+        """CLUSTER FAILOVER on the replica of the primary holding the most of the
+        conversation's threads, or of the primary serving the bot's ``shard`` (topology
+        "cluster"). Returns when it was sent; :attr:`failover` records the rest."""
+        if not isinstance(self.topology, ClusterTopology):
+            raise TypeError(
+                f"a cluster failover needs topology 'cluster', not {self.topology.kind}"
             )
-        return self._client
+        roots = [s.thread_ts for s in self.router.sent if s.ts == s.thread_ts]
+        self.failover = await self.topology.failover(shard=shard, threads=roots)
+        if shard is None:
+            label = {s.thread_ts: s.question.thread for s in self.router.sent}
+            held = ", ".join(label[ts] for ts in self.failover.threads) or "none"
+            self.notes.append(f"the primary failed over held keys of the threads {held}")
+        return self.failover.sent_at
+
+    async def failover_over(self, within_s: float = 40.0) -> float:
+        """Wait until the failover is over (every Sentinel or node names the new primary, and
+        the old one was demoted, unless killed); returns when (or now, with a note, if it
+        was not over within ``within_s``)."""
+        if self.failover is None:
+            raise RuntimeError("no failover was injected")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.failover.done.wait(), within_s)
+        over = self.failover.done_at
+        if over is None:
+            self.notes.append(f"the failover was not over {within_s:.0f} s after it began")
+            return time.monotonic()
+        return over
+
+    def _sentinels(self) -> SentinelTopology:
+        if not isinstance(self.topology, SentinelTopology):
+            raise TypeError(f"a Sentinel fault needs topology 'sentinel', not {self.topology.kind}")
+        return self.topology
+
+    def client(self) -> Client:
+        """A client of the private Redis (for scenarios that tamper with keys): on Sentinel,
+        of the primary they named when last asked; on a cluster, a cluster client."""
+        return self.topology.client()
 
     async def runs(self) -> list[Run]:
-        """Every tool step's start and finish so far."""
-        raw = await self.client().lrange(RUNS_KEY, 0, -1)
+        """Every tool step's start and finish so far (from the primary serving RUNS_KEY now)."""
+        client = await self.topology.primary_for(RUNS_KEY)
+        raw = await client.lrange(RUNS_KEY, 0, -1)
         return [Run.from_json(item) for item in raw]
 
     async def step_started(self, name: str, within_s: float = 20.0) -> Run:
@@ -453,16 +550,97 @@ class Cluster:
 
     async def _busy(self) -> list[str]:
         """Work the bot still has in Redis: pending stream entries, or a lock held. Any key
-        naming (a stream with consumer groups, a key with "lock" in its name) counts."""
+        naming (a stream with consumer groups, a key with "lock" in its name) counts. Every
+        primary is looked at (the one the Sentinels name now; each of a cluster's)."""
         busy = []
         try:
-            client = self.client()
-            async for key in client.scan_iter(match=f"{PREFIX}*lock*", count=1000):
-                busy.append(key)
-            async for key in client.scan_iter(match=f"{PREFIX}*", count=1000, _type="stream"):
-                for group in await client.xinfo_groups(key):
-                    if int(group.get("pending", 0)):
-                        busy.append(f"{key} ({group['pending']} pending for {group['name']})")
+            for client in await self.topology.primaries():
+                async for key in client.scan_iter(match=f"{PREFIX}*lock*", count=1000):
+                    busy.append(key)
+                async for key in client.scan_iter(match=f"{PREFIX}*", count=1000, _type="stream"):
+                    for group in await client.xinfo_groups(key):
+                        if int(group.get("pending", 0)):
+                            busy.append(f"{key} ({group['pending']} pending for {group['name']})")
         except REDIS_AWAY as exc:
             busy.append(f"Redis unreachable ({type(exc).__name__})")
         return busy
+
+    # --- what a failover scenario checks besides ------------------------------------------
+
+    async def _watch_answers(self) -> None:
+        """Note when each answer is first seen finished in its thread."""
+        while True:
+            now = time.monotonic()
+            for message in list(self.slack.messages.values()):
+                if message.streaming or message.bot_id is None:
+                    continue
+                for question in answers_in(message.shown):
+                    self.answered_at.setdefault(question, now)
+            await asyncio.sleep(WATCH_ANSWERS_S)
+
+    def first_answer_after(self, moment: float) -> float | None:
+        """Seconds from ``moment`` to the first answer finished after it."""
+        after = [at for at in self.answered_at.values() if at > moment]
+        return min(after) - moment if after else None
+
+    def add_failover_checks(
+        self, report: Report, *, first_answer_s: float = FIRST_ANSWER_S
+    ) -> None:
+        """No HTTP 500 from any replica, no traceback in any replica's log, the first answer
+        within ``first_answer_s`` of the failover; the failover's times as notes; and the
+        report's summary line."""
+        failover = self.failover
+        served_500 = [a for a in self.router.attempts if a.status == 500]
+        report.add(
+            "no replica answered a delivery with HTTP 500",
+            not served_500,
+            f"{len(served_500)} deliveries: "
+            + ", ".join(f"{a.event_id} retry {a.retry}" for a in served_500[:5])
+            + (f" (+{len(served_500) - 5} more)" if len(served_500) > 5 else ""),
+        )
+        tracebacks = {r.name: r.tracebacks() for r in self.replicas}
+        found = sum(len(t) for t in tracebacks.values())
+        report.add(
+            "no traceback in any replica's log",
+            not found,
+            "; ".join(
+                f"{name}: {len(errors)} ({', '.join(sorted(set(errors))[:3])})"
+                for name, errors in tracebacks.items()
+                if errors
+            ),
+        )
+        first: float | None = None
+        if failover is not None:
+            first = self.first_answer_after(failover.sent_at)
+            shown = "none" if first is None else f"{first:.2f} s"
+            report.add(
+                f"the first answer after the failover came within {first_answer_s:.0f} s",
+                first is not None and first <= first_answer_s,
+                shown,
+            )
+            report.notes += failover.notes()
+            report.notes.append(f"first answer after the failover: {shown}")
+            written_after = [s for s in self.router.sent if s.at > failover.sent_at and not s.probe]
+            answered = [
+                self.answered_at[s.question] - s.at
+                for s in written_after
+                if s.question in self.answered_at
+            ]
+            if answered:
+                report.notes.append(
+                    f"messages written after the failover: {len(written_after)}, the quickest "
+                    f"answered {min(answered):.2f} s after it was written"
+                )
+        scenario = [s for s in self.router.sent if not s.probe]
+        counts = [report.answers.get(s.question, 0) for s in scenario]
+        report.summary = Summary(
+            sent=len(scenario),
+            answered_once=counts.count(1),
+            duplicated=sum(1 for n in counts if n > 1),
+            lost=counts.count(0),
+            out_of_order=report.out_of_order,
+            refused=self.router.refused_by_status(),
+            http_500=len(served_500),
+            tracebacks=found,
+            first_answer_s=first,
+        )

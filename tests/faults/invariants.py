@@ -57,6 +57,34 @@ class Run:
         return cls(str(data["name"]), str(data["event"]), int(data["pid"]), float(data["at"]))
 
 
+@dataclass(frozen=True)
+class Summary:
+    """One line of a failover scenario's report (tests.faults.cluster's
+    ``add_failover_checks``): the scenario's messages (no probes) and its deliveries."""
+
+    sent: int
+    answered_once: int
+    duplicated: int
+    lost: int
+    out_of_order: int
+    refused: dict[str, int]  # deliveries not answered 200, by status (or why: http_timeout...)
+    http_500: int
+    tracebacks: int  # in the replicas' logs
+    first_answer_s: float | None  # from the failover to the first answer finished after it
+
+    def line(self) -> str:
+        refused = sum(self.refused.values())
+        by_status = ", ".join(f"{status}: {n}" for status, n in sorted(self.refused.items()))
+        first = "none" if self.first_answer_s is None else f"{self.first_answer_s:.2f} s"
+        return (
+            f"sent {self.sent}, answered once {self.answered_once}, duplicated "
+            f"{self.duplicated}, lost {self.lost}, out of order {self.out_of_order}, refused "
+            f"deliveries {refused}{f' ({by_status})' if by_status else ''}, HTTP 500s "
+            f"{self.http_500}, tracebacks {self.tracebacks}, first answer after the failover "
+            f"{first}"
+        )
+
+
 @dataclass(repr=False)
 class Report:
     scenario: str
@@ -77,6 +105,7 @@ class Report:
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     logs: str = ""  # the tails of the replicas' logs
+    summary: Summary | None = None  # a failover scenario's one line
 
     @property
     def ok(self) -> bool:
@@ -107,6 +136,8 @@ class Report:
             f"/{total}, duplicated {self.duplicated}, lost {self.lost}, out of order "
             f"{self.out_of_order}; time to recover {recover}",
         ]
+        if self.summary is not None:
+            lines.append(f"  summary: {self.summary.line()}")
         wrong = {q: n for q, n in sorted(self.answers.items()) if n != 1}
         if wrong:
             lines.append(

@@ -21,6 +21,8 @@ from tests.fakes.redis_server import free_port
 ROOT = Path(__file__).resolve().parents[2]  # the repository: `python -m bot.cli` runs here
 TAIL_LINES = 40
 NOISE = (" INFO httpx",)  # a line per model request (httpx, httpx2)
+TRACEBACK = "Traceback (most recent call last)"
+NOT_THE_END = ("Traceback", "The above exception", "During handling of the above exception")
 
 
 class Replica:
@@ -156,6 +158,27 @@ class Replica:
                 os.kill(self.process.pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):  # reaped already by asyncio
                 os.waitpid(self.process.pid, 0)
+
+    def tracebacks(self) -> list[str]:
+        """The exception line ending each Python traceback in its log (one per traceback)."""
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return []
+        found = []
+        for start, line in enumerate(lines):
+            if TRACEBACK not in line:
+                continue
+            ending = next(
+                (
+                    later.strip()
+                    for later in lines[start + 1 :]
+                    if later and not later[0].isspace() and not later.startswith(NOT_THE_END)
+                ),
+                "(cut off)",
+            )
+            found.append(ending[:160])
+        return found
 
     def tail(self, lines: int = TAIL_LINES) -> str:
         try:

@@ -164,6 +164,17 @@ class Router:
         """Deliveries a replica refused (or never answered) after ``moment``."""
         return [a for a in self.attempts if a.at > moment and not a.accepted and a.reason != "held"]
 
+    def refused_by_status(self) -> dict[str, int]:
+        """Deliveries not answered 200 (held ones aside), counted by status, or by why
+        there was none (``http_timeout``, ``connection_failed``)."""
+        counts: dict[str, int] = {}
+        for attempt in self.attempts:
+            if attempt.accepted or attempt.reason == "held":
+                continue
+            key = str(attempt.status) if attempt.status is not None else attempt.reason
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
     def _refuse_held(self, envelope: dict[str, Any]) -> None:
         self.attempts.append(Attempt(envelope["event_id"], 0, time.monotonic(), None, 503, "held"))
 

@@ -1,5 +1,6 @@
 """The harness's own parts: the model script, the config it writes, the persistent private
-Redis, and the router's Slack-like delivery (against a stub replica)."""
+Redis, the router's Slack-like delivery (against a stub replica), the replicas' logs, and the
+Redis topologies (Sentinel, Cluster) the failover scenarios run on."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import redis
@@ -25,9 +27,11 @@ from tests.fakes.slack_server import FakeSlack
 from tests.faults.cluster import BASE_CONFIG, merged, supported
 from tests.faults.invariants import Run
 from tests.faults.proxy import CutProxy
+from tests.faults.replicas import Replica
 from tests.faults.router import Router
 from tests.faults.scenarios import ClusterFactory
 from tests.faults.script import Answers, Plan, Question, Step
+from tests.faults.topology import SentinelTopology, parse_nodes
 from tests.waiting import until
 
 pytestmark = pytest.mark.faults
@@ -355,3 +359,91 @@ async def test_a_replica_whose_free_port_was_taken_starts_again_on_others(
             assert replica.up
             assert replica.metrics_port != taken.getsockname()[1]
             assert "address already in use" in replica.tail()
+
+
+def test_a_replica_log_s_tracebacks_are_found_by_their_last_line(tmp_path: Path) -> None:
+    log = tmp_path / "replica.log"
+    log.write_text(
+        "2026-01-01 00:00:00,000 INFO bot: started\n"
+        "2026-01-01 00:00:01,000 ERROR bot.turn.worker.processor: turn 1-0 failed\n"
+        "Traceback (most recent call last):\n"
+        '  File "bot/turn/owner.py", line 98, in run\n'
+        "    return await self._run()\n"
+        "           ^^^^^^^^^^^^^^^^^\n"
+        "redis.exceptions.ConnectionError: gone\n"
+        "\n"
+        "The above exception was the direct cause of the following exception:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "bot/turn/owner.py", line 99, in run\n'
+        "redis.exceptions.ResponseError: NOREPLICAS Not enough good replicas to write.\n"
+        "2026-01-01 00:00:02,000 INFO bot: a Traceback mentioned in words is none\n"
+    )
+    assert Replica(1, log).tracebacks() == [
+        "redis.exceptions.ConnectionError: gone",
+        "redis.exceptions.ResponseError: NOREPLICAS Not enough good replicas to write.",
+    ]
+    assert Replica(2, tmp_path / "none.log").tracebacks() == []
+
+
+# --- the Redis topologies ----------------------------------------------------------------------
+
+
+async def test_refused_deliveries_are_counted_by_status_or_why(
+    fake_slack: FakeSlack, stub: StubReplica
+) -> None:
+    router = Router(fake_slack, lambda: [stub.port], retry_delays_s=(0.01,), pairs=False)
+    try:
+        stub.statuses = [500, 503]
+        router.write("t1")
+        router.write("t2", hold=True)  # held back on purpose: not a refusal
+        assert await router.delivered(within_s=5)
+        router.ports = lambda: [free_port()]  # nobody listens there
+        router.write("t3")
+        assert await router.delivered(within_s=5)
+        assert router.refused_by_status() == {"500": 1, "503": 1, "connection_failed": 2}
+    finally:
+        await router.aclose()
+
+
+def test_cluster_nodes_are_read_with_their_roles_and_slots() -> None:
+    nodes = parse_nodes(
+        "a1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460 [5461->-b2]\n"
+        "b2 127.0.0.1:30002@40002 master - 0 0 2 connected 5461-10922 12000\n"
+        "c3 127.0.0.1:30003@40003 slave a1 0 0 1 connected\n"
+        "d4 127.0.0.1:30004@40004 master,fail - 0 0 3 disconnected 10923-11999\n"
+    )
+    assert [(n.id, n.port, n.primary, n.replica_of) for n in nodes] == [
+        ("a1", 30001, True, "-"),
+        ("b2", 30002, True, "-"),
+        ("c3", 30003, False, "a1"),
+        ("d4", 30004, False, "-"),  # failed: no longer a primary to read from
+    ]
+    assert nodes[0].serves(0) and nodes[0].serves(5460) and not nodes[0].serves(5461)
+    assert nodes[1].serves(12000) and not nodes[1].serves(11999)
+
+
+async def test_three_sentinels_are_followed_through_a_graceful_failover() -> None:
+    """The harness's view of a Sentinel setup (tests/faults/topology.py): the URL names the
+    three Sentinels; after SENTINEL FAILOVER its reads go to the primary they name, and the
+    failover's moments are recorded in order."""
+    topology = SentinelTopology()
+    await asyncio.to_thread(topology.start)
+    try:
+        setup = topology.setup
+        assert setup.url.count(",") == 2 and setup.quorum == 2
+        old = setup.primary_port
+        await (await topology.primary_for("key")).set("key", "before")
+        times = await topology.failover()
+        await until(lambda: times.named_all_at is not None, timeout=15)
+        promoted, named = times.promoted_at, times.named_all_at
+        assert promoted is not None and named is not None and times.named_first_at is not None
+        assert times.sent_at <= promoted <= named
+        assert (times.old, times.new) == (old, setup.replica_port)
+        primary = await topology.primary_for("key")
+        assert primary.connection_pool.connection_kwargs["port"] == times.new
+        assert await primary.get("key") == "before"
+        assert times.done_at is None  # the old primary is demoted some 10 s later
+    finally:
+        await topology.aclose()
+        topology.close()

@@ -34,6 +34,7 @@ from bot.slack.outbound.resume import EarlierAttempt
 from bot.slack.outbound.status import TurnStatus
 from bot.slack.outbound.stream import StreamWriter
 from bot.slack.outbound.thread import TurnThread
+from bot.state.redis.errors import REDIS_DOWN
 from bot.turn.store.lease import Aborted
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ class AnswerWriter:
             stream.task(task_chunk(task))
         else:
             self._render()
-        self.background.spawn(self.save_tasks())
+        self.background.spawn(self._save_tasks_now())
 
     def _stream(self) -> StreamWriter | None:
         """The stream, while streaming works; None once the turn's message is posted."""
@@ -223,6 +224,16 @@ class AnswerWriter:
         self.thread.ledger.record.tasks = [task.to_record() for task in self.tasks.values()]
         with contextlib.suppress(Aborted):
             await self.thread.ledger.save_if_changed()
+
+    async def _save_tasks_now(self) -> None:
+        """Best effort, in the background: Redis away now, the next save (there is one
+        before every call that shows the cards) carries them."""
+        try:
+            await self.save_tasks()
+        except REDIS_DOWN as exc:
+            log.info(
+                "the task cards of turn %s wait for the next save (%s)", self.thread.entry_id, exc
+            )
 
     def turn_message(self) -> CoalescedMessage:
         """The turn's message as a posted (and edited) one."""

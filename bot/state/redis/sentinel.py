@@ -12,8 +12,9 @@ command retried after a dropped connection reconnects to the same address
 So here every connect asks the Sentinels (a retry's reconnect too), and the pool asks them
 again at most once a second as it hands out connections, dropping a pooled connection to a
 server that is no longer the primary. The pool blocks when full, as the direct one does.
-What remains: writes in the second or so before the pool's next look can still reach the
-old primary; ``min-replicas-to-write`` on the servers closes that (docs/deploy.md).
+Writes in the second or so before the pool's next look can still reach the old primary;
+:class:`SentinelReplicas` makes sure nothing the bot builds on is among them (a replica's
+confirmation, or the write landing on the primary every Sentinel names: replication.py).
 """
 
 from __future__ import annotations

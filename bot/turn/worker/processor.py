@@ -18,6 +18,7 @@ import logging
 from bot.agent.cancellation import sleep_unless
 from bot.observability import metrics
 from bot.state.redis.commands import Commands
+from bot.state.redis.errors import REDIS_DOWN
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn import parking
 from bot.turn.model import Entry, QueuedTurn, Unreadable
@@ -144,9 +145,14 @@ class ThreadProcessor:
             except Aborted as exc:
                 log.info("stopped working on %s: %s", thread, exc)
                 return
-            except Exception:
+            except Exception as exc:
                 failures += 1
-                log.exception("turn %s in %s failed; trying it again", head, thread)
+                if isinstance(exc, REDIS_DOWN):  # one line: an outage is not a bug
+                    log.warning(
+                        "turn %s in %s: Redis failed (%s); trying it again", head, thread, exc
+                    )
+                else:
+                    log.exception("turn %s in %s failed; trying it again", head, thread)
                 if not await sleep_unless(
                     self.failure_backoff_s * failures, lease.lost, self.handing_back
                 ):
