@@ -1,10 +1,11 @@
-"""A small deployment to break: a private Redis, N ``slack-agent run`` replicas, the fake
-Slack and the fake LLM (in this process, on loopback), and a router delivering events the
-way Slack does. Faults are injected from outside and the result is checked from outside.
+"""What a fault scenario does with its :class:`~tests.faults.deployment.Deployment`
+(a private Redis, N ``slack-agent run`` replicas, the fake Slack and LLM, and a router
+delivering events the way Slack does): people write, faults are injected from outside, and
+the result is checked from outside.
 
 The private Redis is one server by default (``topology="single"``); ``"sentinel"`` gives
 a primary, a replica and three Sentinels, ``"cluster"`` a Redis Cluster of three primaries
-with a replica each (tests/faults/topology.py). Their failovers are faults here too:
+with a replica each (tests/faults/topology/). Their failovers are faults here too:
 :meth:`Cluster.sentinel_failover`, :meth:`Cluster.kill_primary`,
 :meth:`Cluster.cluster_failover`, timed in :attr:`Cluster.failover`;
 :meth:`Cluster.add_failover_checks` adds what a failover scenario checks besides the usual
@@ -22,241 +23,44 @@ A scenario is written like this::
 
 ``finish`` waits for positive signals (every message answered, no work pending in Redis,
 Slack quiet for a moment), or decides the system is stuck (no work pending and nothing
-happening for a while), or runs out of the cluster's time budget; then it sends one probe
-message per thread to look at the history the model gets, and returns the full
-:class:`~tests.faults.invariants.Report`. Everything is torn down on exit, and the tails of
-the replicas' logs are printed when the body failed; :meth:`Cluster.kill_now` is the
-loop-free safety net for a test that timed out.
+happening for a while), or runs out of the cluster's time budget
+(tests/faults/settling.py); then it sends one probe message per thread to look at the
+history the model gets, and returns the full :class:`~tests.faults.invariants.Report`
+(tests/faults/reporting.py). Everything is torn down on exit, and the tails of the
+replicas' logs are printed when the body failed; :meth:`Cluster.kill_now` is the loop-free
+safety net for a test that timed out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from types import TracebackType
-from typing import Any
+from collections.abc import Sequence
 
-import pydantic
-import yaml
-
-from bot.config.schema import AppConfig
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.redis_server import PrivateRedis
-from tests.fakes.slack_harness import app_environment
-from tests.fakes.slack_server import Call, FakeSlack
-from tests.faults.invariants import (
-    Report,
-    Run,
-    Summary,
-    check,
-    first_asked,
-    left_behind,
-    sessions_left,
-)
-from tests.faults.proxy import CutProxy
+from tests.fakes.slack_server import Call
+from tests.faults.app_config import RUNS_KEY
+from tests.faults.deployment import Deployment
+from tests.faults.invariants import Report, Run
 from tests.faults.replicas import Replica
-from tests.faults.router import RETRY_DELAYS_S, Router, Sent
-from tests.faults.script import Answers, Plan, Question, answers_in
-from tests.faults.topology import (
-    REDIS_AWAY,
-    SINGLE,
-    Client,
-    ClusterTopology,
-    FailoverTimes,
-    SentinelTopology,
-    SingleTopology,
-    make_topology,
+from tests.faults.reporting import (
+    FIRST_ANSWER_S,
+    check_failover,
+    first_answer_after,
+    usual_report,
 )
+from tests.faults.router import Sent
+from tests.faults.script import Question
+from tests.faults.settling import settle
+from tests.faults.topology.base import REDIS_AWAY, Client
+from tests.faults.topology.redis_cluster import ClusterTopology
+from tests.faults.topology.sentinel import SentinelTopology
 
-PREFIX = "faults:"
-RUNS_KEY = "fault-runs"  # outside the bot's prefix, so no scan of the bot's keys sees it
-BASE_CONFIG: dict[str, Any] = {
-    "redis": {"key_prefix": PREFIX},
-    "llm": {"model": "fake-model", "max_retries": 1},
-    "queue": {"claim_idle_s": 10, "lock_ttl_s": 10},
-    "slack": {"edit_interval_s": 0.5},
-    "tools": {"modules": ["tests.fakes.fault_tools"], "builtins": []},
-}
-# Keys the coming turn lifecycle adds. A build that does not know one yet runs without it
-# (noted in the report) instead of refusing to start, so the scenario still shows how
-# today's code behaves.
-PROMISED_KEYS = {("queue", "shutdown_grace_s"), ("queue", "deliver_timeout_s")}
-
-START_TIMEOUT_S = 40.0
-QUIET_S = 1.0  # no Slack call, model call or delivery for this long: work has settled
-STUCK_S = 8.0  # nothing pending in Redis and nothing happening for this long: stuck
 PROBE_RESERVE_S = 12.0  # of the time budget, kept for probing the threads' history
-REFUSAL_GRACE_S = 1.0  # after the fault's end, before a refused delivery counts
-FIRST_ANSWER_S = 30.0  # after a failover, the first answer comes within this
-WATCH_ANSWERS_S = 0.05  # how often the harness looks for new answers
 
 
-def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``overrides`` merged in, section by section."""
-    result = copy.deepcopy(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = merged(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
-def supported(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """``config`` without the promised keys this build rejects; notes saying which."""
-    try:
-        AppConfig.model_validate(config)
-        return config, []
-    except pydantic.ValidationError as exc:
-        errors = exc.errors()
-    unknown = {tuple(e["loc"]) for e in errors if e["type"] == "extra_forbidden"}
-    if len(unknown) != len(errors) or not unknown <= PROMISED_KEYS:
-        raise ValueError(f"the scenario's config is invalid: {errors}")
-    trimmed = copy.deepcopy(config)
-    notes = []
-    for section, key in sorted((str(loc[0]), str(loc[1])) for loc in unknown):
-        value = trimmed[section].pop(key)
-        notes.append(f"this build does not know {section}.{key} (wanted {value}); ran without it")
-    return trimmed, notes
-
-
-class Cluster:
-    def __init__(
-        self,
-        directory: Path,
-        scenario: str,
-        *,
-        replicas: int = 2,
-        config: dict[str, Any] | None = None,
-        plan: Callable[[Question], Plan] | None = None,
-        persistent_redis: bool = False,
-        partitionable: bool = False,
-        topology: str = SINGLE,
-        min_replicas_to_write: int = 0,
-        retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
-        duplicates: float = 0.0,
-        seed: int = 0,
-        budget_s: float = 50.0,
-    ) -> None:
-        self.directory = directory
-        self.scenario = scenario
-        self.deadline = time.monotonic() + budget_s
-        self.topology = make_topology(
-            topology, persistent=persistent_redis, min_replicas_to_write=min_replicas_to_write
-        )
-        if partitionable and topology != SINGLE:
-            raise ValueError("a partition cuts a replica off the one Redis: topology 'single'")
-        self.config, self.notes = supported(
-            merged(merged(BASE_CONFIG, self.topology.app_config()), config or {})
-        )
-        self.slack = FakeSlack()
-        self.llm = FakeLLM()
-        self.answers = Answers(plan) if plan is not None else Answers()
-        self.llm.otherwise = self.answers
-        self.replicas = [Replica(i, directory / f"replica-{i}.log") for i in range(1, replicas + 1)]
-        # With ``partitionable``, each replica reaches Redis through its own proxy.
-        self.proxies: dict[int, CutProxy] = {}
-        self._partitionable = partitionable
-        self.router = Router(
-            self.slack,
-            lambda: [r.port for r in self.replicas if r.up],
-            retry_delays_s=retry_delays_s,
-            duplicates=duplicates,
-            seed=seed,
-        )
-        self._conversations: list[asyncio.Task[None]] = []
-        self._started = False
-        self.conversation_started: float | None = None  # time.monotonic() of converse()
-        self.failover: FailoverTimes | None = None  # the last failover injected
-        self.answered_at: dict[Question, float] = {}  # when each answer was first seen done
-        self._answer_watch: asyncio.Task[None] | None = None
-
-    @property
-    def redis(self) -> PrivateRedis:
-        """The one private Redis (topology "single" only)."""
-        if not isinstance(self.topology, SingleTopology):
-            raise TypeError(f"the scenario runs on a Redis {self.topology.kind}, not one server")
-        return self.topology.server
-
-    # --- life cycle ----------------------------------------------------------------------
-
-    async def __aenter__(self) -> Cluster:
-        try:
-            await self.start()
-        except BaseException:
-            await self.stop()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            print(self.logs())
-        await self.stop()
-
-    async def start(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._started = True
-        await self.slack.start()
-        await self.llm.start()
-        await asyncio.to_thread(self.topology.start)
-        self._answer_watch = asyncio.create_task(self._watch_answers())
-        path = self.directory / "agent.yaml"
-        path.write_text(yaml.safe_dump(self.config))
-        env = app_environment(
-            self.slack.api_url,
-            self.llm.base_url,
-            self.topology.url,
-            path,
-            FAULT_RUNS_KEY=RUNS_KEY,
-            LOG_LEVEL="INFO",
-            **self.topology.recorder_env(),
-        )
-        for replica in self.replicas:
-            # Slack and model calls counted per replica
-            own = {"SLACK_BOT_TOKEN": replica.token, "OPENAI_API_KEY": replica.llm_key}
-            if self._partitionable:
-                proxy = CutProxy("127.0.0.1", self.redis.port)
-                await proxy.start()
-                self.proxies[replica.index] = proxy
-                own["REDIS_URL"] = proxy.url
-            await replica.start({**env, **own})
-        await asyncio.gather(*(r.healthy(START_TIMEOUT_S) for r in self.replicas))
-
-    async def stop(self) -> None:
-        watchers = [*self._conversations, *([self._answer_watch] if self._answer_watch else [])]
-        for task in watchers:
-            task.cancel()
-        await asyncio.gather(*watchers, return_exceptions=True)
-        await self.router.aclose()
-        await asyncio.gather(*(r.kill() for r in self.replicas), return_exceptions=True)
-        await asyncio.gather(*(p.stop() for p in self.proxies.values()), return_exceptions=True)
-        await self.topology.aclose()
-        if self._started:
-            await self.llm.stop()
-            await self.slack.stop()
-        self.kill_now()
-
-    def kill_now(self) -> None:
-        """Kill every process and remove the Redis directories, without an event loop."""
-        for replica in self.replicas:
-            replica.kill_now()
-        self.topology.close()
-
-    def logs(self) -> str:
-        parts = [f"--- {r.name}: last lines of {r.log_path}\n{r.tail()}" for r in self.replicas]
-        return "\n".join(parts)
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
+class Cluster(Deployment):
+    """A scenario's handle on its deployment (see the module's docstring)."""
 
     # --- people writing ----------------------------------------------------------------
 
@@ -473,39 +277,7 @@ class Cluster:
         runs: list[Run] = []
         with contextlib.suppress(*REDIS_AWAY):
             runs = await self.runs()
-        queued = {
-            sent.question: at
-            for sent in self.router.sent
-            if (at := self.router.queued_at(sent)) is not None
-        }
-        report = check(
-            self.scenario,
-            self.router.sent,
-            self.slack.messages.values(),
-            self.llm.requests,
-            runs,
-            fault_end,
-            queued=queued,
-            started=first_asked(
-                (s.question for s in self.router.sent), self.llm.requests, self.llm.arrived_at
-            ),
-        )
-        if fault_end is not None:
-            refused = self.router.refused_after(fault_end + REFUSAL_GRACE_S)
-            report.add(
-                "no delivery refused after the fault",
-                not refused,
-                "; ".join(
-                    f"{a.event_id} retry {a.retry}: {a.status or a.reason}" for a in refused[:5]
-                )
-                + (f" (+{len(refused) - 5} more)" if len(refused) > 5 else ""),
-            )
-        report.left_behind += sessions_left(self.slack.sessions)
-        report.add(
-            "Slack gave up on no event",
-            not self.router.given_up,
-            ", ".join(self.router.given_up[:10]),
-        )
+        report = usual_report(self.scenario, self.router, self.slack, self.llm, runs, fault_end)
         report.notes += self.notes
         report.logs = self.logs()
         return report
@@ -514,74 +286,21 @@ class Cluster:
         """Wait until every message in ``wanted`` is answered (and, with ``clean``, nothing
         is left behind), no work is pending and all is quiet; or until nothing is pending
         and nothing has happened for STUCK_S; or until ``until``."""
-        await self.router.delivered(max(until - time.monotonic(), 0.0))
-        while True:
-            now = time.monotonic()
-            quiet = now - self._last_activity()
-            busy = await self._busy()
-            if not busy and quiet >= QUIET_S and self._answered(wanted, clean):
-                return "settled"
-            if not busy and quiet >= STUCK_S:
-                return "stuck (nothing pending, nothing happening)"
-            if now >= until:
-                return f"out of time (still in Redis: {', '.join(busy)})" if busy else "out of time"
-            await asyncio.sleep(0.1)
-
-    def _answered(self, wanted: Sequence[Sent], clean: bool) -> bool:
-        shown = [m for m in self.slack.messages.values() if not m.streaming]
-        for sent in wanted:
-            if not any(
-                sent.question.answer in m.shown and (m.thread_ts or m.ts) == sent.thread_ts
-                for m in shown
-            ):
-                return False
-        return not (
-            clean
-            and (left_behind(self.slack.messages.values()) or sessions_left(self.slack.sessions))
+        return await settle(
+            wanted,
+            clean=clean,
+            until=until,
+            router=self.router,
+            slack=self.slack,
+            answers=self.answers,
+            topology=self.topology,
         )
-
-    def _last_activity(self) -> float:
-        moments = [self.answers.last_call_at()]
-        if self.slack.calls:
-            moments.append(self.slack.calls[-1].at)
-        if self.router.attempts:
-            moments.append(max(a.at for a in self.router.attempts))
-        return max(moments)
-
-    async def _busy(self) -> list[str]:
-        """Work the bot still has in Redis: pending stream entries, or a lock held. Any key
-        naming (a stream with consumer groups, a key with "lock" in its name) counts. Every
-        primary is looked at (the one the Sentinels name now; each of a cluster's)."""
-        busy = []
-        try:
-            for client in await self.topology.primaries():
-                async for key in client.scan_iter(match=f"{PREFIX}*lock*", count=1000):
-                    busy.append(key)
-                async for key in client.scan_iter(match=f"{PREFIX}*", count=1000, _type="stream"):
-                    for group in await client.xinfo_groups(key):
-                        if int(group.get("pending", 0)):
-                            busy.append(f"{key} ({group['pending']} pending for {group['name']})")
-        except REDIS_AWAY as exc:
-            busy.append(f"Redis unreachable ({type(exc).__name__})")
-        return busy
 
     # --- what a failover scenario checks besides ------------------------------------------
 
-    async def _watch_answers(self) -> None:
-        """Note when each answer is first seen finished in its thread."""
-        while True:
-            now = time.monotonic()
-            for message in list(self.slack.messages.values()):
-                if message.streaming or message.bot_id is None:
-                    continue
-                for question in answers_in(message.shown):
-                    self.answered_at.setdefault(question, now)
-            await asyncio.sleep(WATCH_ANSWERS_S)
-
     def first_answer_after(self, moment: float) -> float | None:
         """Seconds from ``moment`` to the first answer finished after it."""
-        after = [at for at in self.answered_at.values() if at > moment]
-        return min(after) - moment if after else None
+        return first_answer_after(self.answered_at, moment)
 
     def add_failover_checks(
         self, report: Report, *, first_answer_s: float = FIRST_ANSWER_S
@@ -589,58 +308,11 @@ class Cluster:
         """No HTTP 500 from any replica, no traceback in any replica's log, the first answer
         within ``first_answer_s`` of the failover; the failover's times as notes; and the
         report's summary line."""
-        failover = self.failover
-        served_500 = [a for a in self.router.attempts if a.status == 500]
-        report.add(
-            "no replica answered a delivery with HTTP 500",
-            not served_500,
-            f"{len(served_500)} deliveries: "
-            + ", ".join(f"{a.event_id} retry {a.retry}" for a in served_500[:5])
-            + (f" (+{len(served_500) - 5} more)" if len(served_500) > 5 else ""),
-        )
-        tracebacks = {r.name: r.tracebacks() for r in self.replicas}
-        found = sum(len(t) for t in tracebacks.values())
-        report.add(
-            "no traceback in any replica's log",
-            not found,
-            "; ".join(
-                f"{name}: {len(errors)} ({', '.join(sorted(set(errors))[:3])})"
-                for name, errors in tracebacks.items()
-                if errors
-            ),
-        )
-        first: float | None = None
-        if failover is not None:
-            first = self.first_answer_after(failover.sent_at)
-            shown = "none" if first is None else f"{first:.2f} s"
-            report.add(
-                f"the first answer after the failover came within {first_answer_s:.0f} s",
-                first is not None and first <= first_answer_s,
-                shown,
-            )
-            report.notes += failover.notes()
-            report.notes.append(f"first answer after the failover: {shown}")
-            written_after = [s for s in self.router.sent if s.at > failover.sent_at and not s.probe]
-            answered = [
-                self.answered_at[s.question] - s.at
-                for s in written_after
-                if s.question in self.answered_at
-            ]
-            if answered:
-                report.notes.append(
-                    f"messages written after the failover: {len(written_after)}, the quickest "
-                    f"answered {min(answered):.2f} s after it was written"
-                )
-        scenario = [s for s in self.router.sent if not s.probe]
-        counts = [report.answers.get(s.question, 0) for s in scenario]
-        report.summary = Summary(
-            sent=len(scenario),
-            answered_once=counts.count(1),
-            duplicated=sum(1 for n in counts if n > 1),
-            lost=counts.count(0),
-            out_of_order=report.out_of_order,
-            refused=self.router.refused_by_status(),
-            http_500=len(served_500),
-            tracebacks=found,
-            first_answer_s=first,
+        check_failover(
+            report,
+            self.failover,
+            self.router,
+            self.replicas,
+            self.answered_at,
+            first_answer_s=first_answer_s,
         )

@@ -20,7 +20,7 @@ from bot.budget.ledger import BudgetLedger, Spend
 from bot.llm.tokens import TokenEstimator
 from bot.state.redis.keys import Keys
 from tests.fakes.llm_server import Reply, Request
-from tests.faults.cluster import PREFIX
+from tests.faults.app_config import PREFIX
 from tests.faults.replicas import Replica
 from tests.faults.router import PERSON, Sent
 from tests.faults.scenarios import ClusterFactory

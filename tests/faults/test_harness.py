@@ -24,14 +24,15 @@ from tests.fakes.fault_tools import slow_step, sync_step
 from tests.fakes.llm_server import Reply
 from tests.fakes.redis_server import PrivateRedis, free_port
 from tests.fakes.slack_server import FakeSlack
-from tests.faults.cluster import BASE_CONFIG, merged, supported
+from tests.faults.app_config import BASE_CONFIG, merged, supported
 from tests.faults.invariants import Run
 from tests.faults.proxy import CutProxy
 from tests.faults.replicas import Replica
 from tests.faults.router import Router
 from tests.faults.scenarios import ClusterFactory
 from tests.faults.script import Answers, Plan, Question, Step
-from tests.faults.topology import SentinelTopology, parse_nodes
+from tests.faults.topology.redis_cluster import parse_nodes
+from tests.faults.topology.sentinel import SentinelTopology
 from tests.waiting import until
 
 pytestmark = pytest.mark.faults
@@ -424,9 +425,9 @@ def test_cluster_nodes_are_read_with_their_roles_and_slots() -> None:
 
 
 async def test_three_sentinels_are_followed_through_a_graceful_failover() -> None:
-    """The harness's view of a Sentinel setup (tests/faults/topology.py): the URL names the
-    three Sentinels; after SENTINEL FAILOVER its reads go to the primary they name, and the
-    failover's moments are recorded in order."""
+    """The harness's view of a Sentinel setup (tests/faults/topology/sentinel.py): the URL
+    names the three Sentinels; after SENTINEL FAILOVER its reads go to the primary they
+    name, and the failover's moments are recorded in order."""
     topology = SentinelTopology()
     await asyncio.to_thread(topology.start)
     try:

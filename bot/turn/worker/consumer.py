@@ -152,9 +152,12 @@ class Worker:
             raise
         except Exception as exc:
             # The entry stays pending and is reclaimed after claim_idle_s.
-            if isinstance(exc, REDIS_DOWN):
+            if isinstance(exc, REDIS_RETRYABLE):  # an outage, or a reply a failover explains
                 log.warning(
-                    "Redis failed while handling turn %s (%s); it will be retried", entry_id, exc
+                    "Redis failed while handling turn %s (%s: %s); it will be retried",
+                    entry_id,
+                    type(exc).__name__,
+                    exc,
                 )
             else:
                 log.exception("handling turn %s failed; it will be retried", entry_id)

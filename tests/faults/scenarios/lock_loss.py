@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from tests.faults.cluster import PREFIX
+from tests.faults.app_config import PREFIX
 from tests.faults.invariants import Report
 from tests.faults.scenarios import ClusterFactory, Traffic
 from tests.faults.script import Plan, Question, Step

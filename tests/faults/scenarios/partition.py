@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 import time
 
-from tests.faults.cluster import PREFIX, Cluster
+from tests.faults.app_config import PREFIX
+from tests.faults.cluster import Cluster
 from tests.faults.invariants import Report
 from tests.faults.replicas import Replica
 from tests.faults.scenarios import ClusterFactory, Traffic, add_step_checks
