@@ -10,6 +10,7 @@ tool says can lift it: only the config, which an admin writes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -86,6 +87,35 @@ def may_decide(
         if approver.startswith(ROLE) and approver[len(ROLE) :] in held:
             return True
     return False
+
+
+@dataclass(frozen=True)
+class Deciders:
+    """Who may decide a request, as the config names them (grants made in Slack add
+    people this cannot list): for the card's and the waiting note's words."""
+
+    requester: bool  # the person whose turn it is
+    admins: bool  # anyone holding an admin role
+    roles: tuple[str, ...]  # roles named by ``role:NAME`` (not admin roles)
+    members: tuple[str, ...]  # the Slack user and user-group IDs those roles list
+    workspace_admins: bool  # one of those roles is held by Slack's workspace admins
+
+
+def deciders(config: ApprovalConfig, roles: Mapping[str, RoleConfig]) -> Deciders:
+    """Who ``approval.approvers`` lets decide, with the members the config names."""
+    admins = ADMINS in config.approvers
+    named = tuple(
+        a[len(ROLE) :] for a in config.approvers if a.startswith(ROLE) and a[len(ROLE) :] in roles
+    )
+    chosen = [role for name, role in roles.items() if (admins and role.admin) or name in named]
+    members = tuple(dict.fromkeys(m for role in chosen for m in role.members))
+    return Deciders(
+        requester=REQUESTER in config.approvers,
+        admins=admins,
+        roles=tuple(n for n in named if not roles[n].admin),
+        members=members,
+        workspace_admins=any(role.workspace_admins for role in chosen),
+    )
 
 
 def unknown_approver_roles(config: ApprovalConfig, roles: Mapping[str, RoleConfig]) -> list[str]:
