@@ -41,3 +41,18 @@ def test_every_module_the_page_names_exists() -> None:
     named = set(PATH.findall(PAGE.read_text()))
     assert len(named) > 20
     assert sorted(p for p in named if not (ROOT / p).is_file()) == []
+
+
+OUTSIDE = re.compile(r"\.\./|DESIGN\.md|(?<![\w.])/work/")  # a path above the repository
+
+
+def test_the_docs_name_no_file_outside_the_repository() -> None:
+    """The repository stands alone: no page points a reader at a file it does not hold."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{page.name}:{number}: {line.strip()}"
+        for page in pages
+        for number, line in enumerate(page.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert found == []
