@@ -61,7 +61,10 @@ def call_effects(stores: TurnStores, queued: QueuedTurn, execution: ToolExecutio
 
 
 def settle_effects(
-    stores: TurnStores, queued: QueuedTurn, result: TurnResult, audited: Collection[str]
+    stores: TurnStores,
+    queued: QueuedTurn,
+    result: TurnResult,
+    audited: Collection[ToolExecution],
 ) -> Commands:
     """The turn's usage and cost; and an audit entry for each call of this attempt not in
     ``audited`` (the calls whose entries went with their journaled results): the calls a
@@ -70,7 +73,7 @@ def settle_effects(
     commands = Commands()
     shard = stores.queue.shards.of(turn.thread_key)
     for execution in result.executions:
-        if execution.call_id not in audited:
+        if execution not in audited:
             stores.audit.add_to(commands, call_entry(queued, execution), shard)
     stores.usage.add_to(commands, shard, turn.team, turn.user, result.usage, result.cost)
     return commands

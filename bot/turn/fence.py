@@ -189,7 +189,9 @@ class DurableJournal:
         self.fence = fence
         self.owned = fence.owned
         self.audit = audit
-        self.audited: set[str] = set()  # the calls whose entries it wrote (with the results)
+        # The executions whose entries it wrote, with their results (by value, not by call
+        # id: some models use an id again in a later round).
+        self.audited: set[ToolExecution] = set()
         self._resume = resume
         self._held: list[dict[str, Any]] = []
 
@@ -200,7 +202,7 @@ class DurableJournal:
         commands = self.audit(execution) if self.audit is not None else None
         await self._save(message, commands)
         if commands is not None:
-            self.audited.add(execution.call_id)
+            self.audited.add(execution)
 
     async def _save(self, message: dict[str, Any], commands: Commands | None) -> None:
         if not self._held and self.owned.journaled == 0 and message.get("role") == "user":

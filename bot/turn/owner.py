@@ -32,7 +32,7 @@ from opentelemetry import trace
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import RoundStarted, fan_out
 from bot.agent.loop import run_turn
-from bot.agent.result import StopReason, TurnResult
+from bot.agent.result import StopReason, ToolExecution, TurnResult
 from bot.observability.context import TurnContext, turn_context
 from bot.observability.tracing import fail
 from bot.state.redis.commands import Commands
@@ -191,7 +191,11 @@ class TurnOwner:
         return await self._settle(outcome, record, journal.audited)
 
     async def _park(
-        self, view: TurnView, result: TurnResult, record: TurnRecord, audited: Collection[str]
+        self,
+        view: TurnView,
+        result: TurnResult,
+        record: TurnRecord,
+        audited: Collection[ToolExecution],
     ) -> Waiting | DeadLettered:
         """Calls wait for a person: show it, then park (bot/turn/parking.py)."""
         shown = await parking.park(
@@ -204,7 +208,7 @@ class TurnOwner:
         return Waiting()
 
     async def _settle(
-        self, result: TurnResult, record: TurnRecord, audited: Collection[str]
+        self, result: TurnResult, record: TurnRecord, audited: Collection[ToolExecution]
     ) -> TurnRecord:
         """Store what to show, the turn's messages and usage, and audit the calls not
         audited with their journaled results (``audited``): one fenced move."""

@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Collection
 
-from bot.agent.result import TurnResult
+from bot.agent.result import ToolExecution, TurnResult
 from bot.state.redis.commands import Commands
 from bot.turn import effects
 from bot.turn.fence import TurnFence
@@ -40,7 +40,7 @@ async def park(
     view: TurnView,
     retries: SlackRetries,
     fence: TurnFence,
-    audited: Collection[str],
+    audited: Collection[ToolExecution],
 ) -> Taken | GaveUp:
     """Close what the turn shows so far and show what it waits for (retried like a
     delivery); then park it. GaveUp: Slack would not show it (the owner gives the turn up).

@@ -1,12 +1,16 @@
 """Each tool call's audit entry is written in the fenced step that journals its result (on a
 single Redis and on a Redis Cluster): with the result or not at all, once, in the thread's
 shard; settling audits only what a Stop cut off; a call claimed for a run again after a
-crash audits the run the crash cut off, once."""
+crash audits the run the crash cut off, once. (A worker killed with SIGKILL:
+tests/bot/turn/worker/test_crash_recovery.py; replicas: tests/faults/test_replica_kill.py.)"""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 import pytest
 from redis.crc import key_slot
@@ -14,7 +18,7 @@ from redis.crc import key_slot
 from bot.agent.journal import Message
 from bot.agent.messages import assistant_message, tool_message, user_message
 from bot.agent.result import CallOutcome, StopReason, ToolExecution, TurnResult
-from bot.llm.response import ToolCall
+from bot.llm.response import ModelResponse, ToolCall
 from bot.process.state import State
 from bot.state.audit import AuditEntry, AuditKind
 from bot.turn import effects
@@ -23,6 +27,10 @@ from bot.turn.model import QueuedTurn, Turn
 from bot.turn.states import settled_state
 from bot.turn.store.lease import Aborted
 from bot.turn.store.records import OwnedTurn
+from tests.fakes.function_model import FunctionModel
+from tests.fakes.worker_kit import MemoryResponder, make_worker, running
+from tests.waiting import until
+from tools import tool
 
 pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
@@ -80,7 +88,7 @@ async def test_a_call_is_audited_in_the_step_that_journals_its_result(state: Sta
         "turn": queued.entry_id,
         "call": "c1",
     }
-    assert journal.audited == {"c1"}
+    assert journal.audited == {ran(CALL)}
     record = await state.threads.records.read(queued.entry_id)
     assert record is not None and record.journal[-1] == tool_message(CALL.id, "done")
     # The entry went to the thread's shard, in the journal's slot (one step on a cluster).
@@ -126,22 +134,21 @@ async def test_a_step_refused_because_the_lock_moved_writes_no_audit_entry(state
 
 async def test_settling_audits_only_the_calls_a_stop_cut_off(state: State) -> None:
     queued, _, owned = await owned_turn(state)
-    cut = ToolCall("c2", "create_order", '{"item": "sugar"}')
+    # The model used the id c1 again in a later round (some do): the call a Stop cut off.
+    again = ToolCall("c1", "create_order", '{"item": "sugar"}')
+    journaled = ran(CALL)
     result = TurnResult(
         "Stopped before the answer was finished.",
         StopReason.CANCELLED,
-        1,
-        executions=[ran(CALL), ran(cut, CallOutcome.CANCELLED, "Cancelled")],
+        2,
+        executions=[journaled, ran(again, CallOutcome.CANCELLED, "Cancelled")],
     )
-    # c1's entry went with its journaled result; c2's result is saved only with the turn.
-    commands = effects.settle_effects(state.turn_stores(), queued, result, {"c1"})
+    # The first call's entry went with its journaled result; the second's result is saved
+    # only with the turn.
+    commands = effects.settle_effects(state.turn_stores(), queued, result, {journaled})
     await owned.move(settled_state(result.stop_reason), {"text": result.text}, commands)
     [entry] = await tool_entries(state)
-    assert (entry.action, entry.outcome, entry.detail["call"]) == (
-        "create_order",
-        "Cancelled",
-        "c2",
-    )
+    assert (entry.outcome, entry.detail["arguments"]) == ("Cancelled", '{"item": "sugar"}')
 
 
 async def test_a_call_claimed_for_a_run_again_audits_the_run_a_crash_cut_off_once(
@@ -176,3 +183,41 @@ async def test_a_claim_refused_because_the_lock_moved_writes_no_audit_entry(stat
     with pytest.raises(Aborted):
         await journal.claim_rerun(CALL.id)
     assert await tool_entries(state) == []
+
+
+async def test_a_stopped_turn_audits_each_call_once_the_one_cut_off_at_settle(
+    state: State,
+) -> None:
+    """Through a worker: the first round's call is audited as its result is saved, before
+    the turn ends; the second round's, cut off by a Stop, when the turn settles."""
+    stuck = asyncio.Event()
+
+    @tool
+    async def lookup(item: str) -> str:
+        """Look up an item."""
+        if item == "sugar":
+            stuck.set()
+            await asyncio.Event().wait()  # until the Stop cancels it
+        return f"{item}: 12"
+
+    async def respond(
+        messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]
+    ) -> ModelResponse:
+        item = "sugar" if messages[-1]["role"] == "tool" else "flour"
+        return ModelResponse("", [ToolCall(f"c-{item}", "lookup", json.dumps({"item": item}))])
+
+    responder = MemoryResponder()
+    worker = make_worker(state, FunctionModel(respond), responder, tools=[lookup])
+    turn = Turn("T1", "C1", "810.1", "U1", "flour and sugar?", message_ts="810.1")
+    async with running(worker):
+        await state.threads.queue.enqueue(turn)
+        await until(stuck.is_set)
+        # Before the turn settles: the finished call is audited, the running one not yet.
+        assert [(e.detail["call"], e.outcome) for e in await tool_entries(state)] == [
+            ("c-flour", "ok")
+        ]
+        await until(lambda: worker.processor.stops.stop(turn.thread_key))
+        await until(lambda: len(responder.delivered) == 1)
+    assert responder.delivered[0][2] is StopReason.CANCELLED
+    audited = sorted((e.detail["call"], e.outcome) for e in await tool_entries(state))
+    assert audited == [("c-flour", "ok"), ("c-sugar", "Cancelled")]
