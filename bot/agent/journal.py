@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bot.agent.result import ToolExecution
 from bot.llm.response import ToolCall
 
 Message = dict[str, Any]
@@ -22,6 +23,12 @@ class Journal(Protocol):
     async def record(self, message: Message) -> None:
         """Save a message the moment it is final. Raising ends the turn: the loop does not
         go on with work it could not save."""
+        ...
+
+    async def record_call(self, execution: ToolExecution, message: Message) -> None:
+        """Save a call's result (``message``) the moment its tool finished, like
+        :meth:`record`; ``execution`` says how the call ran, for what a surface keeps of it
+        in the same step (its audit entry)."""
         ...
 
     async def claim_rerun(self, call_id: str) -> bool:

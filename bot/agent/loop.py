@@ -155,7 +155,8 @@ class _Turn:
         if execution.outcome is CallOutcome.DEFERRED:
             await self.journal.record(deferred_marker(execution.call_id))
         else:
-            await self.journal.record(tool_message(execution.call_id, execution.output))
+            message = tool_message(execution.call_id, execution.output)
+            await self.journal.record_call(execution, message)
 
     async def round(self) -> RoundOutcome:
         """Ask the model; run the tools it asks for."""

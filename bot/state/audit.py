@@ -18,7 +18,7 @@ MAX_ENTRIES = 10_000
 class AuditKind(StrEnum):
     """What an entry is about (its ``action`` says what happened)."""
 
-    TOOL = "tool"  # a tool call of a settled turn; action: the tool
+    TOOL = "tool"  # a tool call's run, written with its saved result; action: the tool
     ADMIN = "admin"  # an /agent subcommand; action: the subcommand
     APPROVAL = "approval"  # a call's approval requested, decided or expired
     TURN = "turn"  # a turn given up (dead-lettered)

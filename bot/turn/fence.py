@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from bot.agent.cancellation import sleep_unless
+from bot.agent.execution import not_run
+from bot.agent.journal import Message, resume_from
+from bot.agent.result import CallOutcome, ToolExecution
 from bot.state.redis.commands import Commands
 from bot.state.redis.errors import REDIS_DOWN
 from bot.turn.model import QueuedTurn
@@ -151,8 +154,17 @@ class TurnFence:
         except Exception:
             log.debug("could not uncount the attempt of %s", self.queued.entry_id, exc_info=True)
 
-    def journal(self) -> DurableJournal:
-        return DurableJournal(self)
+    def journal(
+        self, audit: CallAudit | None = None, resume: Sequence[Message] = ()
+    ) -> DurableJournal:
+        """The turn's journal for the loop; with ``audit``, each call's audit entry is
+        written in the step that saves its result (``resume``: what the journal held when
+        this attempt began, where a call cut off by a crash is found)."""
+        return DurableJournal(self, audit, resume)
+
+
+# The commands that go with a tool call's saved result (its audit entry).
+CallAudit = Callable[[ToolExecution], Commands]
 
 
 class DurableJournal:
@@ -161,20 +173,56 @@ class DurableJournal:
     The person's message, first in an empty journal, is held back and saved with the next
     message: a turn that answers at once never needs it (settling stores the turn whole),
     and one that is taken over before anything else was saved starts afresh, as it would
-    with only that message saved. One round trip fewer per turn."""
+    with only that message saved. One round trip fewer per turn.
 
-    def __init__(self, fence: TurnFence) -> None:
+    Each tool call is audited in the fenced step that saves its result, so a call one owner
+    ran and saved is in the audit log whoever settles the turn, and once (a step refused
+    because the lock moved writes no entry; one resent after a lost reply writes none
+    again). A call cut off by a crash, before its result was saved, is audited as
+    interrupted by the next owner: in the step that saves that result (a call not run
+    again) or in the step that claims it for its one run again (which is then audited
+    like any call). So each run of a call has one entry: a call run twice, two."""
+
+    def __init__(
+        self, fence: TurnFence, audit: CallAudit | None = None, resume: Sequence[Message] = ()
+    ) -> None:
         self.fence = fence
         self.owned = fence.owned
+        self.audit = audit
+        # The executions whose entries it wrote, with their results (by value, not by call
+        # id: some models use an id again in a later round).
+        self.audited: set[ToolExecution] = set()
+        self._resume = resume
         self._held: list[dict[str, Any]] = []
 
     async def record(self, message: dict[str, Any]) -> None:
+        await self._save(message, None)
+
+    async def record_call(self, execution: ToolExecution, message: dict[str, Any]) -> None:
+        commands = self.audit(execution) if self.audit is not None else None
+        await self._save(message, commands)
+        if commands is not None:
+            self.audited.add(execution)
+
+    async def _save(self, message: dict[str, Any], commands: Commands | None) -> None:
         if not self._held and self.owned.journaled == 0 and message.get("role") == "user":
             self._held.append(message)
             return
         messages = [*self._held, message]
-        await self.fence.durably(lambda: self.owned.record(*messages))
+        await self.fence.durably(lambda: self.owned.record(*messages, commands=commands))
         self._held = []
 
     async def claim_rerun(self, call_id: str) -> bool:
-        return await self.fence.durably(lambda: self.owned.claim_rerun(call_id))
+        commands = self._cut_off(call_id)
+        return await self.fence.durably(lambda: self.owned.claim_rerun(call_id, commands))
+
+    def _cut_off(self, call_id: str) -> Commands | None:
+        """The audit entry of the run of ``call_id`` that a crash cut off (the call is one
+        the journal left without a result)."""
+        if self.audit is None:
+            return None
+        resumed = resume_from(self._resume)
+        for call in resumed.open_calls:
+            if call.id == call_id:
+                return self.audit(not_run(call, resumed.rounds, CallOutcome.INTERRUPTED))
+        return None

@@ -23,14 +23,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, replace
+from functools import partial
 
 from opentelemetry import trace
 
 from bot.agent.cancellation import Interrupted, unless
 from bot.agent.events import RoundStarted, fan_out
 from bot.agent.loop import run_turn
-from bot.agent.result import StopReason, TurnResult
+from bot.agent.result import StopReason, ToolExecution, TurnResult
 from bot.observability.context import TurnContext, turn_context
 from bot.observability.tracing import fail
 from bot.state.redis.commands import Commands
@@ -163,6 +165,10 @@ class TurnOwner:
             # Seen at work at once, while the message is read (its files, the thread).
             await view.observe(RoundStarted(1))
         given = await agent.message_for(turn)
+        # Each call audited in the step that saves its result (effects.call_effects).
+        journal = self.fence.journal(
+            partial(effects.call_effects, self.stores, queued), record.journal
+        )
         outcome = await unless(
             run_turn(
                 await agent.model_for(turn),
@@ -172,7 +178,7 @@ class TurnOwner:
                 toolset,
                 observer=fan_out(view.observe, TurnTelemetry()),
                 cancel=self.cancel,
-                journal=self.fence.journal(),
+                journal=journal,
                 resume=record.journal,
                 context=context,
             ),
@@ -181,22 +187,31 @@ class TurnOwner:
         if isinstance(outcome, Interrupted):
             raise Aborted(f"turn {queued.entry_id} interrupted")
         if outcome.stop_reason is StopReason.PARKED:
-            return await self._park(view, outcome, record)
-        return await self._settle(outcome, record)
+            return await self._park(view, outcome, record, journal.audited)
+        return await self._settle(outcome, record, journal.audited)
 
     async def _park(
-        self, view: TurnView, result: TurnResult, record: TurnRecord
+        self,
+        view: TurnView,
+        result: TurnResult,
+        record: TurnRecord,
+        audited: Collection[ToolExecution],
     ) -> Waiting | DeadLettered:
         """Calls wait for a person: show it, then park (bot/turn/parking.py)."""
-        shown = await parking.park(self.stores, self.queued, result, view, self.retries, self.fence)
+        shown = await parking.park(
+            self.stores, self.queued, result, view, self.retries, self.fence, audited
+        )
         if isinstance(shown, GaveUp):
             return await self._dead_letter(
                 record, view.delivery(), shown.reason, shown.notice, kind=shown.kind
             )
         return Waiting()
 
-    async def _settle(self, result: TurnResult, record: TurnRecord) -> TurnRecord:
-        """Store what to show, the turn's messages, usage and audit: one fenced move."""
+    async def _settle(
+        self, result: TurnResult, record: TurnRecord, audited: Collection[ToolExecution]
+    ) -> TurnRecord:
+        """Store what to show, the turn's messages and usage, and audit the calls not
+        audited with their journaled results (``audited``): one fenced move."""
         if result.error_detail:
             log.warning(
                 "turn %s in %s ended %s: %s",
@@ -205,7 +220,7 @@ class TurnOwner:
                 result.stop_reason.value,
                 result.error_detail,
             )
-        commands = effects.settle_effects(self.stores, self.queued, result)
+        commands = effects.settle_effects(self.stores, self.queued, result, audited)
         state = settled_state(result.stop_reason)
         since = time.time()  # delivery starts now: its timeout counts from here
         fields = {

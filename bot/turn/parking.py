@@ -1,9 +1,10 @@
 """A turn waiting for a person: what parking it writes, and whether it may go on.
 
-Parking is one fenced move, ``running → awaiting_approval``: the calls that ran and the model
-usage so far are audited and counted (as when a turn settles; what the resumed turn does is
-counted when it settles), the waiting calls are kept in the record, and the attempt count
-starts again (waiting is not failing). Nothing is held while it waits.
+Parking is one fenced move, ``running → awaiting_approval``: the model usage so far is
+counted (as when a turn settles; what the resumed turn does is counted when it settles; the
+calls that ran were audited as their results were journaled), the waiting calls are kept in
+the record, and the attempt count starts again (waiting is not failing). Nothing is held
+while it waits.
 
 A worker that meets the parked turn (its entry comes round again, or a decision woke it)
 lets it go on only when one of its requests is no longer open (decided, or expired now);
@@ -15,8 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Collection
 
-from bot.agent.result import TurnResult
+from bot.agent.result import ToolExecution, TurnResult
 from bot.state.redis.commands import Commands
 from bot.turn import effects
 from bot.turn.fence import TurnFence
@@ -38,16 +40,19 @@ async def park(
     view: TurnView,
     retries: SlackRetries,
     fence: TurnFence,
+    audited: Collection[ToolExecution],
 ) -> Taken | GaveUp:
     """Close what the turn shows so far and show what it waits for (retried like a
-    delivery); then park it. GaveUp: Slack would not show it (the owner gives the turn up)."""
+    delivery); then park it. GaveUp: Slack would not show it (the owner gives the turn up).
+    ``audited``: the calls audited with their journaled results (the others are audited
+    here, as at settle)."""
     entry_id = queued.entry_id
     waiting = [call.call_id for call in result.deferred]
     requests = await stores.approvals.of_turn(entry_id, waiting)
     shown = await retries.until_taken(lambda: view.park(requests), time.time(), "the card")
     if isinstance(shown, GaveUp):
         return shown
-    commands = effects.settle_effects(stores, queued, result)
+    commands = effects.settle_effects(stores, queued, result, audited)
     await fence.move(
         TurnState.AWAITING_APPROVAL,
         {"parked": json.dumps(waiting), "attempts": "0"},

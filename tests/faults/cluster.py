@@ -38,6 +38,9 @@ import contextlib
 import time
 from collections.abc import Sequence
 
+from bot.state.audit import AuditEntry, AuditLog
+from bot.state.redis.keys import Keys
+from bot.state.redis.shards import Shards
 from tests.fakes.slack_server import Call
 from tests.faults.app_config import RUNS_KEY
 from tests.faults.deployment import Deployment
@@ -230,6 +233,13 @@ class Cluster(Deployment):
         """A client of the private Redis (for scenarios that tamper with keys): on Sentinel,
         of the primary they named when last asked; on a cluster, a cluster client."""
         return self.topology.client()
+
+    async def audit(self, count: int = 500) -> list[AuditEntry]:
+        """The latest ``count`` entries of the bot's audit log, newest first, every shard
+        merged (as ``/agent audit`` reads it)."""
+        section = self.config["redis"]
+        keys = Keys(section["key_prefix"], Shards(int(section.get("shards", 1))))
+        return await AuditLog(self.client(), keys).latest(count)
 
     async def runs(self) -> list[Run]:
         """Every tool step's start and finish so far (from the primary serving RUNS_KEY now)."""

@@ -10,6 +10,10 @@ took over) is refused with :class:`Stale` and must stop. A move to a state also 
 move is allowed from the current state, and runs the move's side effects (history, usage,
 audit, acknowledging the queue) in the same atomic step. Repeating a move that already
 happened (a reply lost to a dropped connection, then retried) is a no-op.
+
+Saving a tool call's result in the journal, and claiming a call for a run again, carry
+commands the same way (the call's audit entry): run in the step that saves the result or
+makes the claim, only when it does (not when refused, not when a resent step finds it made).
 """
 
 from __future__ import annotations
@@ -111,25 +115,36 @@ return {'ok', redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -
   redis.call('SMEMBERS', KEYS[4]), history}
 """
 
-# Save messages of the running turn, in one step. Idempotent: messages already at their place
-# (the reply was lost and the command resent) are not appended again.
-# KEYS: lock, record, journal; ARGV: token, the first one's index, TTL, the round, messages...
+# Save messages of the running turn, in one step, with the commands that go with them (a
+# call's audit entry). Idempotent: messages already at their place (the reply was lost and
+# the command resent) are not appended again, and their commands are not run again.
+# KEYS: lock, record, journal
+# ARGV: token, the first one's index, TTL, the round, JSON list of commands, messages...
 JOURNAL = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 'stale' end
 local index = tonumber(ARGV[2])
-if redis.call('LINDEX', KEYS[3], index) == ARGV[5] then return 'already' end
-redis.call('RPUSH', KEYS[3], unpack(ARGV, 5))
+if redis.call('LINDEX', KEYS[3], index) == ARGV[6] then return 'already' end
+redis.call('RPUSH', KEYS[3], unpack(ARGV, 6))
 redis.call('EXPIRE', KEYS[3], ARGV[3])
 redis.call('HSET', KEYS[2], 'round', ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
+for _, command in ipairs(cjson.decode(ARGV[5])) do
+  redis.call(unpack(command))
+end
 return 'ok'
 """
 
-# KEYS: lock, reruns; ARGV: token, call id, TTL. 1: claimed now, 0: ran again before.
+# KEYS: lock, reruns; ARGV: token, call id, TTL, JSON list of commands (run only when the
+# call is claimed now). 1: claimed now, 0: ran again before.
 CLAIM_RERUN = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local added = redis.call('SADD', KEYS[2], ARGV[2])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
+if added == 1 and ARGV[4] then
+  for _, command in ipairs(cjson.decode(ARGV[4])) do
+    redis.call(unpack(command))
+  end
+end
 return added
 """
 
@@ -311,23 +326,29 @@ class OwnedTurn:
         """How many messages the journal holds."""
         return self._saved
 
-    async def record(self, *messages: Message) -> None:
-        """Append ``messages`` to the journal, in one step."""
+    async def record(self, *messages: Message, commands: Commands | None = None) -> None:
+        """Append ``messages`` to the journal, in one step; ``commands`` (keys of the
+        thread's shard) run in that step, once, and only if it saves them."""
         encoded = [json.dumps(m, separators=(",", ":"), ensure_ascii=False) for m in messages]
+        with_them = json.dumps(commands.items if commands else [], ensure_ascii=False)
         async with self._journal_lock:
             rounds = self._rounds + sum(1 for m in messages if m.get("role") == "assistant")
             reply = await self.records._journal(
                 keys=[self._lock, self._record, self._journal],
-                args=[self.token, self._saved, self.records.keep_s, rounds, *encoded],
+                args=[self.token, self._saved, self.records.keep_s, rounds, with_them, *encoded],
             )
             if reply == "stale":
                 raise Stale(self._lock)
             self._saved += len(messages)
             self._rounds = rounds
 
-    async def claim_rerun(self, call_id: str) -> bool:
+    async def claim_rerun(self, call_id: str, commands: Commands | None = None) -> bool:
+        """Claim the call for its one run again (False: it had that run already);
+        ``commands`` run in the same step, only when it is claimed now."""
+        with_them = json.dumps(commands.items if commands else [], ensure_ascii=False)
         claimed = await self.records._claim(
-            keys=[self._lock, self._reruns], args=[self.token, call_id, self.records.keep_s]
+            keys=[self._lock, self._reruns],
+            args=[self.token, call_id, self.records.keep_s, with_them],
         )
         if int(claimed) < 0:
             raise Stale(self._lock)

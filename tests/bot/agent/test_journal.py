@@ -12,6 +12,7 @@ import pytest
 from bot.agent import CallOutcome, LoopSettings, StopReason, run_turn
 from bot.agent.journal import resume_from
 from bot.agent.messages import assistant_message, tool_message, user_message
+from bot.agent.result import ToolExecution
 from bot.llm.client import OpenAIChatModel
 from bot.llm.response import ToolCall
 from tests.fakes.llm_server import FakeLLM, calls, text, tool_results
@@ -48,9 +49,14 @@ class ListJournal:
     def __init__(self) -> None:
         self.saved: list[dict[str, Any]] = []
         self.reruns: set[str] = set()
+        self.calls: list[ToolExecution] = []  # handed with their saved results
 
     async def record(self, message: dict[str, Any]) -> None:
         self.saved.append(message)
+
+    async def record_call(self, execution: ToolExecution, message: dict[str, Any]) -> None:
+        await self.record(message)
+        self.calls.append(execution)
 
     async def claim_rerun(self, call_id: str) -> bool:
         if call_id in self.reruns:
@@ -75,6 +81,11 @@ async def test_each_message_is_saved_the_moment_it_is_final(
     roles = [(m["role"], m.get("tool_call_id")) for m in journal.saved]
     # The user message, the calls before they ran, then results as they finished.
     assert roles == [("user", None), ("assistant", None), ("tool", "fast"), ("tool", "slow")]
+    # Each result is handed with how its call ran (what a surface audits in that step).
+    assert [(e.call_id, e.name, e.outcome) for e in journal.calls] == [
+        ("fast", "work", CallOutcome.OK),
+        ("slow", "work", CallOutcome.OK),
+    ]
     # The stored turn has results in call order, and the answer.
     assert [m.get("tool_call_id") for m in result.new_messages] == [
         None,

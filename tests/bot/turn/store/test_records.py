@@ -174,7 +174,7 @@ async def test_the_person_s_message_is_journaled_with_the_next_one_in_one_step(
     encoded = [json.dumps(m, separators=(",", ":")) for m in (user, call)]
     resent = await state.threads.records._journal(
         keys=[owned._lock, owned._record, owned._journal],
-        args=[lease.token, 0, state.threads.records.keep_s, 1, *encoded],
+        args=[lease.token, 0, state.threads.records.keep_s, 1, "[]", *encoded],
     )
     assert resent == "already"
     again = state.threads.records.owned(entry_id, TURN.thread_key, lease.token)

@@ -80,6 +80,12 @@ async def survive(fake_llm: FakeLLM, state: State, prefix: str, queued: QueuedTu
     return await delivered_texts(state, prefix + "delivered")
 
 
+async def audited_calls(state: State) -> list[tuple[str, str]]:
+    """Each tool-call audit entry as (call id, outcome), sorted."""
+    entries = await state.shared.audit.latest(50)
+    return sorted((e.detail["call"], e.outcome) for e in entries if e.kind == "tool")
+
+
 async def enqueue(state: State, turn: Turn) -> QueuedTurn:
     entry_id = await state.threads.queue.enqueue(turn)
     assert entry_id is not None
@@ -104,9 +110,13 @@ async def test_killed_while_the_model_answers(
     process.send_signal(signal.SIGKILL)
     await process.wait()
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
+    # Both calls are audited already, with their journaled results: the turn never settled.
+    assert await audited_calls(state) == [("ca", "ok"), ("cb", "ok")]
 
     answers = await survive(fake_llm, state, key_prefix, queued)
     assert answers == ["final: ['step a done', 'step b done']"]
+    # The survivor settled the turn and audited neither again.
+    assert await audited_calls(state) == [("ca", "ok"), ("cb", "ok")]
     # Neither tool ran again.
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
     resumed = fake_llm.requests[2]["messages"]
@@ -142,10 +152,14 @@ async def test_killed_while_a_tool_runs(
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b"]
     process.send_signal(signal.SIGKILL)
     await process.wait()
+    assert await audited_calls(state) == [("ca", "ok")]  # with its saved result
 
     await state.client.set(key_prefix + "runs:release", "1")  # b may finish when it reruns
     assert await survive(fake_llm, state, key_prefix, queued) == ['final: ["ca", "cb"]']
     # "b" was cut off by the crash and ran again; "a" had finished and did not.
     assert sorted(await state.client.lrange(key_prefix + "runs", 0, -1)) == ["a", "b", "b"]
+    # One entry a run: a's (saved by the killed worker), b's run the kill cut off (audited
+    # when the survivor claimed b for its run again) and that run again.
+    assert await audited_calls(state) == [("ca", "ok"), ("cb", "Interrupted"), ("cb", "ok")]
     assert len(fake_llm.requests) == 2  # the first round was not asked for again
     assert os.environ["STEP_RUNS_KEY"] == key_prefix + "runs"
