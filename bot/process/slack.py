@@ -113,6 +113,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         pane=state.threads.pane,
         feedback=state.shared.feedback,
         later=later,
+        signed=state.shared.signed,
         elicitations=state.threads.elicitations,
         approvals=state.threads.approvals,
         audit=state.shared.audit,

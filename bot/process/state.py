@@ -16,6 +16,7 @@ from bot.state.redis.replication import Replication
 from bot.state.redis.shards import Shards
 from bot.state.role_cache import RedisCache, RoleCache
 from bot.state.shared import SharedRecords
+from bot.state.signed_requests import SignedRequests
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 from bot.turn.store.agent_pane import AgentPaneThreads
@@ -112,6 +113,7 @@ def shared_records(client: Redis, keys: Keys) -> SharedRecords:
         cache=RedisCache(client, keys),
         roles=roles,
         policy_reads=PolicyReads(roles, switches),
+        signed=SignedRequests(client, keys),
     )
 
 

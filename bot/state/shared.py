@@ -1,5 +1,6 @@
 """The records shared across threads, bundled (one per process): who did what, what it
-cost, what people thought of the answers, and who may use which tools."""
+cost, what people thought of the answers, who may use which tools, and the signed requests
+already accepted."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.policy_reads import PolicyReads
 from bot.state.role_cache import RedisCache, RoleCache
+from bot.state.signed_requests import SignedRequests
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 
@@ -24,3 +26,4 @@ class SharedRecords:
     cache: RedisCache  # Slack's answers (users, channels), cached
     roles: RoleCache  # resolved roles, guarded by a generation per person
     policy_reads: PolicyReads  # the roles and the switches in one round trip
+    signed: SignedRequests  # slash commands and interactions accepted: a replay is refused

@@ -28,6 +28,7 @@ from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
 from tests.waiting import until
 
 SECRET = "test-signing-secret"
+_TRIGGERS = itertools.count(1)
 
 
 def sign(body: str, timestamp: int, secret: str = SECRET) -> str:
@@ -88,14 +89,15 @@ def event_envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
 def command_fields(
     text: str, user: str = "U0ALICE", command: str = "/agent", team: str = TEAM
 ) -> dict[str, str]:
-    """The fields of a slash command request (``team``: the caller's workspace)."""
+    """The fields of a slash command request (``team``: the caller's workspace); each has a
+    trigger id of its own, as Slack's do (so two alike are two requests, not a replay)."""
     return {
         "command": command,
         "text": text,
         "user_id": user,
         "team_id": team,
         "channel_id": "C0CHAN",
-        "trigger_id": "t",
+        "trigger_id": f"t.{next(_TRIGGERS)}",
         "response_url": "",
     }
 

@@ -178,6 +178,11 @@ class Keys:
     def cache(self, key: str) -> str:
         return f"{self.prefix}cache:{key}"
 
+    def signed_request(self, timestamp: str, signature: str) -> str:
+        """A signed slash command or interaction already accepted (its Slack timestamp and
+        signature), kept while Slack's signature on it would still be valid."""
+        return f"{self._in(self.shards.of(signature))}seen:request:{timestamp}:{signature}"
+
     def elicitation(self, question_id: str) -> str:
         """A question an MCP server asks a person (bot/turn/store/elicitations.py)."""
         return f"{self._in(self.shards.of(question_id))}elicitation:{question_id}"
