@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from bot.budget.ledger import BudgetLedger
 from bot.config.schema import AppConfig
+from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
@@ -32,6 +33,7 @@ from bot.turn.store.queue import TurnQueue
 from bot.turn.store.records import TurnRecords
 from bot.turn.store.stops import StopRequests
 from bot.turn.store.stores import ThreadStores, TurnStores
+from bot.turn.store.waiting_notes import WaitingNotes
 
 
 @dataclass
@@ -98,6 +100,7 @@ def thread_stores(
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
         approvals=Approvals(client, keys, replication),
+        waiting_notes=WaitingNotes(client, keys),
     )
 
 
@@ -114,6 +117,7 @@ def shared_records(client: Redis, keys: Keys) -> SharedRecords:
         roles=roles,
         policy_reads=PolicyReads(roles, switches),
         signed=SignedRequests(client, keys),
+        approval_quota=ApprovalQuota(client, keys),
     )
 
 

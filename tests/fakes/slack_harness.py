@@ -316,6 +316,7 @@ class SlackHarness:
                 and not is_progress(m)
                 and not is_question(m)
                 and not is_approval_card(m)
+                and not is_waiting_note(m)
             ]
 
         await until(lambda: len(answers()) >= count and self.idle(), within)
@@ -341,6 +342,13 @@ def is_approval_card(message: Message) -> bool:
     """A card asking a person to approve calls (tagged "approval")."""
     payload = (message.metadata or {}).get("event_payload") or {}
     return payload.get("kind") == "approval"
+
+
+def is_waiting_note(message: Message) -> bool:
+    """The note that the thread waits for a decision on an approval card (tagged
+    "waiting")."""
+    payload = (message.metadata or {}).get("event_payload") or {}
+    return payload.get("kind") == "waiting"
 
 
 def is_progress(message: Message) -> bool:

@@ -133,9 +133,7 @@ async def test_a_click_that_cannot_be_checked_is_refused(
     slack_app.redis_url = private_redis.url
     app = await slack_app.start(with_worker=False, roles=ROLES)
     private_redis.stop()
-    payload = button_click(
-        "approval_reason", "", "U0ADMIN", "1.000001", app.slack.response_url
-    )
+    payload = button_click("approval_reason", "", "U0ADMIN", "1.000001", app.slack.response_url)
     started = time.monotonic()
     assert await app.click_payload(payload) == 200
     assert time.monotonic() - started < 3
@@ -167,7 +165,7 @@ async def test_socket_mode_answers_a_redelivered_envelope(slack_app: SlackHarnes
 def test_only_the_events_api_is_left_to_its_own_dedup() -> None:
     assert not checked_once({"type": "event_callback", "event": {}})
     assert not checked_once({"type": "url_verification", "challenge": "c"})
-    for body in (
+    bodies: list[Any] = [
         {"command": "/agent", "text": "grant"},
         {"type": "block_actions"},
         {"type": "view_submission"},
@@ -176,7 +174,8 @@ def test_only_the_events_api_is_left_to_its_own_dedup() -> None:
         {"type": "block_suggestion"},
         {"type": "something_new"},
         [],
-    ):
+    ]
+    for body in bodies:
         assert checked_once(body), body
 
 
