@@ -64,7 +64,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         handle=handle,
         keys=keys,
         threads=thread_stores(client, keys, config, handle.replication),
-        shared=shared_records(client, keys),
+        shared=shared_records(client, keys, handle.replication),
         budgets=BudgetLedger(client, keys),
     )
 
@@ -104,7 +104,11 @@ def thread_stores(
     )
 
 
-def shared_records(client: Redis, keys: Keys) -> SharedRecords:
+def shared_records(
+    client: Redis, keys: Keys, replication: Replication | None = None
+) -> SharedRecords:
+    """``replication``: what must be on a replica before the bot builds on it (a signed
+    request remembered before it is acted on)."""
     audit = AuditLog(client, keys)
     roles, switches = RoleCache(client, keys), ToolSwitches(client, keys)
     return SharedRecords(
@@ -116,7 +120,7 @@ def shared_records(client: Redis, keys: Keys) -> SharedRecords:
         cache=RedisCache(client, keys),
         roles=roles,
         policy_reads=PolicyReads(roles, switches),
-        signed=SignedRequests(client, keys),
+        signed=SignedRequests(client, keys, replication),
         approval_quota=ApprovalQuota(client, keys),
     )
 

@@ -20,6 +20,7 @@ import time
 
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
+from bot.state.redis.replication import Replication
 
 VALID_S = 300  # how far from now Slack's signature may be dated, either way
 MARGIN_S = 60  # the replicas' clocks may differ from the one that remembers
@@ -37,12 +38,23 @@ def kept_for(timestamp: str, now: float) -> int:
 
 
 class SignedRequests:
-    def __init__(self, client: Redis, keys: Keys) -> None:
+    def __init__(self, client: Redis, keys: Keys, replication: Replication | None = None) -> None:
         self.client = client
         self.keys = keys
+        # Remembered before the request is acted on: on replicas, where they must confirm.
+        self.replication = replication or Replication()
 
     async def first_time(self, timestamp: str, signature: str) -> bool:
         """Remember the request now; False when it was accepted before (a replay). Raises
-        what redis-py raises when Redis cannot be asked: the caller refuses then."""
+        what redis-py raises when Redis cannot be asked, and NotReplicated: the caller
+        refuses then."""
         key = self.keys.signed_request(timestamp, signature)
-        return bool(await self.client.set(key, "1", nx=True, ex=kept_for(timestamp, time.time())))
+        ttl = kept_for(timestamp, time.time())
+        if not self.replication.on:
+            return bool(await self.client.set(key, "1", nx=True, ex=ttl))
+        [reply] = await self.replication.pipeline(
+            self.client, lambda pipe: pipe.set(key, "1", nx=True, ex=ttl)
+        )
+        if isinstance(reply, BaseException):
+            raise reply
+        return bool(reply)
