@@ -54,6 +54,8 @@ class WaitingTeller:
             log.exception("the waiting note of %s failed; tried again at the next look", thread)
 
     async def _tell(self, thread: ThreadKey, lease: ThreadLease, entry_id: str) -> None:
+        if not await self.notes.anything_behind(thread):
+            return  # the usual look at a waiting turn: one round trip
         requests = [r for r in await self.approvals.of_turn(entry_id) if r.open]
         if not requests:
             return

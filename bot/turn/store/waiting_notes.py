@@ -42,6 +42,10 @@ class WaitingNotes:
         self.keys = keys
         self._take = client.register_script(TAKE)
 
+    async def anything_behind(self, thread: ThreadKey) -> bool:
+        """Whether a turn is queued behind the thread's first (a look before the take)."""
+        return int(await self.client.zcard(self.keys.thread_queue(thread))) > 1
+
     async def take(self, thread: ThreadKey, wait: str, lock_token: str, keep_s: int) -> Take:
         """Whether this lease holder posts the note of ``wait`` now (a turn must be queued
         behind the waiting one); kept ``keep_s`` (past the wait's end)."""

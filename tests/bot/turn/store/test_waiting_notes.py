@@ -26,7 +26,9 @@ async def test_the_note_is_taken_by_the_lease_holder_once_something_waits_behind
     first = await locks.try_acquire(thread, "w1")
     assert first is not None
     assert await notes.take(thread, "card-1", first.token, 60) is Take.NOTHING  # none behind
+    assert not await notes.anything_behind(thread)
     await queue.enqueue(message("100.2"))
+    assert await notes.anything_behind(thread)
     assert await notes.take(thread, "card-1", "not-the-holder", 60) is Take.NOTHING
     assert await notes.take(thread, "card-1", first.token, 60) is Take.POST
     # This owner stops before it says "posted": the next one looks first.
