@@ -25,7 +25,7 @@ from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
 from bot.turn.model import QueuedTurn
 
-KEEP_S = 8 * 24 * 3600  # the longest a request is kept (a timeout of 7 days and more)
+KEEP_S = 8 * 24 * 3600  # the longest a request is kept (approval.timeout_s: 7 days at most)
 # How long a request (its arguments with it) is kept after its deadline, decided or not: the
 # resumed turn reads its decision at once, a late click is told it was decided, the card is
 # rewritten from it; the audit log keeps the decision without the arguments.
