@@ -37,6 +37,15 @@ class ApprovalConfig(BaseModel):
     timeout_s: float = Field(
         default=900.0, gt=0, le=7 * 24 * 3600, description="Then the request expires."
     )
+    max_open_per_person: int = Field(
+        default=5,
+        ge=1,
+        le=1000,
+        description=(
+            "The most requests one person's turns may have waiting for a decision at once, "
+            "across threads; past it a call is refused to the model and no card is posted."
+        ),
+    )
 
     @field_validator("approvers")
     @classmethod

@@ -26,6 +26,8 @@ from bot.slack.inbox.context import SlackContext
 from bot.slack.inbox.files import FileReader
 from bot.slack.inbox.names import SlackNames
 from bot.slack.outbound.responder import SlackResponder
+from bot.slack.outbound.waiting_note import SlackWaitingNote
+from permissions.approval import deciders
 
 
 @dataclass
@@ -39,6 +41,7 @@ class SlackSide:
     responder: SlackResponder
     inbox: SlackInbox  # the message whole, as the model reads it
     context: SlackContext  # what the model is told about the Slack around a turn
+    waiting_note: SlackWaitingNote  # a thread's later messages wait behind an approval
 
 
 def build_slack_side(services: Services, *, http: bool) -> SlackSide:
@@ -113,6 +116,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         pane=state.threads.pane,
         feedback=state.shared.feedback,
         later=later,
+        signed=state.shared.signed,
         elicitations=state.threads.elicitations,
         approvals=state.threads.approvals,
         audit=state.shared.audit,
@@ -129,4 +133,5 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         responder,
         inbox,
         SlackContext(state.threads.pane),
+        SlackWaitingNote(client, identity, deciders(config.approval, config.roles)),
     )

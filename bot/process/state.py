@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from bot.budget.ledger import BudgetLedger
 from bot.config.schema import AppConfig
+from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
@@ -16,6 +17,7 @@ from bot.state.redis.replication import Replication
 from bot.state.redis.shards import Shards
 from bot.state.role_cache import RedisCache, RoleCache
 from bot.state.shared import SharedRecords
+from bot.state.signed_requests import SignedRequests
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 from bot.turn.store.agent_pane import AgentPaneThreads
@@ -31,6 +33,7 @@ from bot.turn.store.queue import TurnQueue
 from bot.turn.store.records import TurnRecords
 from bot.turn.store.stops import StopRequests
 from bot.turn.store.stores import ThreadStores, TurnStores
+from bot.turn.store.waiting_notes import WaitingNotes
 
 
 @dataclass
@@ -61,7 +64,7 @@ def build_state(handle: RedisHandle, config: AppConfig) -> State:
         handle=handle,
         keys=keys,
         threads=thread_stores(client, keys, config, handle.replication),
-        shared=shared_records(client, keys),
+        shared=shared_records(client, keys, handle.replication),
         budgets=BudgetLedger(client, keys),
     )
 
@@ -97,10 +100,15 @@ def thread_stores(
         stops=StopRequests(client, keys),
         elicitations=Elicitations(client, keys),
         approvals=Approvals(client, keys, replication),
+        waiting_notes=WaitingNotes(client, keys),
     )
 
 
-def shared_records(client: Redis, keys: Keys) -> SharedRecords:
+def shared_records(
+    client: Redis, keys: Keys, replication: Replication | None = None
+) -> SharedRecords:
+    """``replication``: what must be on a replica before the bot builds on it (a signed
+    request remembered before it is acted on)."""
     audit = AuditLog(client, keys)
     roles, switches = RoleCache(client, keys), ToolSwitches(client, keys)
     return SharedRecords(
@@ -112,6 +120,8 @@ def shared_records(client: Redis, keys: Keys) -> SharedRecords:
         cache=RedisCache(client, keys),
         roles=roles,
         policy_reads=PolicyReads(roles, switches),
+        signed=SignedRequests(client, keys, replication),
+        approval_quota=ApprovalQuota(client, keys),
     )
 
 

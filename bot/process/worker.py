@@ -13,7 +13,8 @@ from bot.slack.outbound.asker import SlackAsker
 from bot.turn.approval import TurnApprover
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
-from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor
+from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor, WaitingNote
+from bot.turn.waiting_note import WaitingTeller
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
@@ -53,6 +54,8 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
             state.shared.audit,
             queued,
             timeout_s=config.approval.timeout_s,
+            quota=state.shared.approval_quota,
+            max_open=config.approval.max_open_per_person,
         )
         allowed = ApprovalToolset(policy.toolset(registry, person), approver, needs)
         asker = SlackAsker(TurnClient(slack.client, deadline), state.threads.elicitations, turn)
@@ -90,7 +93,11 @@ def slack_agent(services: Services, slack: SlackSide) -> Agent:
 
 def slack_worker(services: Services, slack: SlackSide) -> Worker:
     return build_worker(
-        services.state, slack_agent(services, slack), slack.responder, services.config.queue
+        services.state,
+        slack_agent(services, slack),
+        slack.responder,
+        services.config.queue,
+        waiting_note=slack.waiting_note,
     )
 
 
@@ -105,10 +112,18 @@ def build_worker(
     stop_poll_s: float = POLL_S,
     failure_backoff_s: float = FAILURE_BACKOFF_S,
     block_ms: int | None = None,
+    waiting_note: WaitingNote | None = None,
 ) -> Worker:
     """A worker over ``state`` with the queue settings; ``timing`` overrides the delivery
-    retry pace (tests make it quick)."""
+    retry pace (tests make it quick); ``waiting_note``: how a thread is told that its later
+    messages wait behind a turn waiting for an approval."""
     consumer = name or consumer_name()
+    threads = state.threads
+    waiting = (
+        WaitingTeller(threads.approvals, threads.waiting_notes, waiting_note)
+        if waiting_note is not None
+        else None
+    )
     processor = ThreadProcessor(
         state.turn_stores(),
         state.threads.locks,
@@ -119,6 +134,7 @@ def build_worker(
         or Timing(max_attempts=queue.max_attempts, deliver_timeout_s=queue.deliver_timeout_s),
         consumer=consumer,
         failure_backoff_s=failure_backoff_s,
+        waiting=waiting,
     )
     return Worker(
         state.threads.queue,

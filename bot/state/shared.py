@@ -1,15 +1,18 @@
 """The records shared across threads, bundled (one per process): who did what, what it
-cost, what people thought of the answers, and who may use which tools."""
+cost, what people thought of the answers, who may use which tools, the signed requests
+already accepted, and each person's open approval requests."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.policy_reads import PolicyReads
 from bot.state.role_cache import RedisCache, RoleCache
+from bot.state.signed_requests import SignedRequests
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 
@@ -24,3 +27,5 @@ class SharedRecords:
     cache: RedisCache  # Slack's answers (users, channels), cached
     roles: RoleCache  # resolved roles, guarded by a generation per person
     policy_reads: PolicyReads  # the roles and the switches in one round trip
+    signed: SignedRequests  # slash commands and interactions accepted: a replay is refused
+    approval_quota: ApprovalQuota  # each person's approval requests waiting for a decision

@@ -5,7 +5,8 @@ Approved: the call runs (once; a call cut off after it started runs again only w
 tool is idempotent, like any call cut off by a crash). Denied: the model is told who denied
 it and why. Expired: the model is told nobody decided in time. Every request, decision and
 expiry is in the audit log (decisions by the click's listener, expiries where they are
-seen).
+seen). A person's turns have at most ``approval.max_open_per_person`` requests open at once
+(bot/turn/approval_cap.py): past it the call is refused and nobody is asked.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
+from bot.turn.approval_cap import over_cap, place_for
 from bot.turn.model import QueuedTurn
 from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, audited
 from tools.approval import Approved, Refused, Verdict
@@ -25,6 +28,11 @@ WAITING = "waiting for a person's approval"
 INTERRUPTED = (
     "{tool} was approved, then interrupted when the worker running it stopped; whether it took "
     "effect is unknown. Check before asking for it again."
+)
+
+GONE = (
+    "{tool} did not run: its approval request is no longer kept (it was opened long ago and "
+    "its decision is gone). Ask for it again if it is still wanted."
 )
 
 
@@ -48,20 +56,31 @@ class TurnApprover:
         queued: QueuedTurn,
         *,
         timeout_s: float,
+        quota: ApprovalQuota | None = None,
+        max_open: int = 5,
     ) -> None:
         self.approvals = approvals
         self.audit = audit
         self.queued = queued
         self.turn = queued.turn
         self.timeout_s = timeout_s
+        self.quota = quota  # the person's open requests, at most ``max_open`` (None: no cap)
+        self.max_open = max_open
 
     async def __call__(self, tool: Tool, arguments: dict[str, Any]) -> Verdict:
         call = current_call()
         if call is None:  # not inside the loop: nobody to ask for this call
             return Refused(f"{tool.name} needs a person's approval, and none can be asked here.")
-        request, opened = await self.approvals.open(
-            self.queued, call.call_id, tool.name, _arguments(arguments), self.timeout_s
-        )
+        try:
+            request, opened = await self.approvals.open(
+                self.queued, call.call_id, tool.name, _arguments(arguments), self.timeout_s
+            )
+        except LookupError:  # asked before, and no longer kept: nobody's decision is known
+            return Refused(GONE.format(tool=tool.name))
+        if self.quota is not None and request.open and not (request.due or request.card_ts):
+            place = await place_for(self.approvals, self.quota, request, self.max_open)
+            if not place.taken:
+                return Refused(over_cap(tool.name, request.user, place.open, self.max_open))
         if opened:
             await self._audit(request, "approval_requested", "pending")
         if request.open and await self.approvals.expire_due([request]):

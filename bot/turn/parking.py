@@ -7,8 +7,8 @@ the record, and the attempt count starts again (waiting is not failing). Nothing
 while it waits.
 
 A worker that meets the parked turn (its entry comes round again, or a decision woke it)
-lets it go on only when one of its requests is no longer open (decided, or expired now);
-otherwise it leaves it parked at once.
+lets it go on only when one of its requests is no longer open (decided, or expired now)
+or no longer kept; otherwise it leaves it parked at once.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from bot.turn.model import QueuedTurn
 from bot.turn.ports import TurnView
 from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
-from bot.turn.store.approvals import audited, decided_any
+from bot.turn.store.approvals import ApprovalRequest, audited, decided_any
 from bot.turn.store.stores import TurnStores
 from bot.turn.store.turn_record import TurnRecord
 
@@ -72,7 +72,7 @@ async def unpark(
     turn = queued.turn
     requests = await stores.approvals.of_turn(queued.entry_id, record.parked)
     expired = set(await stores.approvals.expire_due(requests))
-    if not expired and not decided_any(requests):
+    if not expired and not decided_any(requests) and not gone(requests, record.parked):
         return False
     commands = Commands()
     for request in requests:
@@ -93,4 +93,13 @@ async def still_waiting(stores: TurnStores, entry_id: str) -> bool:
     if record is None:
         return False
     requests = await stores.approvals.of_turn(entry_id, record.parked)
+    if gone(requests, record.parked):
+        return False
     return all(r.open and not r.due for r in requests) and bool(requests)
+
+
+def gone(requests: list[ApprovalRequest], parked: list[str]) -> bool:
+    """Whether a request the turn waits for is no longer kept (past its deadline by
+    ``AFTER_DEADLINE_S`` while no worker looked): the turn goes on, and its approver
+    refuses that call (pure)."""
+    return len({r.call_id for r in requests}) < len(set(parked))

@@ -4,7 +4,9 @@ the turn's owner sees it.
 - the :class:`Agent`: the model and the loop's settings, and per turn its tools, what the
   surface knows, the person's message (:class:`TurnInput`) and the model to call;
 - the :class:`Responder`: how the turn reaches the person, one :class:`TurnView` per turn,
-  written through the owner's :class:`Fence`, and the notices owed to people.
+  written through the owner's :class:`Fence`, and the notices owed to people;
+- the :class:`WaitingNote`: the note a thread gets when its later messages wait behind a
+  turn waiting for an approval.
 
 The owner holds one :class:`TurnView` per turn, as an async context: the view shows progress
 while the loop runs and delivers what the turn settled on. Leaving the context only stops the
@@ -116,6 +118,18 @@ class Responder(Protocol):
     async def post_notice(self, notice: Notice, deadline: Deadline) -> None:
         """Post a notice (and close what its turn left open), every call within the
         thread's lease (``deadline``). Raises like ``deliver``, and :class:`Aborted`."""
+        ...
+
+
+class WaitingNote(Protocol):
+    async def tell(
+        self, requests: list[ApprovalRequest], wait: str, deadline: Deadline, *, look_first: bool
+    ) -> None:
+        """Post in the thread of ``requests`` (the open requests of one card) that the thread
+        waits for a decision on that card: a link to it and who may decide; tagged with
+        ``wait``. ``look_first``: an earlier owner may have posted it (found by its tag, it is
+        not posted again). Every call within ``deadline``; raises like ``deliver``, and
+        :class:`Aborted`."""
         ...
 
 

@@ -28,6 +28,7 @@ from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
 from tests.waiting import until
 
 SECRET = "test-signing-secret"
+_TRIGGERS = itertools.count(1)
 
 
 def sign(body: str, timestamp: int, secret: str = SECRET) -> str:
@@ -88,14 +89,15 @@ def event_envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
 def command_fields(
     text: str, user: str = "U0ALICE", command: str = "/agent", team: str = TEAM
 ) -> dict[str, str]:
-    """The fields of a slash command request (``team``: the caller's workspace)."""
+    """The fields of a slash command request (``team``: the caller's workspace); each has a
+    trigger id of its own, as Slack's do (so two alike are two requests, not a replay)."""
     return {
         "command": command,
         "text": text,
         "user_id": user,
         "team_id": team,
         "channel_id": "C0CHAN",
-        "trigger_id": "t",
+        "trigger_id": f"t.{next(_TRIGGERS)}",
         "response_url": "",
     }
 
@@ -314,6 +316,7 @@ class SlackHarness:
                 and not is_progress(m)
                 and not is_question(m)
                 and not is_approval_card(m)
+                and not is_waiting_note(m)
             ]
 
         await until(lambda: len(answers()) >= count and self.idle(), within)
@@ -339,6 +342,13 @@ def is_approval_card(message: Message) -> bool:
     """A card asking a person to approve calls (tagged "approval")."""
     payload = (message.metadata or {}).get("event_payload") or {}
     return payload.get("kind") == "approval"
+
+
+def is_waiting_note(message: Message) -> bool:
+    """The note that the thread waits for a decision on an approval card (tagged
+    "waiting")."""
+    payload = (message.metadata or {}).get("event_payload") or {}
+    return payload.get("kind") == "waiting"
 
 
 def is_progress(message: Message) -> bool:

@@ -1,4 +1,5 @@
-"""The Bolt app: its listeners, grouped by kind, and what a failing listener answers."""
+"""The Bolt app: a signed request accepted once (``replays.py``), its listeners, grouped by
+kind, and what a failing listener answers."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ from bot.slack.inbound.listeners import (
 )
 from bot.slack.inbound.listeners import approvals as approval_clicks
 from bot.slack.inbound.listeners import feedback as feedback_clicks
+from bot.slack.inbound.replays import AcceptedOnce
 from bot.slack.inbound.storage_down import RefusalLog, is_storage_down, storage_down_response
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
+from bot.state.signed_requests import SignedRequests
 from bot.turn.store.agent_pane import AgentPaneThreads
 from bot.turn.store.approvals import Approvals
 from bot.turn.store.elicitations import Elicitations
@@ -63,6 +66,7 @@ def build_app(
     pane: AgentPaneThreads,
     feedback: FeedbackLog,
     later: AfterAck,
+    signed: SignedRequests,
     elicitations: Elicitations | None = None,
     approvals: Approvals | None = None,
     audit: AuditLog | None = None,
@@ -78,6 +82,9 @@ def build_app(
         process_before_response=True,
         request_verification_enabled=signing_secret is not None,
     )
+    # Before every listener: a replayed command or click runs nothing (401), and one that
+    # cannot be checked for want of Redis gets the storage-down answer (on_error, below).
+    app.middleware(AcceptedOnce(signed))
     messages.register(app, ingress)
     assistant.register(app, settings, pane, later)
     commands.register(app, settings.command, admin, later)

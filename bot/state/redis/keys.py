@@ -112,6 +112,11 @@ class Keys:
         """Which turn last took the thread's asides, and the window it took."""
         return f"{self._thread(thread)}thread:{thread}:asides-taken"
 
+    def waiting_note(self, thread: ThreadKey, wait: str) -> str:
+        """The note that the thread waits for a decision on an approval card (``wait``:
+        the card), posted once: "posting", then "posted"."""
+        return f"{self._thread(thread)}thread:{thread}:waiting-note:{wait}"
+
     # --- a turn's (its entry id names its shard: the thread's) --------------------------
 
     def turn(self, entry_id: str) -> str:
@@ -169,6 +174,11 @@ class Keys:
         and cost, and the holds of calls under way (bot/budget/ledger.py)."""
         return f"{self._team(team)}budget:{team}:{day}:{counter}"
 
+    def open_approvals(self, team: str, user: str) -> str:
+        """The approval requests a person's turns have waiting for a decision: request id,
+        scored by its deadline."""
+        return f"{self._team(team)}approvals:open:{team}:{user}"
+
     def team_shard(self, team: str) -> int:
         """The shard of the team's keys (and of the audit entries written beside them)."""
         return self.shards.of(team)
@@ -177,6 +187,11 @@ class Keys:
 
     def cache(self, key: str) -> str:
         return f"{self.prefix}cache:{key}"
+
+    def signed_request(self, timestamp: str, signature: str) -> str:
+        """A signed slash command or interaction already accepted (its Slack timestamp and
+        signature), kept while Slack's signature on it would still be valid."""
+        return f"{self._in(self.shards.of(signature))}seen:request:{timestamp}:{signature}"
 
     def elicitation(self, question_id: str) -> str:
         """A question an MCP server asks a person (bot/turn/store/elicitations.py)."""

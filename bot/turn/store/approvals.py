@@ -11,6 +11,7 @@ past its deadline expires in one step too, by whoever looks first.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import time
 from collections.abc import Iterable
@@ -24,7 +25,11 @@ from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
 from bot.turn.model import QueuedTurn
 
-KEEP_S = 8 * 24 * 3600  # a request outlives any turn that waits for it
+KEEP_S = 8 * 24 * 3600  # the longest a request is kept (approval.timeout_s: 7 days at most)
+# How long a request (its arguments with it) is kept after its deadline, decided or not: the
+# resumed turn reads its decision at once, a late click is told it was decided, the card is
+# rewritten from it; the audit log keeps the decision without the arguments.
+AFTER_DEADLINE_S = 3600
 WOKEN_IDLE_MS = 10**12  # a woken turn's entry looks idle for ages: claimed at the next look
 WAKER = "approvals"  # the consumer name a woken entry is claimed to
 
@@ -137,6 +142,15 @@ end
 return expired
 """
 
+# KEYS: the turn's map, the request; ARGV: call id, request id
+# Takes back a request nobody was shown (the person has too many open): 1 when withdrawn.
+WITHDRAW = """
+if redis.call('HGET', KEYS[2], 'state') ~= 'pending' then return 0 end
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
 
 class Approvals:
     def __init__(self, client: Redis, keys: Keys, replication: Replication | None = None) -> None:
@@ -147,6 +161,7 @@ class Approvals:
         self._open = replication.register(client, OPEN)
         self._decide = replication.register(client, DECIDE)
         self._expire = replication.register(client, EXPIRE)
+        self._withdraw = replication.register(client, WITHDRAW)
 
     async def open(
         self,
@@ -178,7 +193,7 @@ class Approvals:
         }
         found, new = await self._open(
             keys=[self.keys.turn_approvals(entry_id), self.keys.approval(request_id)],
-            args=[call_id, request_id, json.dumps(fields), KEEP_S],
+            args=[call_id, request_id, json.dumps(fields), kept_for_s(timeout_s)],
         )
         request = await self.get(str(found))
         if request is None:  # opened earlier and gone since (expired keys): open again
@@ -244,6 +259,32 @@ class Approvals:
             for request_id in request_ids:
                 pipe.hset(self.keys.approval(request_id), "card_ts", card_ts)
             await pipe.execute()
+
+    async def open_among(self, request_ids: Iterable[str]) -> set[str]:
+        """Those of ``request_ids`` still open (undecided, whether due or not)."""
+        ids = list(request_ids)
+        if not ids:
+            return set()
+        async with self.client.pipeline(transaction=False) as pipe:
+            for request_id in ids:
+                pipe.hget(self.keys.approval(request_id), "state")
+            states = await pipe.execute()
+        return {rid for rid, state in zip(ids, states, strict=True) if state == "pending"}
+
+    async def withdraw(self, request: ApprovalRequest) -> bool:
+        """Take back an open request no card shows (its call is refused instead): gone, and
+        the call no longer names it. False when it was decided meanwhile."""
+        withdrawn = await self._withdraw(
+            keys=[self.keys.turn_approvals(request.entry), self.keys.approval(request.id)],
+            args=[request.call_id, request.id],
+        )
+        return bool(int(withdrawn))
+
+
+def kept_for_s(timeout_s: float) -> int:
+    """How long a request opened with ``timeout_s`` is kept: past its deadline by
+    :data:`AFTER_DEADLINE_S`, never longer than :data:`KEEP_S` (pure)."""
+    return min(math.ceil(timeout_s) + AFTER_DEADLINE_S, KEEP_S)
 
 
 def decided_any(requests: Iterable[ApprovalRequest]) -> bool:

@@ -19,6 +19,7 @@ from bot.turn.store.participation import ThreadParticipation
 from bot.turn.store.queue import TurnQueue
 from bot.turn.store.records import TurnRecords
 from bot.turn.store.stops import StopRequests
+from bot.turn.store.waiting_notes import WaitingNotes
 
 
 @dataclass
@@ -37,6 +38,7 @@ class ThreadStores:
     stops: StopRequests
     elicitations: Elicitations  # questions MCP servers ask a person
     approvals: Approvals
+    waiting_notes: WaitingNotes  # a thread told once that it waits for an approval
 
 
 @dataclass

@@ -6,6 +6,9 @@ pending turns by Slack message ts, whichever worker read them. A worker that can
 lock leaves its entry alone: the lock's owner reaches it. After letting the lock go, the
 owner looks once more, so a turn that arrived just then is never stranded.
 
+A turn waiting for an approval holds the thread's later turns back; the first time one is
+found behind it, the thread is told so, once (bot/turn/waiting_note.py).
+
 Each turn is run by a :class:`~bot.turn.owner.TurnOwner`. At shutdown,
 :meth:`ThreadProcessor.hand_back` makes every owner stop and hand its thread back at once.
 """
@@ -29,6 +32,7 @@ from bot.turn.states import TurnState
 from bot.turn.store.lease import Aborted, ThreadLease, ThreadLocks
 from bot.turn.store.queue import QueueLook
 from bot.turn.store.stores import TurnStores
+from bot.turn.waiting_note import WaitingTeller
 from bot.turn.worker.stops import StopWatcher
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,7 @@ class ThreadProcessor:
         *,
         consumer: str,
         failure_backoff_s: float = FAILURE_BACKOFF_S,
+        waiting: WaitingTeller | None = None,
     ) -> None:
         self.stores = stores
         self.locks = locks
@@ -57,6 +62,7 @@ class ThreadProcessor:
         self.timing = timing
         self.consumer = consumer
         self.failure_backoff_s = failure_backoff_s
+        self.waiting = waiting  # tells a thread once that its later messages wait
         self.handing_back = asyncio.Event()
 
     def hand_back(self) -> None:
@@ -108,6 +114,7 @@ class ThreadProcessor:
             if state == TurnState.AWAITING_APPROVAL and await parking.still_waiting(
                 self.stores, head
             ):
+                await self._tell_waiting(thread, lease, head)
                 return
             entry = read.pop(head, None) or await queue.fetch(head)
             if not isinstance(entry, QueuedTurn):
@@ -136,6 +143,7 @@ class ThreadProcessor:
                     end = await owner.run()
                 failures = 0
                 if isinstance(end, Waiting):
+                    await self._tell_waiting(thread, lease, head)  # messages that came meanwhile
                     return
                 if lease.released:
                     return  # nothing left: its last move freed the lock in the same step
@@ -157,6 +165,12 @@ class ThreadProcessor:
                     self.failure_backoff_s * failures, lease.lost, self.handing_back
                 ):
                     return
+
+    async def _tell_waiting(self, thread: ThreadKey, lease: ThreadLease, head: str) -> None:
+        """The thread's later turns wait behind ``head``, which waits for an approval: the
+        thread is told so once (bot/turn/waiting_note.py)."""
+        if self.waiting is not None and lease.valid():
+            await self.waiting.tell(thread, lease, head)
 
     async def _discard_unreadable(self, entry: Unreadable) -> None:
         log.error("dead-lettering turn %s: its payload is unreadable", entry.entry_id)
