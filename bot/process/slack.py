@@ -26,6 +26,7 @@ from bot.slack.inbox.context import SlackContext
 from bot.slack.inbox.files import FileReader
 from bot.slack.inbox.names import SlackNames
 from bot.slack.outbound.responder import SlackResponder
+from permissions.approval import deciders
 
 
 @dataclass
@@ -77,6 +78,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         stops=state.threads.stops,
         model=config.llm.model,
         approvals=state.threads.approvals,
+        decide=deciders(config.approval, config.roles),
     )
     ingress = Ingress(
         state.threads.queue, state.threads.participation, settings, state.threads.asides

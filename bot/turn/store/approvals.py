@@ -10,6 +10,7 @@ past its deadline expires in one step too, by whoever looks first.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -18,13 +19,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.state.audit import AuditEntry, AuditKind
+from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
 from bot.turn.model import QueuedTurn
 
 KEEP_S = 8 * 24 * 3600  # a request outlives any turn that waits for it
+EXPIRE_BATCH = 100  # requests one look at a shard's deadline index expires at most
 WOKEN_IDLE_MS = 10**12  # a woken turn's entry looks idle for ages: claimed at the next look
 WAKER = "approvals"  # the consumer name a woken entry is claimed to
 
@@ -56,10 +58,24 @@ class ApprovalRequest:
     reason: str = ""  # why it was denied (optional)
     card_ts: str = ""  # the approval card showing it
     uses: int = 0  # runs started after it was approved
+    description: str = ""  # the tool's own one-line description (its author's words)
+    source: str = ""  # where the tool comes from: "python", "module NAME", "mcp SERVER"
+    destructive: bool = False  # marked destructive (an MCP hint) or confirm=True (Python)
 
     @property
     def open(self) -> bool:
         return self.state is ApprovalState.PENDING
+
+    @property
+    def server(self) -> str:
+        """The MCP server the tool comes from ("" for any other tool)."""
+        kind, _, name = self.source.partition(" ")
+        return name if kind == "mcp" else ""
+
+    @property
+    def timeout_s(self) -> float:
+        """How long it was open for a decision."""
+        return max(self.deadline - self.created, 0.0)
 
     @property
     def due(self) -> bool:
@@ -87,10 +103,23 @@ class ApprovalRequest:
             reason=data.get("reason", ""),
             card_ts=data.get("card_ts", ""),
             uses=int(data.get("uses") or 0),
+            description=data.get("description", ""),
+            source=data.get("source", ""),
+            destructive=data.get("destructive") == "1",
         )
 
 
-# KEYS: the turn's map, the new request's hash; ARGV: call id, request id, fields (JSON), TTL
+@dataclass(frozen=True)
+class ToolFacts:
+    """What a person deciding needs to know of the tool, kept with its request."""
+
+    description: str = ""  # one line
+    source: str = ""
+    destructive: bool = False
+
+
+# KEYS: the turn's map, the new request's hash, the shard's deadline index
+# ARGV: call id, request id, fields (JSON), TTL, deadline
 # Returns the request's id (the existing one when the call asked before) and 1 when new.
 OPEN = """
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
@@ -101,16 +130,19 @@ for name, value in pairs(cjson.decode(ARGV[3])) do
   redis.call('HSET', KEYS[2], name, value)
 end
 redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
 return {ARGV[2], 1}
 """
 
-# KEYS: the request, its turn's stream; ARGV: state, by, reason, now, group, idle ms
+# KEYS: the request, its turn's stream, the shard's deadline index
+# ARGV: state, by, reason, now, group, idle ms, request id
 # Decides an open request before its deadline (else expires it) and wakes its turn.
 # Returns the request's state after the step, and 1 when this step decided it.
 DECIDE = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'', 0} end
 if state ~= 'pending' then return {state, 0} end
+redis.call('ZREM', KEYS[3], ARGV[7])
 local now = tonumber(ARGV[4])
 local result = ARGV[1]
 if tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= now then
@@ -124,14 +156,50 @@ redis.pcall('XCLAIM', KEYS[2], ARGV[5], 'approvals', 0, entry, 'IDLE', ARGV[6], 
 return {result, result == ARGV[1] and 1 or 0}
 """
 
-# KEYS: the requests; ARGV: now. Expires those open past their deadline; returns their ids.
+# KEYS: the shard's deadline index, then the requests (of one turn); ARGV: now.
+# Expires those open past their deadline; returns their ids.
 EXPIRE = """
 local expired = {}
-for _, key in ipairs(KEYS) do
+for i = 2, #KEYS do
+  local key = KEYS[i]
   if redis.call('HGET', key, 'state') == 'pending'
       and tonumber(redis.call('HGET', key, 'deadline')) <= tonumber(ARGV[1]) then
     redis.call('HSET', key, 'state', 'expired', 'at', ARGV[1])
-    table.insert(expired, redis.call('HGET', key, 'id'))
+    local id = redis.call('HGET', key, 'id')
+    redis.call('ZREM', KEYS[1], id)
+    table.insert(expired, id)
+  end
+end
+return expired
+"""
+
+# KEYS: the shard's deadline index, its turn stream, its audit stream
+# ARGV: now, group, idle ms, what the shard's request keys start with, the audit's length,
+#       how many at most
+# Expires the shard's open requests past their deadline, each with its audit entry (the
+# fields AuditLog writes for ``audited(request, 'approval_expired', 'expired')``), and wakes
+# each one's turn as DECIDE does. Returns the ids of those expired.
+EXPIRE_OVERDUE = """
+local now = tonumber(ARGV[1])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[6])
+local expired = {}
+for _, id in ipairs(due) do
+  redis.call('ZREM', KEYS[1], id)
+  local key = ARGV[4] .. id
+  local f = redis.call('HMGET', key, 'state', 'deadline', 'user', 'tool', 'call_id', 'entry',
+                       'channel', 'thread_ts')
+  if f[1] == 'pending' and tonumber(f[2]) > now then
+    redis.call('ZADD', KEYS[1], f[2], id)  -- not due after all: its own deadline counts
+  elseif f[1] == 'pending' then
+    redis.call('HSET', key, 'state', 'expired', 'at', ARGV[1])
+    local detail = cjson.encode({tool = f[4], call = f[5], turn = f[6], channel = f[7],
+                                 thread = f[8]})
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'approval',
+               'actor', f[3], 'action', 'approval_expired', 'target', f[4],
+               'outcome', 'expired', 'detail', detail, 'at', ARGV[1])
+    local entry = string.match(f[6], '[^/]*$')
+    redis.pcall('XCLAIM', KEYS[2], ARGV[2], 'approvals', 0, entry, 'IDLE', ARGV[3], 'JUSTID')
+    table.insert(expired, id)
   end
 end
 return expired
@@ -147,6 +215,9 @@ class Approvals:
         self._open = replication.register(client, OPEN)
         self._decide = replication.register(client, DECIDE)
         self._expire = replication.register(client, EXPIRE)
+        # Looked for every second by every worker: no replica waited for (an expiry lost in
+        # a failover leaves the request in the index, and the next look makes it again).
+        self._expire_overdue = client.register_script(EXPIRE_OVERDUE)
 
     async def open(
         self,
@@ -155,12 +226,16 @@ class Approvals:
         tool: str,
         arguments: str,
         timeout_s: float,
+        facts: ToolFacts | None = None,
     ) -> tuple[ApprovalRequest, bool]:
-        """The request for this call, opened now (True) or earlier (False)."""
+        """The request for this call, opened now (True) or earlier (False); ``facts``: what
+        the card shows of the tool."""
         turn, entry_id = queued.turn, queued.entry_id
+        facts = facts or ToolFacts()
         now = time.time()
         shards = self.keys.shards
-        request_id = shards.qualify(shards.of_id(entry_id), secrets.token_hex(8))
+        shard = shards.of_id(entry_id)
+        request_id = shards.qualify(shard, secrets.token_hex(8))
         fields = {
             "id": request_id,
             "entry": entry_id,
@@ -175,10 +250,17 @@ class Approvals:
             "created": repr(now),
             "deadline": repr(now + timeout_s),
             "state": ApprovalState.PENDING.value,
+            "description": facts.description,
+            "source": facts.source,
+            "destructive": "1" if facts.destructive else "",
         }
         found, new = await self._open(
-            keys=[self.keys.turn_approvals(entry_id), self.keys.approval(request_id)],
-            args=[call_id, request_id, json.dumps(fields), KEEP_S],
+            keys=[
+                self.keys.turn_approvals(entry_id),
+                self.keys.approval(request_id),
+                self.keys.approval_deadlines(shard),
+            ],
+            args=[call_id, request_id, json.dumps(fields), KEEP_S, repr(now + timeout_s)],
         )
         request = await self.get(str(found))
         if request is None:  # opened earlier and gone since (expired keys): open again
@@ -211,10 +293,12 @@ class Approvals:
         """Decide an open request and wake its turn. Returns the request's state after the
         step (None: no such request) and whether this call decided it (a second click, or a
         click after the deadline, decides nothing)."""
+        shard = self.keys.shards.of_id(request_id)
         state, decided = await self._decide(
             keys=[
                 self.keys.approval(request_id),
-                self.keys.turns(self.keys.shards.of_id(request_id)),
+                self.keys.turns(shard),
+                self.keys.approval_deadlines(shard),
             ],
             args=[
                 (ApprovalState.APPROVED if approved else ApprovalState.DENIED).value,
@@ -223,16 +307,47 @@ class Approvals:
                 repr(time.time()),
                 self.keys.workers,
                 WOKEN_IDLE_MS,
+                request_id,
             ],
         )
         return (ApprovalState(state) if state else None), bool(int(decided))
 
     async def expire_due(self, requests: Iterable[ApprovalRequest]) -> list[str]:
-        """Expire those still open past their deadline; the ids of those expired now."""
-        keys = [self.keys.approval(r.id) for r in requests if r.open]
-        if not keys:
+        """Expire those still open past their deadline (the requests of one turn); the ids
+        of those expired now."""
+        open_ = [r for r in requests if r.open]
+        if not open_:
             return []
+        shard = self.keys.shards.of_id(open_[0].id)
+        keys = [self.keys.approval_deadlines(shard), *(self.keys.approval(r.id) for r in open_)]
         return [str(i) for i in await self._expire(keys=keys, args=[repr(time.time())])]
+
+    async def expire_overdue(self, audit: AuditLog, limit: int = EXPIRE_BATCH) -> list[str]:
+        """Expire every shard's open requests past their deadline, each audited and its
+        turn woken in the same step (the next look for idle entries claims it); the ids of
+        those expired now."""
+        now = repr(time.time())
+
+        async def one(shard: int) -> list[str]:
+            expired = await self._expire_overdue(
+                keys=[
+                    self.keys.approval_deadlines(shard),
+                    self.keys.turns(shard),
+                    audit.keys.audit(shard),
+                ],
+                args=[
+                    now,
+                    self.keys.workers,
+                    WOKEN_IDLE_MS,
+                    self.keys.approval_prefix(shard),
+                    audit.max_entries,
+                    limit,
+                ],
+            )
+            return [str(i) for i in expired]
+
+        found = await asyncio.gather(*(one(shard) for shard in self.keys.shards.all()))
+        return [request_id for ids in found for request_id in ids]
 
     async def use(self, request_id: str) -> int:
         """Count a run of an approved call; the count so far (1: its first run)."""

@@ -1,6 +1,7 @@
 """The worker loop: read turns from the stream, reclaim those of dead workers, run them with
-bounded concurrency, post the notices owed to people, and ride out Redis outages with
-backoff instead of crashing.
+bounded concurrency, post the notices owed to people, expire approval requests whose time
+is up (and take their turns at once), and ride out Redis outages with backoff instead of
+crashing.
 
 Shutdown (SIGTERM): stop reading, let running turns finish within the grace period, then
 hand the rest back at once so another replica resumes them from their records.
@@ -15,6 +16,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
@@ -42,6 +44,7 @@ BACKOFF_MAX_S = 10.0
 CLAIM_EVERY_MAX_S = 2.5  # how often, at most, a worker looks for turns of dead workers
 HAND_BACK_WAIT_S = 5.0  # after the grace period, how long handing back may take
 NOTICE_LEASE_S = 30.0
+EXPIRY_EVERY_S = 1.0  # how often a worker looks for approval requests past their deadline
 NOTICE_RETRY_MAX_S = 300.0
 
 
@@ -64,7 +67,11 @@ class Worker:
         name: str | None = None,
         block_ms: int = BLOCK_MS,
         read_batch: int = READ_BATCH,
+        expire_overdue: Callable[[], Awaitable[Sequence[str]]] | None = None,
+        expiry_every_s: float = EXPIRY_EVERY_S,
     ) -> None:
+        """``expire_overdue``: expires the approval requests past their deadline, waking
+        their turns (bot/turn/store/approvals.py); the ids of those it expired."""
         self.queue = queue
         self.processor = processor
         self.notices = notices
@@ -77,6 +84,8 @@ class Worker:
         self.shutdown_grace_s = shutdown_grace_s
         self.embedded = embedded
         self.name = name or consumer_name()
+        self.expire_overdue = expire_overdue
+        self.expiry_every_s = expiry_every_s
         self.active: dict[str, asyncio.Task[None]] = {}  # entry id -> its task
         self.alive = False  # the loop runs (for readiness checks)
 
@@ -90,6 +99,7 @@ class Worker:
         self.alive = True
         notices = asyncio.create_task(self._post_notices(stop))
         sampler = asyncio.create_task(sample_queue(self.queue, stop))
+        expiry = asyncio.create_task(self._expire_overdue(stop))
         try:
             while not stop.is_set():
                 try:
@@ -98,13 +108,7 @@ class Worker:
                         continue
                     if loop.time() >= next_claim:
                         await self.queue.ensure_group()
-                        claimed = await self.queue.claim_stale(
-                            self.name, self.claim_idle_ms, count=self._free()
-                        )
-                        taken = sum(1 for entry in claimed if entry.entry_id not in self.active)
-                        if taken:
-                            metrics.safely(partial(metrics.TAKEOVERS.inc, taken))
-                        self._start(claimed)
+                        await self._claim()
                         next_claim = loop.time() + self.claim_every_s
                     entries = await self.queue.read(
                         self.name,
@@ -128,12 +132,41 @@ class Worker:
         finally:
             self.alive = False
             await self.queue.stop_reading()
-            for task in (notices, sampler):
+            for task in (notices, sampler, expiry):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self._finish_running()
         log.info("worker %s stopped", self.name)
+
+    async def _claim(self) -> None:
+        """Take the entries idle long enough: a dead worker's, and turns a decision or an
+        expiry woke."""
+        claimed = await self.queue.claim_stale(self.name, self.claim_idle_ms, count=self._free())
+        taken = sum(1 for entry in claimed if entry.entry_id not in self.active)
+        if taken:
+            metrics.safely(partial(metrics.TAKEOVERS.inc, taken))
+        self._start(claimed)
+
+    async def _expire_overdue(self, stop: asyncio.Event) -> None:
+        """About once a second, expire the approval requests whose time is up and take the
+        turns that waited for them at once (with a free slot; else the next worker to look
+        takes them): a request expires, and its turn goes on, within a second or two of its
+        deadline, not when its parked entry next comes round."""
+        if self.expire_overdue is None:
+            return
+        while not stop.is_set():
+            try:
+                expired = await self.expire_overdue()
+                if expired:
+                    log.info("%d approval request(s) expired", len(expired))
+                    if len(self.active) < self.concurrency:
+                        await self._claim()
+            except REDIS_DOWN as exc:
+                log.debug("could not look for approval requests to expire: %s", exc)
+            except Exception:
+                log.exception("expiring approval requests failed")
+            await sleep_unless(self.expiry_every_s, stop)
 
     def _free(self) -> int:
         return max(self.concurrency - len(self.active), 1)
