@@ -5,9 +5,10 @@ usage so far are audited and counted (as when a turn settles; what the resumed t
 counted when it settles), the waiting calls are kept in the record, and the attempt count
 starts again (waiting is not failing). Nothing is held while it waits.
 
-A worker that meets the parked turn (its entry comes round again, or a decision woke it)
-lets it go on only when one of its requests is no longer open (decided, or expired now);
-otherwise it leaves it parked at once.
+A worker that meets the parked turn (its entry comes round again, or a decision or an
+expiry woke it) lets it go on only when one of its requests is no longer open (decided, or
+expired: by the workers' look at the deadlines, audited there, or now, audited in the
+move); otherwise it leaves it parked at once.
 """
 
 from __future__ import annotations

@@ -5,7 +5,14 @@ call, whoever asks again). It is decided once, by whichever replica gets the cli
 Lua step that only acts while the request is open and before its deadline, and that wakes
 the parked turn: its queue entry is marked long idle, so the next worker that looks for
 idle entries claims it (within a couple of seconds) and the turn resumes there. A request
-past its deadline expires in one step too, by whoever looks first.
+past its deadline expires in one step too, by whoever looks first: every worker looks about
+once a second in each shard's deadline index (a sorted set the opening step writes;
+:meth:`Approvals.expire_overdue` expires, audits and wakes in one step, and the worker takes
+the woken turns at once), and a turn that resumes looks at its own requests.
+
+A request keeps what the card shows of its tool beside the call (its one-line description,
+its source, whether it was marked destructive); requests stored before those were kept are
+shown without them.
 """
 
 from __future__ import annotations
@@ -188,7 +195,8 @@ for _, id in ipairs(due) do
   local key = ARGV[4] .. id
   local f = redis.call('HMGET', key, 'state', 'deadline', 'user', 'tool', 'call_id', 'entry',
                        'channel', 'thread_ts')
-  if f[1] == 'pending' and tonumber(f[2]) > now then
+  local deadline = tonumber(f[2]) or 0
+  if f[1] == 'pending' and deadline > now then
     redis.call('ZADD', KEYS[1], f[2], id)  -- not due after all: its own deadline counts
   elseif f[1] == 'pending' then
     redis.call('HSET', key, 'state', 'expired', 'at', ARGV[1])
@@ -197,7 +205,7 @@ for _, id in ipairs(due) do
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'approval',
                'actor', f[3], 'action', 'approval_expired', 'target', f[4],
                'outcome', 'expired', 'detail', detail, 'at', ARGV[1])
-    local entry = string.match(f[6], '[^/]*$')
+    local entry = string.match(f[6] or '', '[^/]*$')
     redis.pcall('XCLAIM', KEYS[2], ARGV[2], 'approvals', 0, entry, 'IDLE', ARGV[3], 'JUSTID')
     table.insert(expired, id)
   end

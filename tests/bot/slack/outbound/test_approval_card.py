@@ -144,7 +144,7 @@ async def test_an_mcp_tool_shows_its_server_and_its_destructive_mark(
     await app.click("approval_deny", buttons(card)["Deny wh_lookup_stock"], "U0ALICE", card.ts)
     await app.answered("C0CHAN", "731.000001", within=30)
     decided = cards(app, "731.000001")[-1]
-    word, _, tools = decided.text.partition(": ")  # the calls in the order they asked
+    word, _, tools = decided.text.partition(": ")  # in the order their requests opened
     assert word == "Denied" and set(tools.split(", ")) == {
         "wh_delete_everything",
         "wh_lookup_stock",
