@@ -117,6 +117,15 @@ class ApprovalRequest:
 
 
 @dataclass(frozen=True)
+class Overdue:
+    """What a look at the deadlines did: the requests it expired, and the deadline of the
+    next one due (None: no request waits)."""
+
+    expired: list[str]
+    next_due: float | None
+
+
+@dataclass(frozen=True)
 class ToolFacts:
     """What a person deciding needs to know of the tool, kept with its request."""
 
@@ -185,7 +194,8 @@ return expired
 #       how many at most
 # Expires the shard's open requests past their deadline, each with its audit entry (the
 # fields AuditLog writes for ``audited(request, 'approval_expired', 'expired')``), and wakes
-# each one's turn as DECIDE does. Returns the ids of those expired.
+# each one's turn as DECIDE does. Returns the ids of those expired, and the deadline of the
+# next request due in the shard ('' when none waits).
 EXPIRE_OVERDUE = """
 local now = tonumber(ARGV[1])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[6])
@@ -210,7 +220,8 @@ for _, id in ipairs(due) do
     table.insert(expired, id)
   end
 end
-return expired
+local following = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {expired, following[2] or ''}
 """
 
 
@@ -330,14 +341,14 @@ class Approvals:
         keys = [self.keys.approval_deadlines(shard), *(self.keys.approval(r.id) for r in open_)]
         return [str(i) for i in await self._expire(keys=keys, args=[repr(time.time())])]
 
-    async def expire_overdue(self, audit: AuditLog, limit: int = EXPIRE_BATCH) -> list[str]:
+    async def expire_overdue(self, audit: AuditLog, limit: int = EXPIRE_BATCH) -> Overdue:
         """Expire every shard's open requests past their deadline, each audited and its
-        turn woken in the same step (the next look for idle entries claims it); the ids of
-        those expired now."""
+        turn woken in the same step (the next look for idle entries claims it): the ids of
+        those expired now, and when the next one is due."""
         now = repr(time.time())
 
-        async def one(shard: int) -> list[str]:
-            expired = await self._expire_overdue(
+        async def one(shard: int) -> tuple[list[str], float | None]:
+            expired, following = await self._expire_overdue(
                 keys=[
                     self.keys.approval_deadlines(shard),
                     self.keys.turns(shard),
@@ -352,10 +363,13 @@ class Approvals:
                     limit,
                 ],
             )
-            return [str(i) for i in expired]
+            return [str(i) for i in expired], float(following) if following else None
 
         found = await asyncio.gather(*(one(shard) for shard in self.keys.shards.all()))
-        return [request_id for ids in found for request_id in ids]
+        due = [following for _, following in found if following is not None]
+        return Overdue(
+            [request_id for ids, _ in found for request_id in ids], min(due) if due else None
+        )
 
     async def use(self, request_id: str) -> int:
         """Count a run of an approved call; the count so far (1: its first run)."""

@@ -16,7 +16,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
@@ -25,6 +25,7 @@ from bot.state.redis.errors import REDIS_DOWN, REDIS_RETRYABLE
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.model import Entry
 from bot.turn.ports import DeliveryFailed, Responder, Undeliverable
+from bot.turn.store.approvals import Overdue
 from bot.turn.store.notices import GIVE_UP_AFTER_S, Notice, Notices
 from bot.turn.store.queue import TurnQueue
 from bot.turn.worker.gauges import sample_queue
@@ -44,7 +45,8 @@ BACKOFF_MAX_S = 10.0
 CLAIM_EVERY_MAX_S = 2.5  # how often, at most, a worker looks for turns of dead workers
 HAND_BACK_WAIT_S = 5.0  # after the grace period, how long handing back may take
 NOTICE_LEASE_S = 30.0
-EXPIRY_EVERY_S = 1.0  # how often a worker looks for approval requests past their deadline
+EXPIRY_EVERY_S = 1.0  # how often, at least, a worker looks for approval requests to expire
+EXPIRY_MIN_WAIT_S = 0.05  # and at most
 NOTICE_RETRY_MAX_S = 300.0
 
 
@@ -67,11 +69,11 @@ class Worker:
         name: str | None = None,
         block_ms: int = BLOCK_MS,
         read_batch: int = READ_BATCH,
-        expire_overdue: Callable[[], Awaitable[Sequence[str]]] | None = None,
+        expire_overdue: Callable[[], Awaitable[Overdue]] | None = None,
         expiry_every_s: float = EXPIRY_EVERY_S,
     ) -> None:
         """``expire_overdue``: expires the approval requests past their deadline, waking
-        their turns (bot/turn/store/approvals.py); the ids of those it expired."""
+        their turns, and says when the next is due (bot/turn/store/approvals.py)."""
         self.queue = queue
         self.processor = processor
         self.notices = notices
@@ -149,24 +151,28 @@ class Worker:
         self._start(claimed)
 
     async def _expire_overdue(self, stop: asyncio.Event) -> None:
-        """About once a second, expire the approval requests whose time is up and take the
-        turns that waited for them at once (with a free slot; else the next worker to look
-        takes them): a request expires, and its turn goes on, within a second or two of its
+        """Expire the approval requests whose time is up and take the turns that waited for
+        them at once (with a free slot; else the next worker to look takes them). It looks
+        again when the next request known is due, and at least once a second (for requests
+        opened meanwhile): a request expires, and its turn goes on, within a second of its
         deadline, not when its parked entry next comes round."""
         if self.expire_overdue is None:
             return
         while not stop.is_set():
+            wait = self.expiry_every_s
             try:
-                expired = await self.expire_overdue()
-                if expired:
-                    log.info("%d approval request(s) expired", len(expired))
+                overdue = await self.expire_overdue()
+                if overdue.expired:
+                    log.info("%d approval request(s) expired", len(overdue.expired))
                     if len(self.active) < self.concurrency:
                         await self._claim()
+                if overdue.next_due is not None:
+                    wait = min(wait, max(overdue.next_due - time.time(), EXPIRY_MIN_WAIT_S))
             except REDIS_DOWN as exc:
                 log.debug("could not look for approval requests to expire: %s", exc)
             except Exception:
                 log.exception("expiring approval requests failed")
-            await sleep_unless(self.expiry_every_s, stop)
+            await sleep_unless(wait, stop)
 
     def _free(self) -> int:
         return max(self.concurrency - len(self.active), 1)

@@ -54,11 +54,12 @@ async def test_only_a_due_request_expires_audited_and_its_turn_woken(state: Stat
     approvals, audit = state.threads.approvals, state.shared.audit
     queued = await a_turn(state)
     later, _ = await approvals.open(queued, "c2", "cancel_orders", "{}", 600)
-    assert await approvals.expire_overdue(audit) == []  # nothing is due yet
+    nothing = await approvals.expire_overdue(audit)
+    assert nothing.expired == [] and nothing.next_due == pytest.approx(later.deadline)
     due, _ = await approvals.open(queued, "c1", "place_order", "{}", 0)  # due at once
     assert set(await deadlines(state, due)) == {due.id, later.id}
-    assert await approvals.expire_overdue(audit) == [due.id]
-    assert await approvals.expire_overdue(audit) == []  # once
+    assert (await approvals.expire_overdue(audit)).expired == [due.id]
+    assert (await approvals.expire_overdue(audit)).expired == []  # once
     expired = await approvals.get(due.id)
     assert expired is not None and expired.state is ApprovalState.EXPIRED
     still = await approvals.get(later.id)
@@ -89,7 +90,8 @@ async def test_a_decided_request_leaves_the_index_and_a_click_after_the_sweep_is
     assert await deadlines(state, decided) == {}
     other = await a_turn(state, Turn("T1", "C1", "721.1", "U1", "x", message_ts="721.1"))
     late, _ = await approvals.open(other, "c1", "place_order", "{}", 0)
-    assert await approvals.expire_overdue(audit) == [late.id]
+    swept = await approvals.expire_overdue(audit)
+    assert swept.expired == [late.id] and swept.next_due is None  # nothing else waits
     assert await approvals.decide(late.id, True, "U1") == (ApprovalState.EXPIRED, False)
 
 
@@ -101,4 +103,4 @@ async def test_a_turns_own_look_expires_a_due_request_and_takes_it_from_the_inde
     request, _ = await approvals.open(queued, "c1", "place_order", "{}", 0)
     assert await approvals.expire_due([request]) == [request.id]
     assert await deadlines(state, request) == {}
-    assert await approvals.expire_overdue(state.shared.audit) == []  # expired once
+    assert (await approvals.expire_overdue(state.shared.audit)).expired == []  # expired once
