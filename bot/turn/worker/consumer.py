@@ -45,9 +45,9 @@ BACKOFF_MAX_S = 10.0
 CLAIM_EVERY_MAX_S = 2.5  # how often, at most, a worker looks for turns of dead workers
 HAND_BACK_WAIT_S = 5.0  # after the grace period, how long handing back may take
 NOTICE_LEASE_S = 30.0
+NOTICE_RETRY_MAX_S = 300.0
 EXPIRY_EVERY_S = 1.0  # how often, at least, a worker looks for approval requests to expire
 EXPIRY_MIN_WAIT_S = 0.05  # and at most
-NOTICE_RETRY_MAX_S = 300.0
 
 
 def consumer_name() -> str:
