@@ -80,6 +80,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         stops=state.threads.stops,
         model=config.llm.model,
         approvals=state.threads.approvals,
+        decide=deciders(config.approval, config.roles),
     )
     ingress = Ingress(
         state.threads.queue, state.threads.participation, settings, state.threads.asides

@@ -3,6 +3,8 @@ tools the policy gives them, and the one place that knows which stores each part
 
 from __future__ import annotations
 
+from functools import partial
+
 from bot.config.schema import QueueConfig
 from bot.llm.model import ChatModel
 from bot.process.services import Services
@@ -147,4 +149,5 @@ def build_worker(
         embedded=state.handle.embedded,
         name=consumer,
         **({"block_ms": block_ms} if block_ms is not None else {}),
+        expire_overdue=partial(state.threads.approvals.expire_overdue, state.shared.audit),
     )

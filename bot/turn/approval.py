@@ -3,9 +3,15 @@ the turn; when the turn resumes, the request's decision answers.
 
 Approved: the call runs (once; a call cut off after it started runs again only when its
 tool is idempotent, like any call cut off by a crash). Denied: the model is told who denied
-it and why. Expired: the model is told nobody decided in time. Every request, decision and
-expiry is in the audit log (decisions by the click's listener, expiries where they are
-seen). A person's turns have at most ``approval.max_open_per_person`` requests open at once
+it and why. Expired: the model is told nobody decided within the request's time ("5
+seconds", "15 minutes"). Every request, decision and expiry is in the audit log (decisions
+by the click's listener, expiries where they are made).
+
+A request keeps the arguments in the tool's own parameter order (the model's extra keys
+after them) and what a person deciding needs to know of the tool: its one-line
+description, where it comes from, whether it was marked destructive.
+
+A person's turns have at most ``approval.max_open_per_person`` requests open at once
 (bot/turn/approval_cap.py): past it the call is refused and nobody is asked.
 """
 
@@ -18,7 +24,13 @@ from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
 from bot.turn.approval_cap import over_cap, place_for
 from bot.turn.model import QueuedTurn
-from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, audited
+from bot.turn.store.approvals import (
+    ApprovalRequest,
+    Approvals,
+    ApprovalState,
+    ToolFacts,
+    audited,
+)
 from tools.approval import Approved, Refused, Verdict
 from tools.call_context import current_call
 from tools.definition import Tool
@@ -36,16 +48,38 @@ GONE = (
 )
 
 
+DESCRIPTION_CHARS = 200  # the tool's description kept with a request: its first line, cut
+
+
 def refusal(request: ApprovalRequest, timeout_s: float) -> str:
-    """What the model is told about a call that was not approved."""
+    """What the model is told about a call that was not approved (``timeout_s``: the
+    configured time, for a request that does not say how long it was open)."""
     if request.state is ApprovalState.DENIED:
         why = f": {request.reason}" if request.reason else ""
         return f"{request.tool} was denied by <@{request.by}>{why}. It did not run."
-    minutes = max(round(timeout_s / 60), 1)
+    waited = request.timeout_s or timeout_s
     return (
-        f"{request.tool} was not approved: nobody decided within {minutes} minute"
-        f"{'s' if minutes != 1 else ''}. It did not run."
+        f"{request.tool} was not approved: nobody decided within {duration(waited)}. "
+        "It did not run."
     )
+
+
+def duration(seconds: float) -> str:
+    """A time in words, as a person says it: "5 seconds", "15 minutes", "2 hours",
+    "1.5 hours", "3 days"."""
+    for unit, size, up_to in (
+        ("second", 1, 60),
+        ("minute", 60, 90 * 60),
+        ("hour", 3600, 48 * 3600),
+        ("day", 86400, float("inf")),
+    ):
+        if seconds < up_to:
+            amount = round(seconds / size, 1)
+            if amount >= 10:
+                amount = round(amount)
+            number = f"{amount:g}"
+            return f"{number} {unit}{'' if number == '1' else 's'}"
+    raise AssertionError("unreachable")  # the last unit has no bound
 
 
 class TurnApprover:
@@ -73,7 +107,12 @@ class TurnApprover:
             return Refused(f"{tool.name} needs a person's approval, and none can be asked here.")
         try:
             request, opened = await self.approvals.open(
-                self.queued, call.call_id, tool.name, _arguments(arguments), self.timeout_s
+                self.queued,
+                call.call_id,
+                tool.name,
+                ordered_arguments(arguments, tool.parameters),
+                self.timeout_s,
+                facts(tool),
             )
         except LookupError:  # asked before, and no longer kept: nobody's decision is known
             return Refused(GONE.format(tool=tool.name))
@@ -99,5 +138,27 @@ class TurnApprover:
         await self.audit.add(audited(request, action, outcome))
 
 
-def _arguments(arguments: dict[str, Any]) -> str:
-    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+def ordered_arguments(arguments: dict[str, Any], parameters: dict[str, Any]) -> str:
+    """The model's arguments as JSON text, in the order of the tool's parameters (its
+    schema's ``properties``), any the schema does not name after them in the model's order."""
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    named = [key for key in properties if key in arguments] if isinstance(properties, dict) else []
+    ordered = {key: arguments[key] for key in named}
+    ordered.update((key, value) for key, value in arguments.items() if key not in ordered)
+    return json.dumps(ordered, ensure_ascii=False)
+
+
+def facts(tool: Tool) -> ToolFacts:
+    """What the card shows of ``tool``: its description's first line (cut), its source,
+    and whether it was marked destructive (an MCP server's hint, or a Python tool's
+    ``confirm=True``: its author said a person must look first)."""
+    lines = (tool.description or "").strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    if len(first) > DESCRIPTION_CHARS:
+        first = first[: DESCRIPTION_CHARS - 1] + "…"
+    python = not tool.source.startswith("mcp")
+    return ToolFacts(
+        description=first,
+        source=tool.source,
+        destructive=bool(tool.hints.destructive) or (python and tool.confirm),
+    )

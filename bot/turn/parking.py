@@ -6,9 +6,10 @@ calls that ran were audited as their results were journaled), the waiting calls 
 the record, and the attempt count starts again (waiting is not failing). Nothing is held
 while it waits.
 
-A worker that meets the parked turn (its entry comes round again, or a decision woke it)
-lets it go on only when one of its requests is no longer open (decided, or expired now)
-or no longer kept; otherwise it leaves it parked at once.
+A worker that meets the parked turn (its entry comes round again, or a decision or an
+expiry woke it) lets it go on only when one of its requests is no longer open (decided, or
+expired: by the workers' look at the deadlines, audited there, or now, audited in the
+move) or no longer kept; otherwise it leaves it parked at once.
 """
 
 from __future__ import annotations

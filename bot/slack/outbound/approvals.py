@@ -1,6 +1,7 @@
 """Approval cards in a turn's thread: posted once per set of calls a turn waits for
 (recorded before and after, found by its tag when a post's outcome was never learnt), and
-rewritten from the requests whenever a decision changes what they show."""
+rewritten from the requests whenever a decision changes what they show (the card's words:
+``bot/slack/blocks/approval_card.py``)."""
 
 from __future__ import annotations
 
@@ -14,19 +15,24 @@ from bot.slack.calls import safe_call
 from bot.slack.outbound.thread import TurnThread
 from bot.turn.store.approvals import ApprovalRequest, Approvals
 from bot.turn.store.lease import Aborted
+from permissions.approval import Deciders
 
 log = logging.getLogger(__name__)
 APPROVAL = "approval"  # the tag's kind
 
 
 async def show_card(
-    thread: TurnThread, approvals: Approvals, requests: list[ApprovalRequest]
+    thread: TurnThread,
+    approvals: Approvals,
+    requests: list[ApprovalRequest],
+    deciders: Deciders,
 ) -> None:
-    """Post the card for the requests no card shows yet; rewrite those that show some."""
+    """Post the card for the requests no card shows yet; rewrite those that show some.
+    ``deciders``: who may decide, as the card says."""
     client, turn, ledger = thread.client, thread.turn, thread.ledger
     new = [r for r in requests if not r.card_ts]
     if not new:
-        await refresh(client, approvals, requests)
+        await refresh(client, approvals, requests, deciders)
         return
     record, key = ledger.record, new[0].id
     ts = record.cards.get(key, "")
@@ -49,7 +55,7 @@ async def show_card(
             channel=turn.channel,
             thread_ts=turn.thread_ts,
             text=card_text(new),
-            blocks=card_blocks(new),
+            blocks=card_blocks(new, deciders),
             metadata=thread.tag(APPROVAL, ref=key),
         )
         ts = str(response["ts"])
@@ -59,7 +65,10 @@ async def show_card(
 
 
 async def refresh(
-    client: AsyncWebClient, approvals: Approvals, requests: Iterable[ApprovalRequest]
+    client: AsyncWebClient,
+    approvals: Approvals,
+    requests: Iterable[ApprovalRequest],
+    deciders: Deciders,
 ) -> None:
     """Rewrite every card showing one of ``requests`` as the requests are now (best
     effort: a card that cannot be rewritten keeps what it showed; a click on it is
@@ -72,5 +81,5 @@ async def refresh(
             channel=one.channel,
             ts=card_ts,
             text=card_text(shown),
-            blocks=card_blocks(shown),
+            blocks=card_blocks(shown, deciders),
         )

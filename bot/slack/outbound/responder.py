@@ -30,6 +30,7 @@ from bot.turn.store.approvals import Approvals
 from bot.turn.store.lease import Aborted
 from bot.turn.store.notices import Notice
 from bot.turn.store.stops import StopRequests
+from permissions.approval import ApprovalConfig, Deciders, deciders
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,10 @@ class SlackResponder:
         stops: StopRequests | None = None,
         model: str = "",
         approvals: Approvals | None = None,
+        decide: Deciders | None = None,
     ) -> None:
+        """``decide``: who may decide an approval request (the approval cards say so; by
+        default the requester and admins)."""
         self.client = client
         self.settings = settings
         self.identity = identity or BotIdentity(client)
@@ -54,6 +58,7 @@ class SlackResponder:
         self.model = model
         self.sessions = SessionSupport(settings.agent_sessions)
         self.approvals = approvals
+        self.decide = decide or deciders(ApprovalConfig(), {})
 
     async def me(self) -> Me:
         """Who the bot is (auth.test, once per process)."""
@@ -77,6 +82,7 @@ class SlackResponder:
             stops=self.stops,
             model=self.model,
             approvals=self.approvals,
+            decide=self.decide,
         )
         try:
             if delivery:

@@ -31,6 +31,7 @@ from bot.turn.model import Turn, TurnKind
 from bot.turn.ports import DeliveryRecord, Settled
 from bot.turn.store.approvals import ApprovalRequest, Approvals
 from bot.turn.store.stops import StopRequests
+from permissions.approval import Deciders
 
 
 def stop_value(turn: Turn) -> str:
@@ -51,9 +52,11 @@ class SlackTurnView:
         stops: StopRequests | None,
         model: str,
         approvals: Approvals | None,
+        decide: Deciders,
     ) -> None:
         self.thread = thread
         self.approvals = approvals
+        self.decide = decide  # who may decide, as the approval cards say
         self.background = Background()
         turn = thread.turn
         self.status = TurnStatus(
@@ -87,7 +90,7 @@ class SlackTurnView:
         if self.thread.ledger.record.cards and self.approvals is not None:
             async with self.fence.bounded("showing what was decided on its cards"):
                 requests = await self.approvals.of_turn(self.thread.entry_id)
-                await refresh(self.thread.client, self.approvals, requests)
+                await refresh(self.thread.client, self.approvals, requests, self.decide)
 
     async def observe(self, event: AgentEvent) -> None:
         if isinstance(event, RoundStarted):
@@ -130,7 +133,7 @@ class SlackTurnView:
             await self.background.settle()
             async with self.fence.bounded("showing the approval card"):
                 await set_aside(self.answer)
-                await show_card(self.thread, approvals, requests)
+                await show_card(self.thread, approvals, requests, self.decide)
 
     def delivery(self) -> DeliveryRecord:
         return self.thread.ledger.record.to_record()

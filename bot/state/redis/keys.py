@@ -51,6 +51,11 @@ class Keys:
     def audit(self, shard: int) -> str:
         return f"{self._in(shard)}audit"
 
+    def approval_deadlines(self, shard: int) -> str:
+        """The shard's open approval requests by deadline (request id -> deadline): the
+        workers look here about once a second for requests to expire."""
+        return f"{self._in(shard)}approvals:deadlines"
+
     def usage(self, shard: int, team: str, user: str, day: str) -> str:
         return f"{self.usage_prefix(shard, team)}{day}:{user}"
 
@@ -141,7 +146,11 @@ class Keys:
     def approval(self, request_id: str) -> str:
         """One call waiting for a person's approval (and, once decided, the decision); the
         request's id names its turn's shard."""
-        return f"{self._of_id(request_id)}approval:{request_id}"
+        return f"{self.approval_prefix(self.shards.of_id(request_id))}{request_id}"
+
+    def approval_prefix(self, shard: int) -> str:
+        """What the keys of the shard's approval requests start with (then the request id)."""
+        return f"{self._in(shard)}approval:"
 
     # --- a team's ----------------------------------------------------------------------
 

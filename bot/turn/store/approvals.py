@@ -5,11 +5,19 @@ call, whoever asks again). It is decided once, by whichever replica gets the cli
 Lua step that only acts while the request is open and before its deadline, and that wakes
 the parked turn: its queue entry is marked long idle, so the next worker that looks for
 idle entries claims it (within a couple of seconds) and the turn resumes there. A request
-past its deadline expires in one step too, by whoever looks first.
+past its deadline expires in one step too, by whoever looks first: every worker looks about
+once a second in each shard's deadline index (a sorted set the opening step writes;
+:meth:`Approvals.expire_overdue` expires, audits and wakes in one step, and the worker takes
+the woken turns at once), and a turn that resumes looks at its own requests.
+
+A request keeps what the card shows of its tool beside the call (its one-line description,
+its source, whether it was marked destructive); requests stored before those were kept are
+shown without them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import secrets
@@ -19,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.state.audit import AuditEntry, AuditKind
+from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
@@ -30,6 +38,7 @@ KEEP_S = 8 * 24 * 3600  # the longest a request is kept (approval.timeout_s: 7 d
 # resumed turn reads its decision at once, a late click is told it was decided, the card is
 # rewritten from it; the audit log keeps the decision without the arguments.
 AFTER_DEADLINE_S = 3600
+EXPIRE_BATCH = 100  # requests one look at a shard's deadline index expires at most
 WOKEN_IDLE_MS = 10**12  # a woken turn's entry looks idle for ages: claimed at the next look
 WAKER = "approvals"  # the consumer name a woken entry is claimed to
 
@@ -61,10 +70,24 @@ class ApprovalRequest:
     reason: str = ""  # why it was denied (optional)
     card_ts: str = ""  # the approval card showing it
     uses: int = 0  # runs started after it was approved
+    description: str = ""  # the tool's own one-line description (its author's words)
+    source: str = ""  # where the tool comes from: "python", "module NAME", "mcp SERVER"
+    destructive: bool = False  # marked destructive (an MCP hint) or confirm=True (Python)
 
     @property
     def open(self) -> bool:
         return self.state is ApprovalState.PENDING
+
+    @property
+    def server(self) -> str:
+        """The MCP server the tool comes from ("" for any other tool)."""
+        kind, _, name = self.source.partition(" ")
+        return name if kind == "mcp" else ""
+
+    @property
+    def timeout_s(self) -> float:
+        """How long it was open for a decision."""
+        return max(self.deadline - self.created, 0.0)
 
     @property
     def due(self) -> bool:
@@ -92,10 +115,32 @@ class ApprovalRequest:
             reason=data.get("reason", ""),
             card_ts=data.get("card_ts", ""),
             uses=int(data.get("uses") or 0),
+            description=data.get("description", ""),
+            source=data.get("source", ""),
+            destructive=data.get("destructive") == "1",
         )
 
 
-# KEYS: the turn's map, the new request's hash; ARGV: call id, request id, fields (JSON), TTL
+@dataclass(frozen=True)
+class Overdue:
+    """What a look at the deadlines did: the requests it expired, and the deadline of the
+    next one due (None: no request waits)."""
+
+    expired: list[str]
+    next_due: float | None
+
+
+@dataclass(frozen=True)
+class ToolFacts:
+    """What a person deciding needs to know of the tool, kept with its request."""
+
+    description: str = ""  # one line
+    source: str = ""
+    destructive: bool = False
+
+
+# KEYS: the turn's map, the new request's hash, the shard's deadline index
+# ARGV: call id, request id, fields (JSON), TTL, deadline
 # Returns the request's id (the existing one when the call asked before) and 1 when new.
 OPEN = """
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
@@ -106,16 +151,19 @@ for name, value in pairs(cjson.decode(ARGV[3])) do
   redis.call('HSET', KEYS[2], name, value)
 end
 redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
 return {ARGV[2], 1}
 """
 
-# KEYS: the request, its turn's stream; ARGV: state, by, reason, now, group, idle ms
+# KEYS: the request, its turn's stream, the shard's deadline index
+# ARGV: state, by, reason, now, group, idle ms, request id
 # Decides an open request before its deadline (else expires it) and wakes its turn.
 # Returns the request's state after the step, and 1 when this step decided it.
 DECIDE = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'', 0} end
 if state ~= 'pending' then return {state, 0} end
+redis.call('ZREM', KEYS[3], ARGV[7])
 local now = tonumber(ARGV[4])
 local result = ARGV[1]
 if tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= now then
@@ -129,26 +177,66 @@ redis.pcall('XCLAIM', KEYS[2], ARGV[5], 'approvals', 0, entry, 'IDLE', ARGV[6], 
 return {result, result == ARGV[1] and 1 or 0}
 """
 
-# KEYS: the requests; ARGV: now. Expires those open past their deadline; returns their ids.
+# KEYS: the shard's deadline index, then the requests (of one turn); ARGV: now.
+# Expires those open past their deadline; returns their ids.
 EXPIRE = """
 local expired = {}
-for _, key in ipairs(KEYS) do
+for i = 2, #KEYS do
+  local key = KEYS[i]
   if redis.call('HGET', key, 'state') == 'pending'
       and tonumber(redis.call('HGET', key, 'deadline')) <= tonumber(ARGV[1]) then
     redis.call('HSET', key, 'state', 'expired', 'at', ARGV[1])
-    table.insert(expired, redis.call('HGET', key, 'id'))
+    local id = redis.call('HGET', key, 'id')
+    redis.call('ZREM', KEYS[1], id)
+    table.insert(expired, id)
   end
 end
 return expired
 """
 
-# KEYS: the turn's map, the request; ARGV: call id, request id
+# KEYS: the turn's map, the request, the shard's deadline index; ARGV: call id, request id
 # Takes back a request nobody was shown (the person has too many open): 1 when withdrawn.
 WITHDRAW = """
 if redis.call('HGET', KEYS[2], 'state') ~= 'pending' then return 0 end
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
 redis.call('DEL', KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
 return 1
+"""
+
+# KEYS: the shard's deadline index, its turn stream, its audit stream
+# ARGV: now, group, idle ms, what the shard's request keys start with, the audit's length,
+#       how many at most
+# Expires the shard's open requests past their deadline, each with its audit entry (the
+# fields AuditLog writes for ``audited(request, 'approval_expired', 'expired')``), and wakes
+# each one's turn as DECIDE does. Returns the ids of those expired, and the deadline of the
+# next request due in the shard ('' when none waits).
+EXPIRE_OVERDUE = """
+local now = tonumber(ARGV[1])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[6])
+local expired = {}
+for _, id in ipairs(due) do
+  redis.call('ZREM', KEYS[1], id)
+  local key = ARGV[4] .. id
+  local f = redis.call('HMGET', key, 'state', 'deadline', 'user', 'tool', 'call_id', 'entry',
+                       'channel', 'thread_ts')
+  local deadline = tonumber(f[2]) or 0
+  if f[1] == 'pending' and deadline > now then
+    redis.call('ZADD', KEYS[1], f[2], id)  -- not due after all: its own deadline counts
+  elseif f[1] == 'pending' then
+    redis.call('HSET', key, 'state', 'expired', 'at', ARGV[1])
+    local detail = cjson.encode({tool = f[4], call = f[5], turn = f[6], channel = f[7],
+                                 thread = f[8]})
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'approval',
+               'actor', f[3], 'action', 'approval_expired', 'target', f[4],
+               'outcome', 'expired', 'detail', detail, 'at', ARGV[1])
+    local entry = string.match(f[6] or '', '[^/]*$')
+    redis.pcall('XCLAIM', KEYS[2], ARGV[2], 'approvals', 0, entry, 'IDLE', ARGV[3], 'JUSTID')
+    table.insert(expired, id)
+  end
+end
+local following = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {expired, following[2] or ''}
 """
 
 
@@ -162,6 +250,9 @@ class Approvals:
         self._decide = replication.register(client, DECIDE)
         self._expire = replication.register(client, EXPIRE)
         self._withdraw = replication.register(client, WITHDRAW)
+        # Looked for every second by every worker: no replica waited for (an expiry lost in
+        # a failover leaves the request in the index, and the next look makes it again).
+        self._expire_overdue = client.register_script(EXPIRE_OVERDUE)
 
     async def open(
         self,
@@ -170,12 +261,16 @@ class Approvals:
         tool: str,
         arguments: str,
         timeout_s: float,
+        facts: ToolFacts | None = None,
     ) -> tuple[ApprovalRequest, bool]:
-        """The request for this call, opened now (True) or earlier (False)."""
+        """The request for this call, opened now (True) or earlier (False); ``facts``: what
+        the card shows of the tool."""
         turn, entry_id = queued.turn, queued.entry_id
+        facts = facts or ToolFacts()
         now = time.time()
         shards = self.keys.shards
-        request_id = shards.qualify(shards.of_id(entry_id), secrets.token_hex(8))
+        shard = shards.of_id(entry_id)
+        request_id = shards.qualify(shard, secrets.token_hex(8))
         fields = {
             "id": request_id,
             "entry": entry_id,
@@ -190,10 +285,23 @@ class Approvals:
             "created": repr(now),
             "deadline": repr(now + timeout_s),
             "state": ApprovalState.PENDING.value,
+            "description": facts.description,
+            "source": facts.source,
+            "destructive": "1" if facts.destructive else "",
         }
         found, new = await self._open(
-            keys=[self.keys.turn_approvals(entry_id), self.keys.approval(request_id)],
-            args=[call_id, request_id, json.dumps(fields), kept_for_s(timeout_s)],
+            keys=[
+                self.keys.turn_approvals(entry_id),
+                self.keys.approval(request_id),
+                self.keys.approval_deadlines(shard),
+            ],
+            args=[
+                call_id,
+                request_id,
+                json.dumps(fields),
+                kept_for_s(timeout_s),
+                repr(now + timeout_s),
+            ],
         )
         request = await self.get(str(found))
         if request is None:  # opened earlier and gone since (expired keys): open again
@@ -226,10 +334,12 @@ class Approvals:
         """Decide an open request and wake its turn. Returns the request's state after the
         step (None: no such request) and whether this call decided it (a second click, or a
         click after the deadline, decides nothing)."""
+        shard = self.keys.shards.of_id(request_id)
         state, decided = await self._decide(
             keys=[
                 self.keys.approval(request_id),
-                self.keys.turns(self.keys.shards.of_id(request_id)),
+                self.keys.turns(shard),
+                self.keys.approval_deadlines(shard),
             ],
             args=[
                 (ApprovalState.APPROVED if approved else ApprovalState.DENIED).value,
@@ -238,16 +348,50 @@ class Approvals:
                 repr(time.time()),
                 self.keys.workers,
                 WOKEN_IDLE_MS,
+                request_id,
             ],
         )
         return (ApprovalState(state) if state else None), bool(int(decided))
 
     async def expire_due(self, requests: Iterable[ApprovalRequest]) -> list[str]:
-        """Expire those still open past their deadline; the ids of those expired now."""
-        keys = [self.keys.approval(r.id) for r in requests if r.open]
-        if not keys:
+        """Expire those still open past their deadline (the requests of one turn); the ids
+        of those expired now."""
+        open_ = [r for r in requests if r.open]
+        if not open_:
             return []
+        shard = self.keys.shards.of_id(open_[0].id)
+        keys = [self.keys.approval_deadlines(shard), *(self.keys.approval(r.id) for r in open_)]
         return [str(i) for i in await self._expire(keys=keys, args=[repr(time.time())])]
+
+    async def expire_overdue(self, audit: AuditLog, limit: int = EXPIRE_BATCH) -> Overdue:
+        """Expire every shard's open requests past their deadline, each audited and its
+        turn woken in the same step (the next look for idle entries claims it): the ids of
+        those expired now, and when the next one is due."""
+        now = repr(time.time())
+
+        async def one(shard: int) -> tuple[list[str], float | None]:
+            expired, following = await self._expire_overdue(
+                keys=[
+                    self.keys.approval_deadlines(shard),
+                    self.keys.turns(shard),
+                    audit.keys.audit(shard),
+                ],
+                args=[
+                    now,
+                    self.keys.workers,
+                    WOKEN_IDLE_MS,
+                    self.keys.approval_prefix(shard),
+                    audit.max_entries,
+                    limit,
+                ],
+            )
+            return [str(i) for i in expired], float(following) if following else None
+
+        found = await asyncio.gather(*(one(shard) for shard in self.keys.shards.all()))
+        due = [following for _, following in found if following is not None]
+        return Overdue(
+            [request_id for ids, _ in found for request_id in ids], min(due) if due else None
+        )
 
     async def use(self, request_id: str) -> int:
         """Count a run of an approved call; the count so far (1: its first run)."""
@@ -275,7 +419,11 @@ class Approvals:
         """Take back an open request no card shows (its call is refused instead): gone, and
         the call no longer names it. False when it was decided meanwhile."""
         withdrawn = await self._withdraw(
-            keys=[self.keys.turn_approvals(request.entry), self.keys.approval(request.id)],
+            keys=[
+                self.keys.turn_approvals(request.entry),
+                self.keys.approval(request.id),
+                self.keys.approval_deadlines(self.keys.shards.of_id(request.id)),
+            ],
             args=[request.call_id, request.id],
         )
         return bool(int(withdrawn))

@@ -1,6 +1,7 @@
 """The worker loop: read turns from the stream, reclaim those of dead workers, run them with
-bounded concurrency, post the notices owed to people, and ride out Redis outages with
-backoff instead of crashing.
+bounded concurrency, post the notices owed to people, expire approval requests whose time
+is up (and take their turns at once), and ride out Redis outages with backoff instead of
+crashing.
 
 Shutdown (SIGTERM): stop reading, let running turns finish within the grace period, then
 hand the rest back at once so another replica resumes them from their records.
@@ -15,6 +16,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from bot.agent.cancellation import Interrupted, sleep_unless, unless
@@ -23,6 +25,7 @@ from bot.state.redis.errors import REDIS_DOWN, REDIS_RETRYABLE
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.model import Entry
 from bot.turn.ports import DeliveryFailed, Responder, Undeliverable
+from bot.turn.store.approvals import Overdue
 from bot.turn.store.notices import GIVE_UP_AFTER_S, Notice, Notices
 from bot.turn.store.queue import TurnQueue
 from bot.turn.worker.gauges import sample_queue
@@ -43,6 +46,8 @@ CLAIM_EVERY_MAX_S = 2.5  # how often, at most, a worker looks for turns of dead 
 HAND_BACK_WAIT_S = 5.0  # after the grace period, how long handing back may take
 NOTICE_LEASE_S = 30.0
 NOTICE_RETRY_MAX_S = 300.0
+EXPIRY_EVERY_S = 1.0  # how often, at least, a worker looks for approval requests to expire
+EXPIRY_MIN_WAIT_S = 0.05  # and at most
 
 
 def consumer_name() -> str:
@@ -64,7 +69,11 @@ class Worker:
         name: str | None = None,
         block_ms: int = BLOCK_MS,
         read_batch: int = READ_BATCH,
+        expire_overdue: Callable[[], Awaitable[Overdue]] | None = None,
+        expiry_every_s: float = EXPIRY_EVERY_S,
     ) -> None:
+        """``expire_overdue``: expires the approval requests past their deadline, waking
+        their turns, and says when the next is due (bot/turn/store/approvals.py)."""
         self.queue = queue
         self.processor = processor
         self.notices = notices
@@ -77,6 +86,8 @@ class Worker:
         self.shutdown_grace_s = shutdown_grace_s
         self.embedded = embedded
         self.name = name or consumer_name()
+        self.expire_overdue = expire_overdue
+        self.expiry_every_s = expiry_every_s
         self.active: dict[str, asyncio.Task[None]] = {}  # entry id -> its task
         self.alive = False  # the loop runs (for readiness checks)
 
@@ -90,6 +101,7 @@ class Worker:
         self.alive = True
         notices = asyncio.create_task(self._post_notices(stop))
         sampler = asyncio.create_task(sample_queue(self.queue, stop))
+        expiry = asyncio.create_task(self._expire_overdue(stop))
         try:
             while not stop.is_set():
                 try:
@@ -98,13 +110,7 @@ class Worker:
                         continue
                     if loop.time() >= next_claim:
                         await self.queue.ensure_group()
-                        claimed = await self.queue.claim_stale(
-                            self.name, self.claim_idle_ms, count=self._free()
-                        )
-                        taken = sum(1 for entry in claimed if entry.entry_id not in self.active)
-                        if taken:
-                            metrics.safely(partial(metrics.TAKEOVERS.inc, taken))
-                        self._start(claimed)
+                        await self._claim()
                         next_claim = loop.time() + self.claim_every_s
                     entries = await self.queue.read(
                         self.name,
@@ -128,12 +134,45 @@ class Worker:
         finally:
             self.alive = False
             await self.queue.stop_reading()
-            for task in (notices, sampler):
+            for task in (notices, sampler, expiry):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self._finish_running()
         log.info("worker %s stopped", self.name)
+
+    async def _claim(self) -> None:
+        """Take the entries idle long enough: a dead worker's, and turns a decision or an
+        expiry woke."""
+        claimed = await self.queue.claim_stale(self.name, self.claim_idle_ms, count=self._free())
+        taken = sum(1 for entry in claimed if entry.entry_id not in self.active)
+        if taken:
+            metrics.safely(partial(metrics.TAKEOVERS.inc, taken))
+        self._start(claimed)
+
+    async def _expire_overdue(self, stop: asyncio.Event) -> None:
+        """Expire the approval requests whose time is up and take the turns that waited for
+        them at once (with a free slot; else the next worker to look takes them). It looks
+        again when the next request known is due, and at least once a second (for requests
+        opened meanwhile): a request expires, and its turn goes on, within a second of its
+        deadline, not when its parked entry next comes round."""
+        if self.expire_overdue is None:
+            return
+        while not stop.is_set():
+            wait = self.expiry_every_s
+            try:
+                overdue = await self.expire_overdue()
+                if overdue.expired:
+                    log.info("%d approval request(s) expired", len(overdue.expired))
+                    if len(self.active) < self.concurrency:
+                        await self._claim()
+                if overdue.next_due is not None:
+                    wait = min(wait, max(overdue.next_due - time.time(), EXPIRY_MIN_WAIT_S))
+            except REDIS_DOWN as exc:
+                log.debug("could not look for approval requests to expire: %s", exc)
+            except Exception:
+                log.exception("expiring approval requests failed")
+            await sleep_unless(wait, stop)
 
     def _free(self) -> int:
         return max(self.concurrency - len(self.active), 1)

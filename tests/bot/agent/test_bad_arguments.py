@@ -8,7 +8,8 @@ import json
 import sys
 from typing import Any
 
-from bot.slack.blocks.approval_card import arguments_text, arguments_view
+from bot.slack.blocks.approval_card import arguments_view
+from bot.slack.blocks.arguments import ARGUMENTS_CHARS, shown_arguments
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import ApprovalRequest
@@ -96,8 +97,9 @@ def test_the_approval_card_shows_stored_arguments_it_cannot_read_as_text() -> No
     """The loop refuses such arguments before anyone is asked; a request stored otherwise
     (an earlier version) is still shown, cut, rather than failing the card."""
     stored = "[" * 100_000
-    shown, cut = arguments_text(stored)
-    assert cut and shown.startswith("[[[") and len(shown) <= 1_500
+    shown = shown_arguments(stored, total_chars=ARGUMENTS_CHARS)
+    assert shown.cut and shown.text.startswith("[[[") and len(shown.text) <= 1_550
+    assert shown.text.endswith("(cut at 1,500 characters)")
     request = ApprovalRequest(
         "r1", "e1", "c1", "wh_lookup_stock", stored, TEAM, "C0CHAN", "1.0", "1.0", "U1", 0, 60
     )

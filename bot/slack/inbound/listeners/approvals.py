@@ -1,11 +1,15 @@
 """Clicks on an approval card: Approve, Deny (with the reason typed in the card, if any),
 and Show all (the call's arguments whole, in a modal).
 
-Whoever clicks must be allowed to decide (``approval.approvers``: the requester, admins,
-named roles); anyone else gets a polite ephemeral no. A request is decided once, by the
-first allowed click on any replica, and only while it is open and before its deadline: a
-click on a decided or expired request changes nothing and says so. The decision wakes the
-parked turn, is audited, and the card shows it.
+Whoever clicks Approve or Deny must be allowed to decide (``approval.approvers``: the
+requester, admins, named roles); anyone else gets a polite ephemeral no that names who may.
+A request is decided once, by the first allowed click on any replica, and only while it is
+open and before its deadline: a click on a decided or expired request changes nothing and
+says so. The decision wakes the parked turn, is audited, and the card shows it.
+
+Show all opens the arguments only for someone of the thread's workspace (the click names it
+as theirs) or someone who may decide; an outside person (Slack Connect) gets a no and no
+modal.
 """
 
 from __future__ import annotations
@@ -28,18 +32,23 @@ from bot.slack.blocks.approval_card import (
     arguments_view,
     decision,
 )
+from bot.slack.blocks.deciders import who_decides
 from bot.slack.calls import safe_call
 from bot.slack.inbound.after_ack import AfterAck
 from bot.slack.outbound.approvals import refresh
 from bot.state.audit import AuditEntry, AuditLog
 from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, audited
-from permissions.approval import ApprovalConfig, may_decide
+from permissions.approval import ApprovalConfig, deciders, may_decide
 from permissions.policy import Person, Policy
 from permissions.sources import role_names
 
 log = logging.getLogger(__name__)
 
 GONE = "This approval request is no longer open."
+NOT_SHOWN = (
+    "Sorry, the arguments of this call are shown only to people of this workspace and to "
+    "those who may decide it."
+)
 
 
 def register(
@@ -50,6 +59,17 @@ def register(
     config: ApprovalConfig,
     later: AfterAck,
 ) -> None:
+    who = deciders(config, policy.roles)
+
+    async def allowed_to_decide(request: ApprovalRequest, clicker: str, clicker_team: str) -> bool:
+        person = Person(request.team, clicker, request.channel, user_team=clicker_team)
+        return may_decide(
+            config,
+            is_requester=clicker == request.user,
+            is_admin=await policy.is_admin(person),
+            held=role_names(await policy.held(person)),
+        )
+
     @app.action(re.compile(f"^({APPROVE_ACTION}|{DENY_ACTION})$"))
     async def on_decision(
         ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
@@ -70,34 +90,27 @@ def register(
             if request is None:
                 await _tell(respond, GONE)
                 return
-            person = Person(request.team, clicker, request.channel, user_team=clicker_team)
-            allowed = may_decide(
-                config,
-                is_requester=clicker == request.user,
-                is_admin=await policy.is_admin(person),
-                held=role_names(await policy.held(person)),
-            )
-            if not allowed:
+            if not await allowed_to_decide(request, clicker, clicker_team):
                 await _tell(
-                    respond,
-                    f"Sorry, only <@{request.user}> or someone allowed to approve "
-                    f"`{request.tool}` can decide this.",
+                    respond, f"Sorry, only {who_decides(who, request.user)} can decide this."
                 )
                 return
             state, decided = await approvals.decide(request_id, approved, clicker, reason)
             if not decided:
                 now = await approvals.get(request_id) or request
                 await _tell(respond, f"Nothing changed: {_already(now, state)}")
-                await refresh(client, approvals, [now])
+                await refresh(client, approvals, [now], who)
                 return
             now = await approvals.get(request_id) or request
             await audit.add(_entry(now, clicker))
-            await refresh(client, approvals, [now])
+            await refresh(client, approvals, [now], who)
 
         later.spawn(decide(), respond=respond, what="an approval click")
 
     @app.action(SHOW_ACTION)
-    async def on_show_all(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_show_all(
+        ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
         await ack()
         try:
             request_id = str(body["actions"][0]["value"])
@@ -105,8 +118,20 @@ def register(
             return
         request = await approvals.get(request_id)
         trigger = body.get("trigger_id")
-        if request is not None and trigger:
-            # The trigger is good for 3 seconds: the modal opens now, not after the ack.
+        if request is None:
+            await _tell(respond, GONE)
+            return
+        user = body.get("user") or {}
+        clicker, clicker_team = str(user.get("id") or ""), str(user.get("team_id") or "")
+        # Of the thread's workspace, as the click names it (no look-up: the trigger is good
+        # for 3 seconds); else only someone who may decide.
+        inside = bool(clicker_team) and clicker_team == request.team
+        if not inside and not await allowed_to_decide(request, clicker, clicker_team):
+            log.info("Show all refused to %s of another workspace", clicker)
+            await _tell(respond, NOT_SHOWN)
+            return
+        if trigger:
+            # The modal opens now, not after the ack: the trigger would be gone.
             await safe_call(client.views_open, trigger_id=trigger, view=arguments_view(request))
 
     @app.action(REASON_ACTION)
