@@ -26,6 +26,7 @@ from bot.slack.inbox.context import SlackContext
 from bot.slack.inbox.files import FileReader
 from bot.slack.inbox.names import SlackNames
 from bot.slack.outbound.responder import SlackResponder
+from bot.turn.store.tool_outputs import ToolOutputs
 
 
 @dataclass
@@ -118,6 +119,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         audit=state.shared.audit,
         approval=config.approval,
         refusals=refusals,
+        outputs=ToolOutputs(state.threads.history, state.threads.records),
     )
     return SlackSide(
         client,
