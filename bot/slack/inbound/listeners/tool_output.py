@@ -62,8 +62,8 @@ def register(app: AsyncApp, outputs: ToolOutputs, policy: Policy, later: AfterAc
         async def show() -> None:  # may ask Slack who the clicker is (users.info)
             person = Person(button.team, clicker, button.channel, user_team=clicker_team)
             view = await _view_for(outputs, policy, button, person, clicked_in=where)
-            if view_id:
-                await client.views_update(view_id=view_id, view=view)
+            if view_id:  # closed meanwhile: Slack refuses, and that is fine
+                await safe_call(client.views_update, view_id=view_id, view=view)
             else:
                 await respond(text=NOT_OPENED, response_type="ephemeral", replace_original=False)
 
