@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bot.agent.journal import deferred_marker
@@ -14,7 +16,7 @@ from bot.turn.store.tool_outputs import ToolOutput, ToolOutputs, outputs_of
 pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
 TURN = Turn("T1", "C1", "710.1", "U1", "pay?", message_ts="710.1", event_id="Ev710")
-ROUND = {
+ROUND: dict[str, Any] = {
     "role": "assistant",
     "content": None,
     "tool_calls": [
@@ -22,11 +24,11 @@ ROUND = {
         {"id": "o1", "type": "function", "function": {"name": "place_order", "arguments": "{}"}},
     ],
 }
-PAY = {"role": "tool", "tool_call_id": "p1", "content": "Bob: 7,000"}
+PAY: dict[str, Any] = {"role": "tool", "tool_call_id": "p1", "content": "Bob: 7,000"}
 
 
 def test_each_result_is_named_by_its_call() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "hi"},
         {"role": "tool", "tool_call_id": "zz", "content": "nobody asked"},  # no call: left out
         ROUND,
@@ -51,7 +53,7 @@ async def test_the_outputs_are_found_wherever_the_turn_is(state: State) -> None:
     found = [ToolOutput("p1", "search_payroll", "Bob: 7,000")]
     assert await outputs.of_turn(TURN.thread_key, entry_id) == found  # the journal
 
-    messages = [{"role": "user", "content": "pay?"}, ROUND, PAY]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "pay?"}, ROUND, PAY]
     await owned.move(TurnState.ANSWERED, {"text": "on file", "messages": messages})
     assert await outputs.of_turn(TURN.thread_key, entry_id) == found  # the settled record
 
