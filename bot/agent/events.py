@@ -46,12 +46,16 @@ class ToolProgress:
     message: str | None = None
 
     @property
+    def amount(self) -> str:
+        """How far, in numbers only: the percentage (with a total), else the count done."""
+        if self.total and self.total > 0:
+            return f"{100 * self.progress / self.total:.0f} %"
+        return f"{self.progress:g} done"
+
+    @property
     def text(self) -> str:
         """The percentage (with a total) and the message, joined by an en dash."""
-        if self.total and self.total > 0:
-            amount = f"{100 * self.progress / self.total:.0f} %"
-        else:
-            amount = "" if self.message else f"{self.progress:g} done"
+        amount = self.amount if (self.total and self.total > 0) or not self.message else ""
         return " – ".join(part for part in (amount, self.message or "") if part)
 
 

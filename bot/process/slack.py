@@ -27,6 +27,7 @@ from bot.slack.inbox.files import FileReader
 from bot.slack.inbox.names import SlackNames
 from bot.slack.outbound.responder import SlackResponder
 from bot.slack.outbound.waiting_note import SlackWaitingNote
+from bot.turn.store.tool_outputs import ToolOutputs
 from permissions.approval import deciders
 
 
@@ -123,6 +124,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         audit=state.shared.audit,
         approval=config.approval,
         refusals=refusals,
+        outputs=ToolOutputs(state.threads.history, state.threads.records),
     )
     return SlackSide(
         client,

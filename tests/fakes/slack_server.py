@@ -366,6 +366,8 @@ class FakeSlack:
                 return {"ok": False, "error": "message_not_found"}
             message.text = str(args.get("text") or "")
             message.blocks = list(args.get("blocks") or [])
+            # The message shows its new blocks: a stream's task cards go with the old ones.
+            message.tasks = _task_cards(message.blocks)
             message.streaming = False
             message.edits += 1
             message.updated_at = time.monotonic()
@@ -410,6 +412,11 @@ class FakeSlack:
                     thread = message.thread_ts or message.ts
                     self._set_session(channel, thread, str(args["session_status"]))
             return {"ok": True, "channel": channel, "ts": message.ts}
+        if method in ("views.open", "views.update"):
+            view = args.get("view")
+            view = json.loads(view) if isinstance(view, str) else dict(view or {})
+            view_id = str(args.get("view_id") or f"V{next(self._ts):08d}")
+            return {"ok": True, "view": {**view, "id": view_id}}
         if method == "agents.sessions.setStatus":
             if not self.agent_sessions:
                 return {"ok": False, "error": "not_allowed_token_type"}
@@ -557,6 +564,13 @@ def _take_tasks(message: Message, chunks: Any) -> None:
     for chunk in chunks or ():
         if chunk.get("type") == "task_update":
             message.tasks[str(chunk["id"])] = dict(chunk)
+
+
+def _task_cards(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The task cards among ``blocks`` (in plan blocks too), by id, as chunks name them."""
+    cards = [b for b in blocks if b.get("type") == "task_card"]
+    cards += [t for b in blocks if b.get("type") == "plan" for t in b.get("tasks") or ()]
+    return {str(card["task_id"]): {**card, "id": card["task_id"]} for card in cards}
 
 
 def _chunk_text(chunks: Any) -> str:

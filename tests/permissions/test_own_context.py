@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bot.state.redis.thread_key import ThreadKey
-from permissions.withholding import note
+from permissions.withholding import arguments_note, carried_note, note
 from tests.fakes import warehouse_tools
 from tests.fakes.llm_server import Request, calls, text, tool_results
 from tests.fakes.slack_harness import SlackHarness, mention
@@ -51,6 +51,10 @@ async def test_a_shared_thread_withholds_the_admins_restricted_result_from_a_mem
         calls(
             ("search_payroll", {"name": "Bob"}, "p1"), ("search_materials", {"query": "oak"}, "m1")
         ),
+        # A later round: the model read the restricted result and may put it in arguments.
+        lambda request: calls(
+            ("search_materials", {"query": f"{tool_results(request)['p1']} x"}, "m2")
+        ),
         text("Bob's pay is on file."),
         text("I cannot see that result."),
         lambda request: text(f"It said: {tool_results(request)['p1']}"),
@@ -58,38 +62,58 @@ async def test_a_shared_thread_withholds_the_admins_restricted_result_from_a_mem
     # The admin runs the restricted tool (and one the member may use) in a channel thread.
     await app.post(app.envelope(mention("what does Bob earn?", root, user="U0ADMIN")))
     await app.answered("C0CHAN", root)
-    assert sorted(warehouse_tools.RUNS) == ["search_materials", "search_payroll"]  # at once
-    admins_turn = app.llm.requests[1]
+    assert sorted(warehouse_tools.RUNS) == ["search_materials"] * 2 + ["search_payroll"]
+    admins_turn = app.llm.requests[2]
     assert tool_results(admins_turn)["p1"] == "confidential"
+    assert "confidential x" in tool_results(admins_turn)["m2"]
 
     # A member asks in the same thread.
     ask = mention("what did the payroll search say?", "400.000002", user="U0ALICE", thread_ts=root)
     await app.post(app.envelope(ask))
     await app.answered("C0CHAN", root, count=2)
-    members_turn = app.llm.requests[2]
+    members_turn = app.llm.requests[3]
+    # The restricted call's result, and every result that could carry it: the other call of
+    # its round and the later round's, though she may use search_materials.
     assert tool_results(members_turn) == {
         "p1": WITHHELD,
-        "m1": tool_results(admins_turn)["m1"],  # a tool she may use: its result stays
+        "m1": carried_note("search_materials"),
+        "m2": carried_note("search_materials"),
+    }
+    # The arguments too: the restricted call's, and every later one's.
+    arguments = {
+        c["id"]: c["function"]["arguments"]
+        for m in members_turn["messages"]
+        for c in m.get("tool_calls") or ()
+    }
+    assert arguments == {
+        "p1": arguments_note("search_payroll", restricted=True),
+        "m1": arguments_note("search_materials", restricted=False),
+        "m2": arguments_note("search_materials", restricted=False),
     }
     assert "confidential" not in json.dumps(members_turn["messages"])
-    # The thread's questions and answers stay, the admin's call included (Slack showed it).
-    assert said(members_turn)[-4:-1] == [
+    assert "oak" not in json.dumps(members_turn["messages"])
+    # The thread's questions and answers stay, the admin's calls included (Slack showed
+    # their names).
+    assert said(members_turn)[-5:-1] == [
         "<@U0ADMIN>: what does Bob earn?",
+        None,
         None,
         "Bob's pay is on file.",
     ]
     assert members_turn["messages"][2]["tool_calls"][0]["function"]["name"] == "search_payroll"
 
-    # The admin's own follow-up still sees the result.
+    # The admin's own follow-up still sees the results and arguments.
     follow_up = mention(
         "and what exactly did it say?", "400.000003", user="U0ADMIN", thread_ts=root
     )
     await app.post(app.envelope(follow_up))
     [*_, answer] = await app.answered("C0CHAN", root, count=3)
     assert answer.shown == "It said: confidential"
-    admins_follow_up = app.llm.requests[3]
+    admins_follow_up = app.llm.requests[4]
     assert tool_results(admins_follow_up)["p1"] == "confidential"
-    assert len(app.llm.requests) == 4
+    [payroll, _] = admins_follow_up["messages"][2]["tool_calls"]
+    assert json.loads(payroll["function"]["arguments"]) == {"name": "Bob"}
+    assert len(app.llm.requests) == 5
 
     # Each turn is stored with who asked it.
     assert app.services is not None
@@ -112,11 +136,12 @@ async def test_a_thread_joined_anew_shows_no_task_card_output(app: SlackHarness)
     )
     await app.post(app.envelope(mention("what does Bob earn?", root, user="U0ADMIN")))
     [answer] = await app.answered("C0CHAN", root)
-    # The thread shows the call's card, its output in it.
+    # The thread shows the call's card; in a channel, without its output.
     [card] = answer.tasks.values()
-    assert card["status"] == "complete" and "confidential" in str(card["output"])
-    # However Slack lists it, in the message's blocks too.
-    answer.blocks.append({"type": "task_card", **card})
+    assert card["status"] == "complete" and "output" not in card
+    # Were it there (however Slack lists a card, in the message's blocks too), the read of
+    # the thread would not take it.
+    answer.blocks.append({"type": "task_card", **card, "output": "confidential"})
 
     # A week later the thread's history and the bot's place in it have expired.
     thread = ThreadKey(TEAM, "C0CHAN", root)

@@ -5,12 +5,21 @@ policy toolset their calls go through)."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from bot.agent.messages import repair
 from permissions import Person, Policy, RoleConfig, RoleResolver
-from permissions.withholding import called_tools, note, requester_scope, usable_tools, withheld
+from permissions.withholding import (
+    arguments_note,
+    called_tools,
+    carried_note,
+    note,
+    requester_scope,
+    usable_tools,
+    withheld,
+)
 from tools import StaticToolset, tool
 
 Message = dict[str, Any]
@@ -67,7 +76,7 @@ def contents(turns: list[list[Message]]) -> list[Any]:
     return [m.get("content") for turn in turns for m in turn]
 
 
-def test_a_restricted_result_is_withheld_with_a_note() -> None:
+def test_a_restricted_call_is_withheld_with_its_round() -> None:
     thread = [payroll_turn("U0ADMIN"), member_turn()]
     [admins, alices] = withheld(thread, "U0ALICE", usable={"get_time"})
     assert admins[2] == {
@@ -76,10 +85,97 @@ def test_a_restricted_result_is_withheld_with_a_note() -> None:
         "content": "[result of search_payroll withheld: not available to you]",
     }
     assert note("search_payroll") == admins[2]["content"]
-    assert "Bob: 7,000 a month" not in str(admins)
-    # A tool she may use: its result stays, in another's turn as in her own.
-    assert admins[3] == result("t1", "10:00")
-    assert alices == member_turn().messages
+    assert "7,000" not in str(admins)  # neither the result
+    assert not any("Bob" in c["function"]["arguments"] for c in admins[1]["tool_calls"])
+    payroll, time = admins[1]["tool_calls"]
+    assert payroll["function"] == {
+        "name": "search_payroll",
+        "arguments": arguments_note("search_payroll", restricted=True),
+    }
+    assert json.loads(payroll["function"]["arguments"]) == {
+        "withheld": "arguments of search_payroll: not available to you"
+    }
+    # A tool she may use, in the same round: it ran beside the withheld call, so its
+    # arguments and result are withheld too (they may carry it).
+    assert time["function"]["arguments"] == arguments_note("get_time", restricted=False)
+    assert admins[3] == {**result("t1", ""), "content": carried_note("get_time")}
+    assert carried_note("get_time") == (
+        "[result of get_time withheld: it may carry what is not available to you]"
+    )
+    assert alices == member_turn().messages  # her own turn: whole
+
+
+def test_the_round_is_withheld_whole_whatever_the_order_of_its_calls() -> None:
+    first = payroll_turn("U0ADMIN")
+    calls_of = first.messages[1]["tool_calls"]
+    reordered = Asked(
+        [
+            *first.messages[:1],
+            {**first.messages[1], "tool_calls": calls_of[::-1]},
+            *first.messages[2:],
+        ],
+        "U0ADMIN",
+    )
+    [shown] = withheld([reordered], "U0ALICE", usable={"get_time"})
+    assert [c["function"]["arguments"] for c in shown[1]["tool_calls"]] == [
+        arguments_note("get_time", restricted=False),
+        arguments_note("search_payroll", restricted=True),
+    ]
+    assert [m["content"] for m in shown[2:4]] == [note("search_payroll"), carried_note("get_time")]
+
+
+def round_of(call_id: str, name: str, arguments: str, output: str) -> list[Message]:
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call(call_id, name, arguments)]},
+        result(call_id, output),
+    ]
+
+
+def test_every_later_round_and_later_turn_is_withheld_earlier_ones_stay() -> None:
+    """From the round with the withheld call on, the model that wrote the arguments and saw
+    the results may have had the withheld data: in that turn and in later turns of others."""
+    admin = Asked(
+        [
+            {"role": "user", "content": "<@U0ADMIN>: when is Bob paid, and how much?"},
+            *round_of("t0", "get_time", '{"zone": "UTC"}', "10:00"),  # before: stays
+            *round_of("p1", "search_payroll", '{"name": "Bob"}', "Bob: 7,000 a month"),
+            *round_of("t1", "get_time", '{"note": "Bob earns 7,000"}', "10:01, Bob earns 7,000"),
+            {"role": "assistant", "content": "Bob is paid on the 28th."},
+        ],
+        "U0ADMIN",
+    )
+    later = Asked(
+        [
+            {"role": "user", "content": "<@U0ADMIN>: and the time now?"},
+            *round_of("t2", "get_time", '{"note": "7,000"}', "10:02 (7,000)"),
+            {"role": "assistant", "content": "10:02."},
+        ],
+        "U0ADMIN",
+    )
+    first, own, second = withheld([admin, member_turn(), later], "U0ALICE", usable={"get_time"})
+    assert first[1:3] == admin.messages[1:3]  # the round before the withheld one: whole
+    assert "7,000" not in json.dumps([first, second])
+    assert [m["content"] for m in first if m["role"] == "tool"] == [
+        "10:00",
+        note("search_payroll"),
+        carried_note("get_time"),
+    ]
+    assert second[2]["content"] == carried_note("get_time")
+    assert second[1]["tool_calls"][0]["function"]["arguments"] == arguments_note(
+        "get_time", restricted=False
+    )
+    assert own == member_turn().messages  # her own turn, between them: whole
+    # People's words and the bot's answers stay.
+    assert [m["content"] for m in first + second if m["role"] == "user"] == [
+        "<@U0ADMIN>: when is Bob paid, and how much?",
+        "<@U0ADMIN>: and the time now?",
+    ]
+    assert first[-1] == admin.messages[-1] and second[-1] == later.messages[-1]
+    # Someone who may use both tools sees it all.
+    assert withheld([admin, later], "U0OTHERADMIN", usable={"get_time", "search_payroll"}) == [
+        list(admin.messages),
+        list(later.messages),
+    ]
 
 
 def test_the_requesters_own_results_stay() -> None:
@@ -99,7 +195,11 @@ def test_user_and_assistant_text_is_never_touched() -> None:
     for before, after in zip(thread, shown, strict=True):
         for old, new in zip(before.messages, after, strict=True):
             if old["role"] != "tool":
-                assert new == old  # the call's arguments too: the thread showed them
+                # The text stays (the thread showed it); only the calls' arguments go.
+                assert {**new, "tool_calls": None} == {**old, "tool_calls": None}
+                assert [c["function"]["name"] for c in new.get("tool_calls") or ()] == [
+                    c["function"]["name"] for c in old.get("tool_calls") or ()
+                ]
     assert thread == original  # the input is not changed
     assert contents(shown).count("[result of get_time withheld: not available to you]") == 1
 
@@ -109,7 +209,7 @@ def test_turns_stored_before_the_requester_was_kept_are_nobodys_own() -> None:
     for requester in ("U0ADMIN", "U0ALICE"):
         [shown] = withheld([old], requester, usable={"get_time"})
         assert shown[2]["content"] == note("search_payroll")
-        assert shown[3]["content"] == "10:00"
+        assert shown[3]["content"] == carried_note("get_time")
     # Nobody asking is nobody's own either.
     assert withheld([Asked(old.messages, "")], "", usable=set())[0][3]["content"] == note(
         "get_time"
@@ -139,8 +239,11 @@ def test_a_result_is_named_by_the_call_just_before_it() -> None:
         [payroll_turn("U0ADMIN"), again, stray], "U0ALICE", usable={"get_time"}
     )
     assert first[2]["content"] == note("search_payroll")
-    assert second[2]["content"] == "11:00"
+    assert second[2]["content"] == carried_note("get_time")  # a later turn: may carry it
     assert third[1]["content"] == note("an unknown tool")
+    # Alone, the later turn is named by its own call: get_time, which she may use.
+    [alone] = withheld([again], "U0ALICE", usable={"get_time"})
+    assert alone == again.messages
     assert called_tools([payroll_turn("U0ADMIN"), again, member_turn()], "U0ALICE") == {
         "search_payroll",
         "get_time",
@@ -207,4 +310,4 @@ async def test_requester_scope_asks_each_tool_once() -> None:
     shown = await scope(thread)
     assert sorted(asked) == ["get_time", "search_payroll"]
     assert contents(shown).count(note("search_payroll")) == 2
-    assert "10:00" in contents(shown)
+    assert "10:05" in contents(shown)  # her own turn's result

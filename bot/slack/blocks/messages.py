@@ -30,6 +30,7 @@ from bot.slack.blocks.limits import (
     shorten,
 )
 from bot.slack.blocks.tasks import ToolTask, tasks_text
+from bot.slack.blocks.tool_output import OutputButton, show_output_button
 
 Blocks = list[dict[str, Any]]
 
@@ -93,28 +94,35 @@ def turn_blocks(
     markdown: str,
     *,
     finished: bool,
+    private: bool,
     stop: str | None = None,
     feedback: dict[str, Any] | None = None,
+    output: OutputButton | None = None,
 ) -> Blocks:
-    """A turn's single posted message: its tools, the answer (or a placeholder while none
-    is written), a Stop button while it runs (where Slack has no stop of its own), and the
-    feedback buttons once it is the answer's last part."""
+    """A turn's single posted message: its tools (``private``: with what they returned,
+    else without: ``tasks.py``), the answer (or a placeholder while none is written), a Stop
+    button while it runs (where Slack has no stop of its own), the "Show output" button
+    once finished (``output``: where the tools' output is not shown), and the feedback
+    buttons once it is the answer's last part."""
     blocks: list[Block] = []
     if tasks:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=tasks_text(tasks, finished))]))
+        rows = tasks_text(tasks, finished, private=private)
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=rows)]))
     blocks.append(MarkdownBlock(text=markdown or WORKING))
     if stop is not None and not finished:
         blocks.append(stop_button(stop))
+    if output is not None and finished:
+        blocks.append(show_output_button(output))
     if feedback is not None and finished:
         blocks.append(feedback_buttons(feedback))
     return _dicts(blocks)
 
 
-def turn_text(tasks: list[ToolTask], markdown: str, finished: bool) -> str:
+def turn_text(tasks: list[ToolTask], markdown: str, finished: bool, *, private: bool) -> str:
     """The notification text of that message."""
     if markdown:
         return message_text(markdown)
-    return message_text(tasks_text(tasks, finished) if tasks else WORKING)
+    return message_text(tasks_text(tasks, finished, private=private) if tasks else WORKING)
 
 
 def control_blocks(stop: str) -> Blocks:

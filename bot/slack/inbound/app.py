@@ -26,6 +26,7 @@ from bot.slack.inbound.listeners import (
 )
 from bot.slack.inbound.listeners import approvals as approval_clicks
 from bot.slack.inbound.listeners import feedback as feedback_clicks
+from bot.slack.inbound.listeners import tool_output as output_clicks
 from bot.slack.inbound.replays import AcceptedOnce
 from bot.slack.inbound.storage_down import RefusalLog, is_storage_down, storage_down_response
 from bot.state.audit import AuditLog
@@ -35,6 +36,7 @@ from bot.turn.store.agent_pane import AgentPaneThreads
 from bot.turn.store.approvals import Approvals
 from bot.turn.store.elicitations import Elicitations
 from bot.turn.store.stops import StopRequests
+from bot.turn.store.tool_outputs import ToolOutputs
 from permissions.approval import ApprovalConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
@@ -72,6 +74,7 @@ def build_app(
     audit: AuditLog | None = None,
     approval: ApprovalConfig | None = None,
     refusals: RefusalLog | None = None,
+    outputs: ToolOutputs | None = None,
 ) -> AsyncApp:
     refused = refusals or RefusalLog()
     app = AsyncApp(
@@ -94,6 +97,8 @@ def build_app(
     feedback_clicks.register(app, feedback)
     if elicitations is not None:
         elicitation.register(app, elicitations)
+    if outputs is not None:
+        output_clicks.register(app, outputs, policy, later)
     if approvals is not None and audit is not None:
         approval_clicks.register(app, approvals, audit, policy, approval or ApprovalConfig(), later)
 

@@ -4,7 +4,9 @@ Streaming (the default): tool calls show as Slack task cards inside the streamed
 and the text streams below them (``stream.py``). Without streaming, or when Slack refuses
 it: one message is posted and edited (tools as a context block, the answer in a
 ``markdown`` block). Either way the message carries a Stop button only where Slack's agent
-session offers no stop of its own (``control.py`` beside a stream).
+session offers no stop of its own (``control.py`` beside a stream). In a channel the cards
+show each call's name, state and duration, never its output (``blocks/tasks.py``); the
+finished message offers the output to the clicker alone (``blocks/tool_output.py``).
 
 While the loop runs, writing is best effort and never holds the loop. The strict end, which
 makes the thread show the answer exactly, is ``finish.py``; what an earlier attempt left is
@@ -22,10 +24,12 @@ from typing import Any
 from bot.agent.events import ToolFinished, ToolProgress, ToolStarted
 from bot.agent.result import CallOutcome
 from bot.config.schema import SlackConfig
+from bot.slack.audience import read_by_requester_alone
 from bot.slack.background import Background
 from bot.slack.blocks.limits import STREAMED_TEXT_CHARS
 from bot.slack.blocks.messages import turn_blocks, turn_text
-from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk
+from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk, with_output
+from bot.slack.blocks.tool_output import OutputButton
 from bot.slack.errors import error_code
 from bot.slack.outbound.coalesced import CoalescedMessage, Content
 from bot.slack.outbound.control import StopControl
@@ -60,6 +64,8 @@ class AnswerWriter:
         self.on_user_stop = on_user_stop
         self.stop_value = stop_value
         self.feedback = feedback
+        # Only the person who asked reads the thread (their DM): the tools' output may show.
+        self.private = read_by_requester_alone(thread.turn.channel)
         record = thread.ledger.record
         self.tasks: dict[str, ToolTask] = {
             str(task["call_id"]): ToolTask.from_record(task) for task in record.tasks
@@ -121,7 +127,7 @@ class AnswerWriter:
         task = self.tasks.get(event.call_id)
         if task is None or not task.open or task.progress == event.text:
             return
-        task.progress = event.text
+        task.progress, task.amount = event.text, event.amount
         self._task_changed(task)
 
     def tool_finished(self, event: ToolFinished) -> None:
@@ -135,6 +141,7 @@ class AnswerWriter:
             task.state = TaskState.WAITING
         else:
             task.state, task.detail = TaskState.FAILED, event.preview
+            task.error = event.error or ""
         self._task_changed(task)
 
     def show_working(self) -> None:
@@ -163,7 +170,7 @@ class AnswerWriter:
         self.thread.ledger.record.tasks = [t.to_record() for t in self.tasks.values()]
         stream = self._stream()
         if stream is not None:
-            stream.task(task_chunk(task))
+            stream.task(task_chunk(task, private=self.private))
         else:
             self._render()
         self.background.spawn(self._save_tasks_now())
@@ -207,9 +214,25 @@ class AnswerWriter:
         """The turn's message as it stands: its tasks and this round's text so far."""
         tasks = list(self.tasks.values())
         return (
-            turn_text(tasks, self.round_text, False),
-            turn_blocks(tasks, self.round_text, finished=False, stop=self._custom_stop()),
+            turn_text(tasks, self.round_text, False, private=self.private),
+            turn_blocks(
+                tasks,
+                self.round_text,
+                finished=False,
+                private=self.private,
+                stop=self._custom_stop(),
+            ),
         )
+
+    def output_button(self, tasks: list[ToolTask] | None = None) -> OutputButton | None:
+        """The "Show output" button for a finished message showing ``tasks`` (this
+        segment's by default): where the cards do not show the output and some call has
+        one."""
+        shown = list(self.tasks.values()) if tasks is None else tasks
+        if self.private or not with_output(shown):
+            return None
+        turn = self.thread.turn
+        return OutputButton(turn.team, turn.channel, turn.thread_ts, self.thread.entry_id)
 
     def _custom_stop(self) -> str | None:
         """The Stop button's value where Slack's agent session has no stop of its own."""

@@ -12,7 +12,9 @@ The turn's message (its task cards, then the answer's first part)::
 When the turn parks (a call waits for a person's approval), its message so far is closed
 where it is and set aside (``earlier``), the approval card is posted below it (``cards``),
 and the answer continues in a new message: the next *segment*, whose tags carry its number
-so a message of an earlier segment is never taken for it.
+so a message of an earlier segment is never taken for it. A message set aside with a call
+waiting on it is kept with what it shows (``aside``: its text, its task cards, its
+segment), so its waiting cards can be brought to how the calls ended (``aside.py``).
 
 ``posting`` is written before a call that creates the message (a post or a stream start),
 its ts after: a turn resumed anywhere that finds ``posting`` without a ts looks in the
@@ -90,6 +92,8 @@ class SlackDelivery:
     earlier: list[str] = field(default_factory=list)  # messages set aside when it parked
     cards: dict[str, str] = field(default_factory=dict)  # approval card key -> ts
     card_posting: str = ""  # the key of a card sent whose ts may not be known
+    # A message set aside with calls waiting on it: ts -> {"text", "tasks", "segment"}
+    aside: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     # --- the turn's message --------------------------------------------------------------
 
@@ -130,12 +134,15 @@ class SlackDelivery:
         self._move(MessageState.FINISHED, ts)
         self.parts["0"] = ts
 
-    def set_aside(self) -> None:
-        """The turn parks: its message so far stays where it is, closed; the next segment
-        starts with no message, no cards and no Stop button's message of its own."""
+    def set_aside(self, shown: dict[str, Any] | None = None) -> None:
+        """The turn parks: its message so far stays where it is, closed (``shown``: what it
+        shows, kept while calls on it wait); the next segment starts with no message, no
+        cards and no Stop button's message of its own."""
         if self.ts:
             self._move(MessageState.NONE)
             self.earlier.append(self.ts)
+            if shown is not None:
+                self.aside[self.ts] = shown
         self.ts, self.tasks, self.parts, self.posting_part = "", [], {}, NO_PART
         self.control, self.control_ts = ControlState.NONE, ""
         self.segment += 1
@@ -208,7 +215,7 @@ class SlackDelivery:
         parts = data.get("parts")
         tasks = data.get("tasks")
         # A record that went through Lua's cjson has its empty objects and lists alike.
-        earlier, cards = data.get("earlier"), data.get("cards")
+        earlier, cards, aside = data.get("earlier"), data.get("cards"), data.get("aside")
         record = cls(
             tasks=list(tasks) if isinstance(tasks, list) else [],
             parts=dict(parts) if isinstance(parts, dict) else {},
@@ -217,6 +224,7 @@ class SlackDelivery:
             earlier=list(earlier) if isinstance(earlier, list) else [],
             cards=dict(cards) if isinstance(cards, dict) else {},
             card_posting=str(data.get("card_posting") or ""),
+            aside=dict(aside) if isinstance(aside, dict) else {},
         )
         ts = str(data.get("first_ts") or "")
         if record.part_ts(0):
@@ -255,4 +263,5 @@ class SlackDelivery:
             "earlier": self.earlier,
             "cards": self.cards,
             "card_posting": self.card_posting,
+            "aside": self.aside,
         }

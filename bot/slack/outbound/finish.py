@@ -5,7 +5,10 @@ others follow, the last with the feedback buttons. The end raises what failed so
 can retry, and continues from the delivery record when called again, or by another worker
 after a crash: it ends a stream left open, writes into the message already there, posts
 only missing parts, and looks for a post whose outcome was never learnt (by its tag) before
-posting again. A stream the person stopped in Slack is left as it is.
+posting again. A stream the person stopped in Slack is left as it is. In a channel, the
+finished message offers the tools' output to the clicker alone ("Show output"). Each time a
+message is closed, the messages the turn set aside while calls waited for approval are
+brought up to date (``aside.py``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from bot.slack.blocks.messages import (
 )
 from bot.slack.blocks.split import split_markdown
 from bot.slack.blocks.tasks import settle_task
+from bot.slack.blocks.tool_output import show_output_button
 from bot.slack.errors import MESSAGE_GONE, STOPPED_BY_USER, error_code, is_temporary
 from bot.slack.outbound.answer import AnswerWriter
+from bot.slack.outbound.aside import bring_up_to_date, shown_aside
 from bot.slack.outbound.delivery import MessageState
 from bot.slack.outbound.stream import StreamWriter
 from bot.turn.ports import Settled
@@ -58,6 +63,7 @@ async def finish(writer: AnswerWriter, settled: Settled) -> None:
         if not record.part_ts(number):
             last = number == len(parts) - 1
             await _post_part(writer, number, parts[number], feedback if last else None)
+    await bring_up_to_date(writer, results)
     await writer.control.close()
     if not writer.session_ended:
         await writer.status.end()
@@ -73,8 +79,9 @@ async def set_aside(writer: AnswerWriter) -> None:
     if record.message is not MessageState.NONE or writer.stream or writer.message:
         text = writer.round_text
         await _finish_first(writer, text, Settled(text, StopReason.PARKED), None)
+    await bring_up_to_date(writer, {})  # calls that waited before, and ran in this segment
     await writer.control.close()
-    record.set_aside()
+    record.set_aside(shown_aside(writer))
     await writer.thread.ledger.save()
     if not writer.session_ended:
         await writer.status.end()
@@ -121,8 +128,15 @@ async def _finish_first(
     if record.ts and message.ts is None:
         message.adopt(record.ts)
     content = (
-        turn_text(tasks, text, True),
-        turn_blocks(tasks, text, finished=True, feedback=feedback),
+        turn_text(tasks, text, True, private=writer.private),
+        turn_blocks(
+            tasks,
+            text,
+            finished=True,
+            private=writer.private,
+            feedback=feedback,
+            output=writer.output_button(),
+        ),
     )
     try:
         await message.write_now(*content)
@@ -159,10 +173,15 @@ async def _end_own_stream(
     else:
         tail = None  # the answer is not what streamed (a failure): write it whole
     if writable and tail is not None:
+        output = writer.output_button()
+        blocks = [
+            *([show_output_button(output).to_dict()] if output else []),
+            *([feedback_buttons(feedback).to_dict()] if feedback else []),
+        ]
         try:
             await stream.stop(
                 tail,
-                blocks=[feedback_buttons(feedback).to_dict()] if feedback else None,
+                blocks=blocks or None,
                 metadata=writer.thread.tag(
                     "answer",
                     0,

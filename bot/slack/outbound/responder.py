@@ -13,6 +13,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config.schema import SlackConfig
+from bot.slack.audience import read_by_requester_alone
 from bot.slack.blocks.messages import answer_blocks, message_text, turn_blocks, turn_text
 from bot.slack.blocks.tasks import ToolTask, settle_task, task_chunk
 from bot.slack.client import TurnClient
@@ -153,6 +154,7 @@ class SlackResponder:
     ) -> None:
         """The turn's message stops offering a stop and says it could not finish."""
         ts = record.ts
+        private = read_by_requester_alone(notice.channel)
         tasks = [ToolTask.from_record(task) for task in record.tasks]
         for task in tasks:
             if task.open:
@@ -162,7 +164,7 @@ class SlackResponder:
                 client.chat_stopStream(
                     channel=notice.channel,
                     ts=ts,
-                    chunks=[task_chunk(task) for task in tasks] or None,
+                    chunks=[task_chunk(task, private=private) for task in tasks] or None,
                     markdown_text=f"\n\n_{STOPPED_NOTE}_",
                     metadata=tag(notice.message_ts, notice.id, "answer", 0, segment=record.segment),
                 )
@@ -172,8 +174,8 @@ class SlackResponder:
             client.chat_update(
                 channel=notice.channel,
                 ts=ts,
-                text=turn_text(tasks, STOPPED_NOTE, True),
-                blocks=turn_blocks(tasks, f"_{STOPPED_NOTE}_", finished=True),
+                text=turn_text(tasks, STOPPED_NOTE, True, private=private),
+                blocks=turn_blocks(tasks, f"_{STOPPED_NOTE}_", finished=True, private=private),
                 metadata=tag(notice.message_ts, notice.id, "answer", 0, segment=record.segment),
             )
         )

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 
+from bot.slack.audience import read_by_requester_alone
 from bot.slack.blocks.tasks import TaskState, ToolTask, task_chunk
 from bot.slack.errors import STOPPED_BY_USER, error_code, is_temporary
 from bot.slack.outbound.tagging import first_message
@@ -68,10 +69,11 @@ class EarlierAttempt:
         person stopped is left alone."""
         if not self.thread.ledger.valid():
             raise Aborted("the turn's lease is gone")
+        private = read_by_requester_alone(self.thread.turn.channel)
         cards = []
         for task in self.tasks.values():
             shown = replace(task, state=TaskState.STOPPED) if task.open else task
-            cards.append(task_chunk(shown))
+            cards.append(task_chunk(shown, private=private))
         record = self.thread.ledger.record
         try:
             await self.thread.client.chat_stopStream(

@@ -50,6 +50,8 @@ class StreamWriter:
         self.ts = ""
         self.failed: BaseException | None = None
         self.user_stopped = False
+        self.written = ""  # all the text given to the stream, in order
+        self.ended = False  # chat.stopStream took it: the message shows what was given
         self._pending: list[Chunk] = []
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -63,6 +65,7 @@ class StreamWriter:
     # --- what to show --------------------------------------------------------------------
 
     def text(self, piece: str) -> None:
+        self.written += piece
         self._queue_text(piece)
         self._kick()
 
@@ -203,6 +206,7 @@ class StreamWriter:
         """End the stream with what is still queued and ``text`` (after the call in flight,
         which the caller has let settle). Raises what Slack said."""
         await self.close()
+        self.written += text
         self._queue_text(text)
         chunks, self._pending = self._pending, []
         if not self.thread.ledger.valid():
@@ -215,6 +219,7 @@ class StreamWriter:
             metadata=metadata,
             session_status=session_status,
         )
+        self.ended = True
 
     async def close(self) -> None:
         """Stop the background sender (no Slack call; a call in flight is cancelled)."""

@@ -170,6 +170,20 @@ class RedisHistory:
             raw, _, _ = await pipe.execute()
         return self.parse_turns(thread, raw)
 
+    async def turn_messages(self, thread: ThreadKey, turn: str) -> TurnMessages | None:
+        """The messages stored for the turn ``turn`` (its entry id) as they were stored,
+        None when the thread's history does not hold it (not finished yet, or dropped).
+        Not a use of the thread: the expiry stays as it is."""
+        for item in reversed(await self.client.lrange(self.keys.history(thread), 0, -1)):
+            try:
+                entry = json.loads(item)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and turn and entry.get("turn") == turn:
+                messages = entry.get("messages")
+                return list(messages) if isinstance(messages, list) else None
+        return None
+
     @staticmethod
     def parse_turns(thread: ThreadKey, raw: Sequence[str]) -> list[StoredTurn]:
         """The stored turns ``raw`` (the history list's items, as read), oldest first."""

@@ -33,7 +33,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "users_info": {"users:read"},
     "usergroups_users_list": {"usergroups:read"},
     "views_publish": set(),
-    "views_open": set(),  # a modal: the approval card's "Show all"
+    "views_open": set(),  # a modal: the approval card's "Show all", a tool's output
+    "views_update": set(),  # the tool output's modal, filled in once looked up
     "auth_test": set(),
 }
 # What each subscribed event needs.

@@ -478,7 +478,7 @@ async def check(world: World, state: State, sent: dict[int, list[str]]) -> None:
     messages = list(world.slack.messages.values())
     assert not [m for m in messages if m.streaming], "a stream was left open"
     for message in messages:
-        assert not any(b.get("type") == "actions" for b in message.blocks), message
+        assert "stop_turn" not in json.dumps(message.blocks), message  # no Stop left
         assert "running…" not in message.text, message
         assert not message.open_tasks, message
     processing = [k for k, statuses in world.slack.sessions.items() if statuses[-1] == "processing"]

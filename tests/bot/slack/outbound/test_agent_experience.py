@@ -42,7 +42,8 @@ async def test_a_one_tool_turn_makes_four_slack_calls(slack_app: SlackHarness) -
     )
     assert answer.text == "It is 42."
     assert answer.tasks["c1"]["status"] == "complete"
-    assert answer.blocks[0]["type"] == "context_actions"  # feedback under the answer
+    # Under the answer: "Show output" (a channel: the card does not show it), the feedback.
+    assert [b["type"] for b in answer.blocks] == ["actions", "context_actions"]
     assert app.slack.session("C0CHAN", "700.000001") == "active"
     [stop] = app.slack.calls_to("chat.stopStream")
     assert stop.args["session_status"] == "active"
@@ -83,7 +84,7 @@ async def test_feedback_is_kept_audited_and_shown_to_admins(slack_app: SlackHarn
     app.llm.add(calls(("calculate", {"expression": "2+2"}, "c1")), text("Four."))
     await app.post(app.envelope(mention("2+2?", "703.000001", user="U0ALICE")))
     [answer] = await app.answered("C0CHAN", "703.000001")
-    buttons = answer.blocks[0]["elements"][0]
+    buttons = answer.blocks[-1]["elements"][0]
     down = buttons["negative_button"]["value"]
     payload = button_click("answer_feedback", down, "U0ALICE", answer.ts, app.slack.response_url)
     payload["message"]["thread_ts"] = "703.000001"

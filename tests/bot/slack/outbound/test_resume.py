@@ -93,7 +93,7 @@ def kinds(messages: list[Message]) -> list[tuple[str, str, bool]]:
         (
             str(((m.metadata or {}).get("event_payload") or {}).get("kind")),
             m.shown,
-            any(b.get("type") == "actions" for b in m.blocks),
+            "stop_turn" in json.dumps(m.blocks),
         )
         for m in messages
     ]

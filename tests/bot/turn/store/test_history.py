@@ -13,7 +13,7 @@ from bot.llm.tokens import TokenEstimator
 from bot.process.state import State
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.history import UNDELIVERED, StoredTurn
-from permissions.withholding import note, requester_scope
+from permissions.withholding import arguments_note, note, requester_scope
 from tools import StaticToolset
 
 pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
@@ -157,8 +157,14 @@ async def test_for_model_shows_the_thread_as_its_requester_may_see_it(state: Sta
         THREAD, 10_000, estimator, requester_scope("U0ALICE", nothing_usable)
     )
     assert [m["content"] for m in alice if m["role"] == "tool"] == [note("f"), note("f"), "r"]
-    assert [m for m in alice if m["role"] != "tool"] == [
-        m for n in range(3) for m in turn(n) if m["role"] != "tool"
+    # The calls' arguments are withheld with their results; the text stays.
+    assert [m.get("content") for m in alice if m["role"] != "tool"] == [
+        m.get("content") for n in range(3) for m in turn(n) if m["role"] != "tool"
+    ]
+    assert [c["function"]["arguments"] for m in alice for c in m.get("tool_calls") or ()] == [
+        arguments_note("f", restricted=True),
+        arguments_note("f", restricted=True),
+        "{}",
     ]
     admin = await state.threads.history.for_model(
         THREAD, 10_000, estimator, requester_scope("U0ADMIN", nothing_usable)

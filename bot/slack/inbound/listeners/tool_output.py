@@ -1,0 +1,91 @@
+"""Clicks on "Show output" under a turn's message in a channel: the tools' output, to the
+person who clicked alone, in a modal.
+
+A modal opens at once (a click's trigger lasts 3 seconds) and is filled in once the turn's
+output is looked up in Redis (``turn/store/tool_outputs.py``) and the policy has said, tool
+by tool, whether the clicker may use it here (their roles, the switches, this channel:
+``Policy.check``): the output of each tool they may use, a refusal for the others. Nothing
+of it is written to the channel.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.models.views import View
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.blocks.tool_output import (
+    SHOW_OUTPUT_ACTION,
+    OutputButton,
+    gone_view,
+    looking_view,
+    output_view,
+    refusal_view,
+)
+from bot.slack.calls import safe_call
+from bot.slack.inbound.after_ack import AfterAck
+from bot.state.redis.thread_key import ThreadKey
+from bot.turn.store.tool_outputs import ToolOutput, ToolOutputs
+from permissions.policy import Person, Policy
+
+log = logging.getLogger(__name__)
+
+NOT_OPENED = "Sorry, the output could not be opened. Please click again."
+
+
+def register(app: AsyncApp, outputs: ToolOutputs, policy: Policy, later: AfterAck) -> None:
+    @app.action(SHOW_OUTPUT_ACTION)
+    async def on_show_output(
+        ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await ack()
+        try:
+            button = OutputButton.parse(str(body["actions"][0]["value"]))
+        except (KeyError, IndexError, TypeError, ValueError):
+            log.warning("a Show output button with an unreadable value")
+            return
+        user = body.get("user") or {}
+        clicker, clicker_team = str(user.get("id") or ""), str(user.get("team_id") or "")
+        where = str((body.get("channel") or {}).get("id") or "")
+        trigger = body.get("trigger_id")
+        if not trigger:
+            return
+        # The trigger is good for 3 seconds: the modal opens now, filled in after the ack.
+        opened = await safe_call(client.views_open, trigger_id=trigger, view=looking_view())
+        view_id = str(((opened or {}).get("view") or {}).get("id") or "")
+
+        async def show() -> None:  # may ask Slack who the clicker is (users.info)
+            person = Person(button.team, clicker, button.channel, user_team=clicker_team)
+            view = await _view_for(outputs, policy, button, person, clicked_in=where)
+            if view_id:  # closed meanwhile: Slack refuses, and that is fine
+                await safe_call(client.views_update, view_id=view_id, view=view)
+            else:
+                await respond(text=NOT_OPENED, response_type="ephemeral", replace_original=False)
+
+        later.spawn(show(), respond=respond, what="a Show output click")
+
+
+async def _view_for(
+    outputs: ToolOutputs, policy: Policy, button: OutputButton, person: Person, clicked_in: str
+) -> View:
+    """What the modal shows ``person``: each output of a tool they may use here, and a
+    refusal for the rest (a button clicked elsewhere than its channel shows nothing)."""
+    found = await outputs.of_turn(
+        ThreadKey(button.team, button.channel, button.thread), button.turn
+    )
+    if not found:
+        return gone_view()
+    names = sorted({output.name for output in found})
+    if clicked_in != button.channel:
+        return refusal_view(names)
+    allowed = {name for name in names if await policy.check(person, name) is None}
+    shown: list[ToolOutput] = [output for output in found if output.name in allowed]
+    refused = [name for name in names if name not in allowed]
+    if not shown:
+        return refusal_view(refused)
+    return output_view(shown, refused)
