@@ -65,9 +65,7 @@ def tool_row(
     }
 
 
-def tool_lines(
-    tool: Tool, approval: ApprovalConfig, roles: Mapping[str, RoleConfig]
-) -> list[str]:
+def tool_lines(tool: Tool, approval: ApprovalConfig, roles: Mapping[str, RoleConfig]) -> list[str]:
     """One tool as ``slack-agent tools`` prints it for people."""
     shown = approval_shown(tool, approval, roles)
     flags = " (needs approval)" if shown.needed else ""

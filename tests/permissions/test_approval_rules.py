@@ -15,6 +15,7 @@ from permissions.approval import (
 )
 from tools.definition import Tool
 from tools.hints import ToolHints
+from tools.mcp.config import McpServerConfig
 from tools.mcp.remote_tools import approval_reason
 from tools.mcp.remote_tools import needs_approval as mcp_needs_approval
 
@@ -97,12 +98,10 @@ def test_mcp_annotations_only_add_approval_to_the_servers_setting(
 
 
 def test_a_server_says_writes_unless_its_admin_opts_in() -> None:
-    from tools.mcp.config import McpServerConfig
-
     assert McpServerConfig(command="x").approval == "writes"
     assert McpServerConfig(command="x", approval="destructive").approval == "destructive"
     with pytest.raises(ValidationError, match="approval"):
-        McpServerConfig(command="x", approval="reads")  # type: ignore[arg-type]
+        McpServerConfig(command="x", approval="reads")
 
 
 def test_who_may_decide() -> None:

@@ -57,7 +57,7 @@ CONFIG: dict[str, Any] = {
         "trader": {"default": True, "tools": ["*"]},
     },
 }
-MCP = {
+MCP: dict[str, dict[str, dict[str, Any]]] = {
     "servers": {
         # approval: writes (the default): only read-only tools run unasked.
         "warehouse": {
@@ -66,7 +66,12 @@ MCP = {
             "allow": ["make_directory", "count_pallets"],
         },
         # approval: destructive, an admin's opt-in: destructiveHint: false runs unasked.
-        "trusted": {**STDIO, "prefix": "tr_", "allow": ["make_directory"], "approval": "destructive"},
+        "trusted": {
+            **STDIO,
+            "prefix": "tr_",
+            "allow": ["make_directory"],
+            "approval": "destructive",
+        },
         "always": {**STDIO, "prefix": "al_", "allow": ["count_pallets"], "approval": "always"},
     }
 }
@@ -133,12 +138,13 @@ async def console_answer(app: SlackHarness, case: Case) -> tuple[Answer, bool]:
 
 async def answer_of(tools: Toolset, case: Case) -> Answer:
     offered = [t.name for t in await tools.list_tools()]
-    try:
-        tool = await tools.get_tool(case.tool)
-    except ToolUnavailable as refused:
-        assert refused.kind == "ToolNotAllowed" and case.tool not in offered
+    if case.tool not in offered:
+        with pytest.raises(ToolUnavailable) as refused:
+            await tools.get_tool(case.tool)  # asked again at the call: refused the same
+        assert refused.value.kind == "ToolNotAllowed"
         return "forbidden"
-    assert case.tool in offered and not tool.confirm
+    tool = await tools.get_tool(case.tool)
+    assert not tool.confirm  # the approval wrapper stands in front of it
     try:
         await tool.invoke(case.arguments)
     except NotApproved:
@@ -179,7 +185,7 @@ async def slack_may_decide(app: SlackHarness, case: Case) -> bool:
 async def test_every_surface_gives_the_same_answer(slack_app: SlackHarness, case: Case) -> None:
     # Only the MCP server the case's tool comes from (each takes a while to start).
     servers = {n: s for n, s in MCP["servers"].items() if case.tool.startswith(s["prefix"])}
-    mcp = {"mcp": {"servers": servers}} if servers else {}
+    mcp: dict[str, Any] = {"mcp": {"servers": servers}} if servers else {}
     app = await slack_app.start(with_worker=False, **CONFIG, **mcp)
     app.slack.users = {u: {"id": u} for u in ROLE_OF}
     slack = await slack_answer(app, case)

@@ -168,15 +168,18 @@ async def test_tools_says_which_tools_wait_for_approval_and_why(tmp_path: Path) 
     assert "    needs approval: @tool(confirm=True)" in shown(
         "place_order  [module tests.fakes.trading_tools] (needs approval)"
     )
-    assert "    needs approval: MCP annotations do not say readOnlyHint: true (approval: writes)" in (
+    writes = "MCP annotations do not say readOnlyHint: true (approval: writes)"
+    assert f"    needs approval: {writes}" in (
         shown("wh_make_directory — Make a directory  [mcp warehouse] (needs approval)")
     )
-    assert not any("needs approval" in line for line in shown(
-        "wh_count_pallets — Count pallets  [mcp warehouse]"
-    ))
-    assert not any("needs approval" in line for line in shown(
-        "in_make_directory — Make a directory  [mcp opted_in]"
-    ))
+    assert not any(
+        "needs approval" in line
+        for line in shown("wh_count_pallets — Count pallets  [mcp warehouse]")
+    )
+    assert not any(
+        "needs approval" in line
+        for line in shown("in_make_directory — Make a directory  [mcp opted_in]")
+    )
     code, out, err = await run_cli("tools", "--json", "--config", config)
     assert code == 0, err
     listed = {row["name"]: row["approval"] for row in json.loads(out)}

@@ -113,9 +113,12 @@ async def test_each_call_is_its_own_request_so_a_second_run_takes_a_second_card(
     await app.post(app.envelope(mention("buy one ACME, twice", "721.000001")))
     await until(lambda: len(cards(app, "721.000001")) == 1)
     first = await approvals_of(app, cards(app, "721.000001")[0])
-    assert await app.click(
-        "approval_approve", first["place_order"], "U0ALICE", cards(app, "721.000001")[0].ts
-    ) == 200
+    assert (
+        await app.click(
+            "approval_approve", first["place_order"], "U0ALICE", cards(app, "721.000001")[0].ts
+        )
+        == 200
+    )
 
     async def second_card() -> Message | None:
         for card in cards(app, "721.000001"):
