@@ -16,15 +16,14 @@ from fnmatch import fnmatchcase
 from permissions.config import RoleConfig
 from permissions.patterns import allows, denies
 
+EVERYONE = "everyone"  # what the listings say when no roles are configured
+
 
 def role_applies_in(role: RoleConfig, channel: str | None) -> bool:
     """``channel`` None means "anywhere" (the Home tab, the console)."""
     if role.channels is None or channel is None:
         return True
     return any(fnmatchcase(channel, glob) for glob in role.channels)
-
-
-EVERYONE = "everyone"  # what the listings say when no roles are configured
 
 
 def tool_allowed(

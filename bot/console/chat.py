@@ -58,7 +58,7 @@ class ConsoleTools:
 
     guarded: Callable[[Approver | None], Toolset]
     roles: list[str]
-    may_decide: bool = True
+    may_decide: bool
 
 
 async def run_chat(
