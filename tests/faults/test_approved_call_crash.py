@@ -169,7 +169,7 @@ async def test_an_approved_call_cut_off_by_a_crash_is_not_run_again(
     assert await post(port, form, "application/x-www-form-urlencoded") == 200
 
     async def started() -> bool:
-        return await state.client.llen(runs_key) == 1
+        return int(await state.client.llen(runs_key)) == 1
 
     await until_true(started, 20)  # approved: the call runs, and holds
     victim = await owner_pid(state)
