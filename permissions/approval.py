@@ -1,4 +1,6 @@
-"""Which calls need a person's approval, and who may give it (pure).
+"""Which calls need a person's approval, and who may give it (pure): the one answer every
+surface asks (Slack's turns, ``slack-agent chat``, ``slack-agent tools``), through
+``Policy.needs_approval`` and ``Policy.may_decide`` (permissions/policy.py).
 
 A call needs approval when its tool says so (``confirm``: a Python tool marked
 ``confirm=True``, or an MCP tool whose server's ``approval`` setting and annotations say it
@@ -11,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from permissions.config import RoleConfig
 from permissions.patterns import allows
+from tools.definition import Tool
 
 REQUESTER = "requester"
 ADMINS = "admins"
@@ -63,24 +67,45 @@ class ApprovalConfig(BaseModel):
 
 
 def needs_approval(
-    tool: str,
-    marked: bool,
+    tool: Tool,
     config: ApprovalConfig,
     roles: Mapping[str, RoleConfig],
     held: Sequence[str],
 ) -> bool:
-    """Whether a call of ``tool`` (``marked``: the tool itself asks for approval) by a person
-    holding ``held`` needs a person's approval."""
-    if not may_need_approval(tool, marked, config):
+    """Whether a call of ``tool`` by a person holding ``held`` needs a person's approval."""
+    if not may_need_approval(tool, config):
         return False
-    exempt = [glob for name in held if name in roles for glob in roles[name].approval_exempt]
-    return not allows(exempt, tool)
+    return not exempt(tool.name, roles, held)
 
 
-def may_need_approval(tool: str, marked: bool, config: ApprovalConfig) -> bool:
+def may_need_approval(tool: Tool, config: ApprovalConfig) -> bool:
     """Whether a call of ``tool`` needs approval for somebody: when not, nobody's roles
     need reading to know it runs unasked."""
-    return marked or allows(config.tools, tool)
+    return bool(approval_reasons(tool, config))
+
+
+def approval_reasons(tool: Tool, config: ApprovalConfig) -> list[str]:
+    """Why calls of ``tool`` need a person's approval before anyone's roles are looked at,
+    in words for people (``slack-agent tools``): its own mark (``confirm=True``, or what its
+    MCP server's setting and annotations say) and the globs of ``approval.tools`` that name
+    it. Empty: it never needs approval."""
+    reasons = [tool.confirm_reason or "confirm=True"] if tool.confirm else []
+    if allows(config.tools, tool.name):
+        globs = [g for g in config.tools if not g.startswith("!") and fnmatchcase(tool.name, g)]
+        reasons.append("approval.tools: " + ", ".join(f'"{g}"' for g in globs))
+    return reasons
+
+
+def exempt(tool: str, roles: Mapping[str, RoleConfig], held: Sequence[str]) -> bool:
+    """Whether the roles ``held`` let their holder run ``tool`` without approval (a
+    ``!glob`` of any of them denies the exemption)."""
+    globs = [glob for name in held if name in roles for glob in roles[name].approval_exempt]
+    return allows(globs, tool)
+
+
+def exempt_roles(tool: str, roles: Mapping[str, RoleConfig]) -> list[str]:
+    """The roles that, held alone, let their holder run ``tool`` without approval."""
+    return [name for name in roles if exempt(tool, roles, [name])]
 
 
 def may_decide(

@@ -1,8 +1,13 @@
-"""One policy, asked twice: which tools a person sees, and whether they may run one now.
+"""One policy for every surface (Slack's turns, ``slack-agent chat``, ``/agent``): which tools
+a person sees, whether they may run one now, whether a call of theirs needs a person's
+approval, and whether they may decide one.
 
-Roles (from the resolver), minus tools an admin switched off, minus channel limits. The same
-answer is given when the model is offered tools and when a call arrives, so nothing in the
-arguments or the conversation can raise a role, and a tool switched off mid-turn stops.
+Roles (from the resolver), minus tools an admin switched off, minus channel limits
+(``rules.tool_allowed``). The same answer is given when the model is offered tools and when
+a call arrives, so nothing in the arguments or the conversation can raise a role, and a tool
+switched off mid-turn stops. Approval: ``permissions/approval.py``, asked here with the
+person's roles (:meth:`Policy.needs_approval`, :meth:`Policy.may_decide`); :meth:`Policy.guarded`
+is the toolset a surface runs calls through.
 """
 
 from __future__ import annotations
@@ -11,11 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from permissions import approval as rule
+from permissions.approval import ApprovalConfig
 from permissions.config import RoleConfig
 from permissions.lookups import Cached
 from permissions.resolver import RoleResolver
 from permissions.rules import is_admin, tool_allowed
 from permissions.sources import HeldRole, role_names
+from tools.approval import ApprovalToolset, Approver
 from tools.definition import Tool
 from tools.errors import ToolUnavailable
 from tools.toolset import Toolset
@@ -56,11 +64,13 @@ class Policy:
         resolver: RoleResolver,
         switches: Switches | None = None,
         reads: Reads | None = None,
+        approval: ApprovalConfig | None = None,
     ) -> None:
         self.roles = roles
         self.resolver = resolver
         self.switches = switches
         self.reads = reads  # the switches and the resolver's cache, read together
+        self.approval = approval or ApprovalConfig()
 
     async def held(self, person: Person) -> list[HeldRole]:
         return await self.resolver.resolve(person.team, person.user, external=person.external)
@@ -72,8 +82,6 @@ class Policy:
         return await self.switches.disabled() if self.switches is not None else set()
 
     def by_roles(self, held: Sequence[str], tool: str, channel: str | None) -> bool:
-        if not self.roles:
-            return True  # no roles configured: every tool for everyone
         return tool_allowed(held, self.roles, tool, channel)
 
     async def _ask(
@@ -114,6 +122,45 @@ class Policy:
     def toolset(self, inner: Toolset, person: Person, held: Sequence[str] | None = None) -> Toolset:
         """``inner`` as ``person`` may use it. ``held`` fixes the roles (the console's --role)."""
         return PolicyToolset(self, inner, person, held)
+
+    async def needs_approval(
+        self, person: Person, tool: Tool, held: Sequence[str] | None = None
+    ) -> bool:
+        """Whether ``person``'s call of ``tool`` waits for a person's yes
+        (``permissions/approval.needs_approval``). Their roles are read only when the tool may
+        need approval at all."""
+        if not rule.may_need_approval(tool, self.approval):
+            return False  # whoever asks: no roles to read
+        names = held if held is not None else role_names(await self.held(person))
+        return rule.needs_approval(tool, self.approval, self.roles, names)
+
+    async def may_decide(
+        self, person: Person, *, is_requester: bool, held: Sequence[str] | None = None
+    ) -> bool:
+        """Whether ``person`` may approve or deny a request (``approval.approvers``)."""
+        names = held if held is not None else role_names(await self.held(person))
+        return rule.may_decide(
+            self.approval,
+            is_requester=is_requester,
+            is_admin=is_admin(names, self.roles),
+            held=names,
+        )
+
+    def guarded(
+        self,
+        inner: Toolset,
+        person: Person,
+        approver: Approver | None,
+        held: Sequence[str] | None = None,
+    ) -> Toolset:
+        """``inner`` as ``person`` may use it, each call that needs a person's approval
+        checked against its schema and then put to ``approver`` (None: nobody can be asked,
+        and such calls are refused). Every surface runs its calls through this."""
+
+        async def needs(tool: Tool) -> bool:
+            return await self.needs_approval(person, tool, held)
+
+        return ApprovalToolset(self.toolset(inner, person, held), approver, needs)
 
 
 class PolicyToolset:

@@ -1,16 +1,19 @@
 """A person's approval before a call runs, as a wrapper toolset.
 
 ``ApprovalToolset(inner, approver)`` hands out each tool that needs approval with an
-``invoke`` that asks ``approver`` first and runs only when it approves; while the person is
-asked, the call's timeout does not run. The copy it hands out no longer says ``confirm``:
-the requirement is met here. The agent loop refuses any call whose tool still says
-``confirm`` when it runs (it was never wrapped), so a surface that cannot ask fails closed.
+``invoke`` that first checks the arguments against the tool's schema (an invalid call is a
+``ToolArgumentsError`` the model reads, and nobody is asked), then asks ``approver`` and runs
+only when it approves; while the person is asked, the call's timeout does not run. The copy
+it hands out no longer says ``confirm``: the requirement is met here. The agent loop refuses
+any call whose tool still says ``confirm`` when it runs (it was never wrapped), so a surface
+that cannot ask fails closed.
 
 An approver answers :class:`Approved` or :class:`Refused` (with what the model is told), or
 raises :class:`~tools.errors.CallDeferred` when the person decides later (Slack: the turn
 parks until they click). Without an approver (nobody can be asked here) a call that needs
 approval is refused. Which tools need approval is ``needs_approval`` (by default the tool's
-``confirm`` flag; the surfaces add the config's globs and the roles' exemptions).
+``confirm`` flag; every surface passes ``Policy.needs_approval``, which adds the config's
+globs and the roles' exemptions: ``Policy.guarded`` in permissions/policy.py).
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ class Approved:
 
 @dataclass(frozen=True)
 class Refused:
-    """Not approved; ``why`` is what the model reads ("" for a plain "declined")."""
+    """Not approved; ``why`` is what the model reads ("" for a plain "declined"), ``kind``
+    the error kind it reads with it."""
 
     why: str = ""
+    kind: str = "NotConfirmed"
 
 
 Verdict = Approved | Refused
@@ -68,13 +73,14 @@ class ApprovalToolset:
         approver, invoke = self.approver, tool.invoke
 
         async def invoke_when_approved(arguments: dict[str, Any]) -> Any:
+            tool.check_arguments(arguments)  # an invalid call is nobody's to approve
             if approver is None:
                 raise NotApproved.nobody_to_ask(tool.name)
             call = current_call()
             with call.clock_stopped() if call is not None else contextlib.nullcontext():
                 verdict = await approver(tool, arguments)
             if isinstance(verdict, Refused):
-                raise NotApproved.declined(tool.name, verdict.why)
+                raise NotApproved.declined(tool.name, verdict.why, verdict.kind)
             return await invoke(arguments)
 
         return tool.replace(invoke=invoke_when_approved, confirm=False)

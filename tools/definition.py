@@ -19,6 +19,9 @@ from tools.hints import ToolHints
 from tools.schema import ToolArguments, arguments_model, json_schema
 
 Invoker = Callable[[dict[str, Any]], Awaitable[Any]]
+# Checks a call's arguments against the tool's schema without running it: raises
+# ToolArgumentsError when they do not fit.
+ArgumentsCheck = Callable[[dict[str, Any]], None]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -57,6 +60,13 @@ class Tool:
 
     ``invoke`` takes the model's arguments (already JSON-decoded), validates them and runs
     the handler. Python tools get that from ``@tool``; other sources (MCP) pass their own.
+    ``check`` validates the arguments alone, without running anything (``check_arguments``),
+    so a call can be refused before a person is asked to approve it.
+
+    ``confirm``: the tool itself asks for a person's approval (``confirm_reason`` says why, in
+    words for people: ``confirm=True``, or what an MCP server's annotations and setting
+    said). ``idempotent``: safe to run again when a worker died mid-call; when not given it
+    is ``not confirm`` (a call that needs approval is never run twice on its own).
     """
 
     def __init__(
@@ -68,13 +78,15 @@ class Tool:
         invoke: Invoker,
         timeout_s: float | None = None,
         confirm: bool = False,
-        idempotent: bool = True,
+        idempotent: bool | None = None,
         source: str = "python",
         fn: Callable[..., Any] | None = None,
         title: str | None = None,
         hints: ToolHints | None = None,
         output_schema: dict[str, Any] | None = None,
         remote_name: str | None = None,
+        check: ArgumentsCheck | None = None,
+        confirm_reason: str | None = None,
     ) -> None:
         check_name(name)
         if timeout_s is not None and timeout_s <= 0:
@@ -85,9 +97,13 @@ class Tool:
         self.invoke = invoke
         self.timeout_s = timeout_s
         self.confirm = confirm
+        # Why it asks for approval, for people to read (only while ``confirm``).
+        self.confirm_reason = (confirm_reason or "confirm=True") if confirm else None
         # Safe to run again when a worker died mid-call (at most once). False: the model is
-        # told that the interrupted call's outcome is unknown instead.
-        self.idempotent = idempotent
+        # told that the interrupted call's outcome is unknown instead. A tool that asks for
+        # approval is not, unless its author says so.
+        self.idempotent = (not confirm) if idempotent is None else idempotent
+        self.check = check
         self.source = source
         self.fn = fn
         self.title = title  # a name for people (MCP tools may have one)
@@ -106,6 +122,12 @@ class Tool:
                 "parameters": self.parameters,
             },
         }
+
+    def check_arguments(self, arguments: dict[str, Any]) -> None:
+        """Raise :class:`ToolArgumentsError` when ``arguments`` do not fit the tool's schema;
+        nothing runs. A tool whose source gives no check passes (its ``invoke`` decides)."""
+        if self.check is not None:
+            self.check(arguments)
 
     def with_source(self, source: str) -> Tool:
         return self.replace(source=source)
@@ -126,6 +148,8 @@ class Tool:
             "hints": self.hints,
             "output_schema": self.output_schema,
             "remote_name": self.remote_name,
+            "check": self.check,
+            "confirm_reason": self.confirm_reason,
         }
         fields.update(changes)
         return Tool(**fields)
@@ -147,7 +171,7 @@ def python_tool(
     description: str | None = None,
     timeout: float | None = None,
     confirm: bool = False,
-    idempotent: bool = True,
+    idempotent: bool | None = None,
 ) -> Tool:
     """Make a :class:`Tool` from a sync or async function."""
     tool_name = name or fn.__name__
@@ -170,17 +194,30 @@ def python_tool(
         idempotent=idempotent,
         source=module,
         fn=fn,
+        check=_checker(tool_name, model),
+        confirm_reason="@tool(confirm=True)" if confirm else None,
     )
+
+
+def _parsed(tool_name: str, model: type[ToolArguments], arguments: dict[str, Any]) -> ToolArguments:
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        raise ToolArgumentsError.from_pydantic(tool_name, exc.errors()) from None
+
+
+def _checker(tool_name: str, model: type[ToolArguments]) -> ArgumentsCheck:
+    def check(arguments: dict[str, Any]) -> None:
+        _parsed(tool_name, model, arguments)
+
+    return check
 
 
 def _invoker(fn: Callable[..., Any], tool_name: str, model: type[ToolArguments]) -> Invoker:
     is_async = inspect.iscoroutinefunction(fn)
 
     async def invoke(arguments: dict[str, Any]) -> Any:
-        try:
-            parsed = model.model_validate(arguments)
-        except ValidationError as exc:
-            raise ToolArgumentsError.from_pydantic(tool_name, exc.errors()) from None
+        parsed = _parsed(tool_name, model, arguments)
         kwargs = {field: getattr(parsed, field) for field in type(parsed).model_fields}
         if is_async:
             return await fn(**kwargs)
@@ -201,7 +238,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     confirm: bool = False,
-    idempotent: bool = True,
+    idempotent: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -213,7 +250,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     confirm: bool = False,
-    idempotent: bool = True,
+    idempotent: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function into a tool: ``@tool`` or ``@tool(name=..., timeout=..., confirm=...)``.
 
@@ -222,7 +259,9 @@ def tool(
     ``timeout`` is in seconds (default: ``llm.tool_timeout_s``); ``confirm=True`` marks a
     tool that needs a person's confirmation before it runs. ``idempotent=False`` marks a
     tool that must not run again by itself when its worker died mid-call (the model is
-    told the outcome is unknown instead).
+    told the outcome is unknown instead); it is the default for ``confirm=True`` tools
+    unless ``idempotent=True`` is given. A call a person approved runs at most once on
+    that approval whatever ``idempotent`` says (the surface's approver counts its runs).
     """
 
     def wrap(func: Callable[..., Any]) -> Tool:

@@ -72,8 +72,8 @@ class NotApproved(ToolError):
         )
 
     @classmethod
-    def declined(cls, tool_name: str, why: str = "") -> NotApproved:
-        return cls(tool_name, "NotConfirmed", why or f"The person declined to run {tool_name}.")
+    def declined(cls, tool_name: str, why: str = "", kind: str = "NotConfirmed") -> NotApproved:
+        return cls(tool_name, kind, why or f"The person declined to run {tool_name}.")
 
 
 class CallDeferred(Exception):

@@ -2,8 +2,11 @@
 
 These are hints from the tool's author, never a guarantee: the bot shows them (``slack-agent
 tools``, ``/agent tools all``), uses ``read_only``/``idempotent`` to decide whether a call cut
-off by a crash may run again, and ``read_only``/``destructive`` only to ask a person first
-(tools/mcp/remote_tools.py): a hint can add an approval, never take one away.
+off by a crash may run again (never one a person approved), and ``read_only``/``destructive``
+to decide whether to ask a person first (tools/mcp/remote_tools.py ``approval_reason``): by
+default (``approval: writes``) every tool not marked ``readOnlyHint: true`` asks, and one
+marked both read-only and destructive asks too (contradictory: fail closed); only a server
+whose admin set ``approval: destructive`` lets ``destructiveHint: false`` run unasked.
 """
 
 from __future__ import annotations

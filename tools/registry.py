@@ -78,9 +78,6 @@ class ToolRegistry:
         """Every tool available now (fixed ones first)."""
         return [tool.name for tool in self.current()]
 
-    def fixed_names(self) -> list[str]:
-        return list(self._tools)
-
     def current(self) -> list[Tool]:
         tools = list(self._tools.values())
         for source in self._sources:

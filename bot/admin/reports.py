@@ -13,9 +13,10 @@ from bot.budget.budgets import Standing
 from bot.budget.wording import amount, limit_words, reset
 from bot.slack.blocks.limits import limited, shorten
 from bot.state.usage import UsageTotals
+from permissions.approval import approval_reasons
 from permissions.config import RoleConfig
 from permissions.policy import Person, Policy
-from permissions.rules import roles_allowing
+from permissions.rules import who_may_use
 from tools.registry import ToolRegistry
 
 FEEDBACK_DAYS = 7
@@ -74,11 +75,13 @@ class AdminReports:
             state = "on"
             if switch is not None and not switch.enabled:
                 state = f"*off* (by <@{switch.by}>, {_when(switch.at)})"
-            who = ", ".join(roles_allowing(tool.name, self.roles)) if self.roles else "everyone"
+            who = ", ".join(who_may_use(tool.name, self.roles))
             hints = tool.hints.labels()
             said = f" ({', '.join(hints)})" if hints else ""
+            asks = approval_reasons(tool, self.policy.approval)
+            needs = " — needs approval" if asks else ""
             lines.append(
-                f"• `{tool.name}` [{tool.source}]{said} — {state} — roles: {who or 'none'}"
+                f"• `{tool.name}` [{tool.source}]{said} — {state} — roles: {who or 'none'}{needs}"
             )
         return "\n".join([lines[0], *limited(lines[1:])])
 

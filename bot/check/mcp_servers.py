@@ -1,5 +1,6 @@
 """The MCP servers, as `slack-agent check` sees them: each connects and lists its tools
-within its connect timeout; two servers offering one name is a problem too."""
+within its connect timeout; two servers offering one name is a problem too. The servers stay
+connected for the checks after it (the caller closes them)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,13 @@ async def check_mcp(tools: Tools) -> list[Finding]:
         await tools.start()
     except ConfigError as exc:
         found.append(fail("mcp", str(exc)))
-    try:
-        for connection in manager.connections.values():
-            area = f"mcp {connection.name}"
-            if connection.connected.is_set():
-                names = sorted(connection.tools)
-                shown = ", ".join(names[:SHOWN]) + (", ..." if len(names) > SHOWN else "")
-                found.append(ok(area, f"connected, {len(names)} tools listed: {shown}"))
-            else:
-                why = manager.not_listed(connection)
-                found.append(fail(area, f"{why}: its tools are not listed"))
-    finally:
-        await tools.aclose()
+    for connection in manager.connections.values():
+        area = f"mcp {connection.name}"
+        if connection.connected.is_set():
+            names = sorted(connection.tools)
+            shown = ", ".join(names[:SHOWN]) + (", ..." if len(names) > SHOWN else "")
+            found.append(ok(area, f"connected, {len(names)} tools listed: {shown}"))
+        else:
+            why = manager.not_listed(connection)
+            found.append(fail(area, f"{why}: its tools are not listed"))
     return found

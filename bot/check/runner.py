@@ -70,9 +70,15 @@ async def run_checks(cli_config: Path | None) -> list[Finding]:
     )
     if tools is not None:
         checks.append(("mcp", check_mcp(tools)))
-    results = await asyncio.gather(*(_limited(area, check) for area, check in checks))
-    for result in results:
-        found += result
+    try:
+        results = await asyncio.gather(*(_limited(area, check) for area, check in checks))
+        for result in results:
+            found += result
+        if tools is not None:  # once the MCP servers have listed their tools
+            found += [warn("roles", pattern) for pattern in tools.unmatched_patterns()]
+    finally:
+        if tools is not None:
+            await tools.aclose()
     return found
 
 

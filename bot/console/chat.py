@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -20,7 +20,7 @@ from bot.llm.tokens import TokenEstimator
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.history import RedisHistory
 from permissions.withholding import requester_scope
-from tools.approval import ApprovalToolset
+from tools.approval import Approver
 from tools.call_context import Requester, for_requester
 from tools.toolset import Toolset
 
@@ -51,11 +51,14 @@ class Conversation:
 
 @dataclass(frozen=True)
 class ConsoleTools:
-    """The tools the console's person may use (the policy's wrapper), and the roles that
-    decided it."""
+    """The tools the console's person may use, as the policy gives them on every surface
+    (``Policy.guarded``: roles, switches, and each call that needs a person's approval put
+    to the approver passed in), the roles that decided it, and whether that person may
+    approve (``approval.approvers``: they are the requester)."""
 
-    allowed: Toolset
+    guarded: Callable[[Approver | None], Toolset]
     roles: list[str]
+    may_decide: bool
 
 
 async def run_chat(
@@ -67,14 +70,15 @@ async def run_chat(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
-    allowed, roles, store = tools.allowed, tools.roles, conversation.history
+    roles, store = tools.roles, conversation.history
     key = ThreadKey(CONSOLE_TEAM, CONSOLE_CHANNEL, options.thread)
     display = ConsoleDisplay(stdout, stderr)
     interactive = stdin.isatty()
     lines = LineReader(stdin)
-    # Calls that need approval are asked for here; tools run for the console's person, and
-    # MCP questions are asked here on a terminal only.
-    approved = ApprovalToolset(allowed, console_approver(interactive, options.yes, lines, stderr))
+    # Calls that need approval (the same rule as in Slack) are asked for here; tools run for
+    # the console's person, and MCP questions are asked here on a terminal only.
+    approver = console_approver(interactive, options.yes, tools.may_decide, lines, stderr)
+    approved = tools.guarded(approver)
     asker = ConsoleAsker(lines, stderr) if interactive else None
     user = options.user or "console"
     toolset = for_requester(

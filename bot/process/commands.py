@@ -22,12 +22,14 @@ from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
 from bot.process.state import busy_connections
 from bot.process.supervisor import Supervisor, WorkerLaunch
+from bot.process.tool_listing import tool_lines, tool_row
 from bot.process.worker_count import cpu_count, worker_processes
 from bot.state.redis.mode import check_cluster_mode
 from bot.state.redis.persistence import check_persistence
 from permissions.policy import Person
-from permissions.rules import roles_allowing
 from permissions.sources import role_names
+from tools.approval import Approver
+from tools.toolset import Toolset
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -59,8 +61,9 @@ async def chat(config: Path | None, options: ChatOptions) -> int:
 
 async def console_tools(services: Services, options: ChatOptions) -> ConsoleTools:
     """The tools the console's person may use: the same policy as in Slack (roles from the
-    config and grants, switches); ``--role`` fixes the role."""
-    roles = services.config.roles
+    config and grants, switches, which calls need approval and who may give it); ``--role``
+    fixes the role."""
+    roles, policy = services.config.roles, services.policy
     person = Person(CONSOLE_TEAM, options.user or "console", None, user_team=CONSOLE_TEAM)
     if options.role is not None:
         if options.role not in roles:
@@ -68,8 +71,14 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
             raise ConfigError(f"--role: unknown role {options.role!r} (roles: {known})")
         held = [options.role]
     else:
-        held = role_names(await services.policy.held(person))
-    return ConsoleTools(services.policy.toolset(services.registry, person, held), held)
+        held = role_names(await policy.held(person))
+
+    def guarded(approver: Approver | None) -> Toolset:
+        return policy.guarded(services.registry, person, approver, held)
+
+    return ConsoleTools(
+        guarded, held, await policy.may_decide(person, is_requester=True, held=held)
+    )
 
 
 async def run_app(
@@ -196,7 +205,8 @@ def _start_tracing(services: Services) -> TracerProvider | None:
 
 async def list_tools(config_file: Path | None, as_json: bool) -> int:
     """Every tool (built-in, module, MCP) with its source, title, hints, schema, the name its
-    MCP server knows it by and the roles that may use it. Exits 1, after printing everything
+    MCP server knows it by, the roles that may use it and whether its calls wait for a
+    person's approval, and why (``tool_listing.py``). Exits 1, after printing everything
     else, when a configured MCP server could not be listed. Needs no model credentials."""
     config, _, tools = load(config_file)
     await tools.start()
@@ -210,43 +220,11 @@ async def list_tools(config_file: Path | None, as_json: bool) -> int:
     finally:
         await tools.aclose()
 
-    def who(name: str) -> list[str]:
-        return roles_allowing(name, config.roles) if config.roles else ["everyone"]
-
     if as_json:
-        rows = [
-            {
-                "name": t.name,
-                "remote_name": t.remote_name,
-                "title": t.title,
-                "source": t.source,
-                "description": t.description,
-                "annotations": t.hints.as_json(),
-                "parameters": t.parameters,
-                "output_schema": t.output_schema,
-                "timeout_s": t.timeout_s,
-                "confirm": t.confirm,
-                "roles": who(t.name),
-            }
-            for t in listed
-        ]
+        rows = [tool_row(t, config.approval, config.roles) for t in listed]
         print_redacted(json.dumps(rows, indent=2))
     else:
-        lines: list[str] = []
-        for t in listed:
-            flags = " (needs confirmation)" if t.confirm else ""
-            title = f" — {t.title}" if t.title and t.title != t.name else ""
-            lines.append(f"{t.name}{title}  [{t.source}]{flags}")
-            lines.append(f"    {t.description.splitlines()[0] if t.description else ''}")
-            hints = t.hints.labels()
-            if hints:
-                lines.append(f"    annotations: {', '.join(hints)}")
-            if t.remote_name and t.remote_name != t.name:
-                lines.append(f"    name on the server: {t.remote_name}")
-            lines.append(f"    roles: {', '.join(who(t.name)) or 'none'}")
-            lines.append(f"    parameters: {json.dumps(t.parameters)}")
-            if t.output_schema:
-                lines.append(f"    returns: {json.dumps(t.output_schema)}")
+        lines = [line for t in listed for line in tool_lines(t, config.approval, config.roles)]
         if lines:
             print_redacted("\n".join(lines))
     sys.stdout.flush()

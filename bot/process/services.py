@@ -55,16 +55,20 @@ class Tools:
 
     async def start(self) -> None:
         """Connect the MCP servers (each waited for at most its connect timeout), then warn
-        about role patterns that still match no tool. Two servers offering one tool name is
-        a :class:`ConfigError`."""
-        if not self.mcp.connections:
-            return
-        try:
-            await self.mcp.start()
-        except McpNameClash as exc:
-            raise ConfigError(str(exc)) from None
-        for pattern in unmatched_patterns(self.config.roles, self.registry.names()):
-            log.warning("%s (an MCP server may list it later)", pattern)
+        about role patterns that match no tool (warnings, never a stop: `slack-agent check`
+        shows them too). Two servers offering one tool name is a :class:`ConfigError`."""
+        if self.mcp.connections:
+            try:
+                await self.mcp.start()
+            except McpNameClash as exc:
+                raise ConfigError(str(exc)) from None
+        later = " (an MCP server may list it later)" if self.mcp.connections else ""
+        for pattern in self.unmatched_patterns():
+            log.warning("%s%s", pattern, later)
+
+    def unmatched_patterns(self) -> list[str]:
+        """The roles' tool patterns that match none of the tools listed now."""
+        return unmatched_patterns(self.config.roles, self.registry.names())
 
     async def aclose(self) -> None:
         await self.mcp.stop()
@@ -133,11 +137,8 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
             registry.add(resource_tool(list(config.mcp.servers), mcp.read_resource))
     except ToolDefinitionError as exc:
         raise ConfigError(str(exc)) from None
-    # With MCP servers, a pattern may name tools that are only listed once they connect:
-    # those are checked after start-up, as warnings.
-    problems = role_errors(
-        config.roles, registry.fixed_names(), check_patterns=not config.mcp.servers
-    )
+    # Patterns that match no tool are warnings, once the MCP servers have listed theirs.
+    problems = role_errors(config.roles)
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
     if price_for(config.llm.model, config.llm.prices) is None:
@@ -174,7 +175,13 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     state = open_state(redis_url, config)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
     resolver = RoleResolver(config.roles, grants=state.shared.grants, cache=state.shared.roles)
-    policy = Policy(config.roles, resolver, state.shared.switches, state.shared.policy_reads)
+    policy = Policy(
+        config.roles,
+        resolver,
+        state.shared.switches,
+        state.shared.policy_reads,
+        approval=config.approval,
+    )
     settings = loop_settings(config)
     estimate = CallEstimator(model.estimator, settings.price, config.llm.max_tokens)
     budgets = Budgets(

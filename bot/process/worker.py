@@ -20,12 +20,8 @@ from bot.turn.waiting_note import WaitingTeller
 from bot.turn.worker.consumer import Worker, consumer_name
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
-from permissions.approval import may_need_approval, needs_approval
 from permissions.policy import Person
-from permissions.sources import role_names
-from tools.approval import ApprovalToolset
 from tools.call_context import Requester, for_requester
-from tools.definition import Tool
 from tools.toolset import Toolset
 
 
@@ -44,13 +40,6 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     async def toolset_for(queued: QueuedTurn, deadline: Deadline) -> Toolset:
         turn = queued.turn
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
-
-        async def needs(tool: Tool) -> bool:
-            if not may_need_approval(tool.name, tool.confirm, config.approval):
-                return False  # whoever asks: no roles to read
-            held = role_names(await policy.held(person))
-            return needs_approval(tool.name, tool.confirm, config.approval, config.roles, held)
-
         approver = TurnApprover(
             state.threads.approvals,
             state.shared.audit,
@@ -59,7 +48,7 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
             quota=state.shared.approval_quota,
             max_open=config.approval.max_open_per_person,
         )
-        allowed = ApprovalToolset(policy.toolset(registry, person), approver, needs)
+        allowed = policy.guarded(registry, person, approver)
         asker = SlackAsker(TurnClient(slack.client, deadline), state.threads.elicitations, turn)
         requester = Requester(
             turn.team, turn.user, turn.channel, turn.thread_ts, asker, turn.author_team

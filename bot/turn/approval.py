@@ -1,11 +1,13 @@
 """A Slack turn's approver: each call that needs a person's yes opens a request and parks
 the turn; when the turn resumes, the request's decision answers.
 
-Approved: the call runs (once; a call cut off after it started runs again only when its
-tool is idempotent, like any call cut off by a crash). Denied: the model is told who denied
-it and why. Expired: the model is told nobody decided within the request's time ("5
-seconds", "15 minutes"). Every request, decision and expiry is in the audit log (decisions
-by the click's listener, expiries where they are made).
+Approved: the call runs, at most once on that approval: a call cut off after it started (its
+worker died) is not run again, whatever the tool's ``idempotent`` says; the model is told it
+was interrupted and may or may not have taken effect, and another run needs another request
+(a new call of the tool opens one). Denied: the model is told who denied it and why.
+Expired: the model is told nobody decided within the request's time ("5 seconds", "15
+minutes"). Every request, decision and expiry is in the audit log (decisions by the click's
+listener, expiries where they are made).
 
 A request keeps the arguments in the tool's own parameter order (the model's extra keys
 after them) and what a person deciding needs to know of the tool: its one-line
@@ -38,9 +40,11 @@ from tools.errors import CallDeferred
 
 WAITING = "waiting for a person's approval"
 INTERRUPTED = (
-    "{tool} was approved, then interrupted when the worker running it stopped; whether it took "
-    "effect is unknown. Check before asking for it again."
+    "{tool} was approved and started, then interrupted when the worker running it stopped: it "
+    "may or may not have taken effect. It does not run again on that approval; check before "
+    "calling it again, which asks a person anew."
 )
+INTERRUPTED_KIND = "Interrupted"  # the error kind of a call its worker's death cut off
 
 GONE = (
     "{tool} did not run: its approval request is no longer kept (it was opened long ago and "
@@ -129,8 +133,8 @@ class TurnApprover:
             raise CallDeferred(tool.name, WAITING)
         if request.state is ApprovalState.APPROVED:
             runs = await self.approvals.use(request.id)
-            if runs > 1 and (not tool.idempotent or runs > 2):
-                return Refused(INTERRUPTED.format(tool=tool.name))
+            if runs > 1:  # an earlier run on this approval started: one approval, one run
+                return Refused(INTERRUPTED.format(tool=tool.name), INTERRUPTED_KIND)
             return Approved()
         return Refused(refusal(request, self.timeout_s))
 

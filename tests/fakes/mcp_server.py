@@ -133,6 +133,18 @@ def count_pallets(aisle: int) -> str:
     return f"aisle {aisle}: 7 pallets"
 
 
+@server.tool(
+    title="Make a directory",
+    annotations=types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True
+    ),
+)
+def make_directory(path: str) -> str:
+    """Create a directory (annotated as the filesystem server's create_directory is: it
+    changes things, and says it is not destructive)."""
+    return f"made {path}"
+
+
 @server.tool()
 async def slow_report(seconds: float) -> str:
     """Takes a while."""

@@ -11,7 +11,7 @@ import pytest
 from tools import ApprovalToolset, StaticToolset, Tool, tool
 from tools.approval import Approved, Refused, Verdict
 from tools.call_context import CallScope, calling
-from tools.errors import NotApproved
+from tools.errors import NotApproved, ToolArgumentsError
 
 ran: list[str] = []
 
@@ -76,3 +76,58 @@ async def test_the_calls_clock_stops_while_the_person_is_asked() -> None:
         with calling(CallScope("c1", "delete_report", deadline=deadline)):
             assert await wrapped.invoke({"name": "q5"}) == "deleted q5"
     assert answered.is_set() and ran == ["q5"]
+
+
+async def test_invalid_arguments_are_refused_before_anyone_is_asked() -> None:
+    """A call that does not fit the tool's schema is the model's to fix: nobody is asked
+    (no approval request, no card, no y/N), whatever the approver would say."""
+    ran.clear()
+    asked: list[dict[str, Any]] = []
+
+    async def approver(t: Tool, arguments: dict[str, Any]) -> Verdict:
+        asked.append(arguments)
+        return Approved()
+
+    for approving in (approver, None):
+        wrapped = await ApprovalToolset(TOOLS, approving).get_tool("delete_report")
+        with pytest.raises(ToolArgumentsError) as invalid:
+            await wrapped.invoke({"name": ["not", "a", "string"]})
+        assert invalid.value.kind == "InvalidArguments"
+        assert "name: Input should be a valid string" in str(invalid.value)
+    assert asked == [] and ran == []
+
+
+async def test_an_mcp_tools_arguments_are_checked_by_its_schema_before_anyone_is_asked() -> None:
+    import mcp_types
+
+    from tools.mcp.remote_tools import wrap_tool
+
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    }
+    remote = mcp_types.Tool(name="create_directory", input_schema=schema)
+    calls: list[dict[str, Any]] = []
+
+    async def call(name: str, arguments: dict[str, Any]) -> str:
+        calls.append(arguments)
+        return "made"
+
+    asked: list[dict[str, Any]] = []
+
+    async def approver(t: Tool, arguments: dict[str, Any]) -> Verdict:
+        asked.append(arguments)
+        return Approved()
+
+    made = wrap_tool(remote, "fs_", 5, "mcp fs", call)
+    assert made.confirm  # says nothing: by default (approval: writes) it asks
+    with pytest.raises(ToolArgumentsError):
+        made.check_arguments({"path": 7})
+    wrapped = await ApprovalToolset(StaticToolset([made]), approver).get_tool("fs_create_directory")
+    with pytest.raises(ToolArgumentsError) as invalid:
+        await wrapped.invoke({})
+    assert invalid.value.problems == [("", "'path' is a required property")]
+    assert asked == [] and calls == []
+    assert await wrapped.invoke({"path": "/tmp/x"}) == "made"
+    assert asked == calls == [{"path": "/tmp/x"}]

@@ -131,6 +131,45 @@ def test_decorator_options() -> None:
     assert level("x") == 1  # the function is still callable directly
 
 
+def test_a_tool_that_asks_for_approval_is_not_run_twice_unless_its_author_says_so() -> None:
+    """confirm=True implies idempotent=False: a call cut off by a crash is not run again on
+    its own. The author may say otherwise; a plain tool is idempotent unless it says not."""
+
+    def order(item: str) -> str:
+        """Order an item."""
+        return item
+
+    assert tool(confirm=True)(order).idempotent is False
+    assert tool(confirm=True, idempotent=True)(order).idempotent is True
+    assert tool(order).idempotent is True
+    assert tool(idempotent=False)(order).idempotent is False
+    asks = tool(confirm=True)(order)
+    assert asks.confirm_reason == "@tool(confirm=True)"
+    assert tool(order).confirm_reason is None
+    # A copy keeps what was decided (the approval wrapper's copy no longer says confirm).
+    assert asks.replace(confirm=False).idempotent is False
+
+
+def test_arguments_are_checked_without_running_the_tool() -> None:
+    runs: list[int] = []
+
+    @tool
+    def count(n: int) -> int:
+        """Count."""
+        runs.append(n)
+        return n
+
+    count.check_arguments({"n": 3})
+    with pytest.raises(ToolArgumentsError) as invalid:
+        count.check_arguments({"n": "three"})
+    assert invalid.value.problems == [
+        ("n", "Input should be a valid integer, unable to parse string as an integer")
+    ]
+    with pytest.raises(ToolArgumentsError):
+        count.check_arguments({"n": 1, "extra": 2})
+    assert runs == []
+
+
 def test_sphinx_style_parameter_docs() -> None:
     @tool
     def convert(amount: float, currency: str) -> str:

@@ -61,7 +61,9 @@ def transport_named(spelling: str) -> Transport | None:
     return found  # type: ignore[return-value]
 
 
-Approval = Literal["always", "never", "destructive"]
+# Which of a server's tools need a person's approval (tools/mcp/remote_tools.py
+# approval_reason): writes (the default), destructive (an opt-in), always, never.
+Approval = Literal["always", "never", "writes", "destructive"]
 
 
 class McpServerConfig(BaseModel):
@@ -113,11 +115,14 @@ class McpServerConfig(BaseModel):
         "next ones get an error (`sampling: false` serves none).",
     )
     approval: Approval = Field(
-        default="destructive",
-        description="Which of its tools need a person's approval before they run: always, "
-        "never, or destructive (by the tool's annotations, with the MCP specification's "
-        "defaults: a tool that does not say readOnlyHint: true and does not say "
-        "destructiveHint: false needs it).",
+        default="writes",
+        description="Which of its tools need a person's approval before they run. writes "
+        "(default): every tool that does not say readOnlyHint: true. destructive (opt in for "
+        "a server you trust to say so): only tools that may destroy; one that says "
+        "destructiveHint: false or readOnlyHint: true runs unasked. In both, a tool that says "
+        "readOnlyHint: true and destructiveHint: true asks (contradictory hints: fail "
+        "closed). always, never: every tool, none. The annotations are the server's word "
+        "and only ever add approval.",
     )
 
     @model_validator(mode="before")

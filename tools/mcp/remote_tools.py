@@ -1,9 +1,11 @@
 """A server's tool as a :class:`Tool` the model can be offered (pure).
 
 The name gets the server's prefix and only ``[A-Za-z0-9_-]``; the arguments are checked
-against the tool's JSON schema before the call (arguments or a schema too deep to walk are
-a problem with them, not a crash); the title, the annotations and the output
-schema are kept for people to read.
+against the tool's JSON schema before the call, and before anyone is asked to approve it
+(``Tool.check_arguments``; arguments or a schema too deep to walk are a problem with them,
+not a crash); the title, the annotations and the output schema are kept for people to read.
+Whether a call needs a person's approval follows the server's ``approval`` setting, and the
+annotations can only add approval (:func:`approval_reason`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def wrap_tool(
     timeout_s: float,
     source: str,
     call: Call,
-    approval: Approval = "destructive",
+    approval: Approval = "writes",
 ) -> Tool:
     """``remote`` (an ``mcp_types.Tool``) as a Tool whose invocation is ``call(name, args)``;
     it needs a person's approval (``confirm``) as the server's ``approval`` setting says."""
@@ -59,16 +61,20 @@ def wrap_tool(
     validator = _validator(schema)
     original = remote.name
 
-    async def invoke(arguments: dict[str, Any]) -> Any:
+    def check(arguments: dict[str, Any]) -> None:
         if validator is not None:
             problems = _problems(validator, arguments)
             if problems:
                 raise ToolArgumentsError(exposed, problems)
+
+    async def invoke(arguments: dict[str, Any]) -> Any:
+        check(arguments)
         return await call(original, arguments)
 
     annotations = getattr(remote, "annotations", None)
     title = getattr(remote, "title", None) or getattr(annotations, "title", None)
     hints = hints_of(annotations)
+    reason = approval_reason(hints, approval)
     return Tool(
         name=exposed,
         description=remote.description or title or remote.name,
@@ -76,7 +82,9 @@ def wrap_tool(
         invoke=invoke,
         timeout_s=timeout_s,
         idempotent=bool(hints.read_only or hints.idempotent),
-        confirm=needs_approval(hints, approval),
+        confirm=reason is not None,
+        confirm_reason=reason,
+        check=check,
         source=source,
         title=title,
         hints=hints,
@@ -99,18 +107,38 @@ def hints_of(annotations: Any) -> ToolHints:
 
 
 def needs_approval(hints: ToolHints, approval: Approval) -> bool:
-    """Whether a server's tool needs a person's approval. The annotations are the server's
-    word and untrusted: by the MCP specification's defaults a tool may change things unless
-    it says ``readOnlyHint: true``, and may destroy unless it says ``destructiveHint:
-    false``, so a tool that says nothing needs approval. Only the server's ``approval``
-    setting, which an admin writes, can take that away (``never``)."""
+    """Whether a server's tool needs a person's approval (:func:`approval_reason`)."""
+    return approval_reason(hints, approval) is not None
+
+
+def approval_reason(hints: ToolHints, approval: Approval) -> str | None:
+    """Why a server's tool needs a person's approval, in words for people; None when it
+    does not.
+
+    The annotations are the server's word and untrusted (the MCP specification: a client
+    must not rely on them), so they can only add approval:
+
+    - ``writes`` (the default): every tool that does not say ``readOnlyHint: true`` asks;
+    - ``destructive`` (an admin's opt-in for a server they trust to say so): only a tool
+      that may destroy asks; one that says ``destructiveHint: false``, or
+      ``readOnlyHint: true``, runs unasked (by the specification's defaults a tool that
+      says nothing may destroy);
+    - in both, a tool that says ``readOnlyHint: true`` and ``destructiveHint: true`` asks:
+      the hints contradict each other, and the client fails closed;
+    - ``always`` and ``never`` are the admin's word alone."""
     if approval == "always":
-        return True
+        return "the server's approval: always"
     if approval == "never":
-        return False
-    may_change = hints.read_only is not True
-    may_destroy = hints.destructive is not False
-    return may_change and may_destroy
+        return None
+    if hints.read_only is True and hints.destructive is True:
+        return "MCP annotations say both readOnlyHint and destructiveHint (contradictory)"
+    if hints.read_only is True:
+        return None
+    if approval == "writes":
+        return "MCP annotations do not say readOnlyHint: true (approval: writes)"
+    if hints.destructive is False:
+        return None
+    return "MCP annotations do not say destructiveHint: false (approval: destructive)"
 
 
 def _problems(validator: Any, arguments: dict[str, Any]) -> list[tuple[str, str]]:

@@ -214,3 +214,40 @@ mcp:
     assert re.match(r"connected, \d+ tools listed: add_tool, ", mcp["mcp warehouse"]["detail"])
     assert mcp["mcp broken"]["status"] == "fail"
     assert mcp["mcp broken"]["detail"].endswith("its tools are not listed")
+
+
+async def test_a_role_pattern_that_matches_no_tool_is_a_warning_not_a_failure(
+    fake_llm: FakeLLM, fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    """A deny pattern for a tool the bot does not have (README's `!search_payroll`) denies
+    nothing: `check` warns, the config is valid and the exit code is 0. Patterns naming an
+    MCP server's tools are looked at once the server has listed them."""
+    fake_slack.granted_scopes = SCOPES | {"files:read"}
+    text = f"""llm: {{model: fake-model}}
+mcp:
+  servers:
+    warehouse:
+      command: {sys.executable}
+      args: ["-m", "tests.fakes.mcp_server", "stdio"]
+      prefix: wh_
+roles:
+  staff:
+    members: [S0WAREHOUSE]
+    tools: ["wh_lookup_stock", "search_*", "!search_payroll"]
+  member: {{default: true, tools: [get_time]}}
+"""
+    server = persistent_redis()
+    try:
+        env = environment(fake_llm, fake_slack, server.url)
+        code, checks, err = await check("--config", str(config(tmp_path, text)), env=env)
+    finally:
+        server.close()
+    assert code == 0, (checks, err)
+    assert lines(checks, "fail") == []
+    assert any(c["area"] == "config" and c["status"] == "ok" for c in checks)
+    warned = [line for line in lines(checks, "warn") if line.startswith("roles: ")]
+    assert [w.split(" (tools: ")[0] for w in warned] == [
+        "roles: roles.staff.tools[1]: 'search_*' matches no tool",
+        "roles: roles.staff.tools[2]: '!search_payroll' matches no tool",
+    ]
+    assert warned[1].endswith("; it denies nothing") and "wh_lookup_stock" in warned[1]

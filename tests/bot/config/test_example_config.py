@@ -4,10 +4,12 @@ uncomment."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from bot.config.loading import parse_config
 from bot.process.services import load
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "agent.example.yaml"
@@ -20,4 +22,14 @@ def test_the_example_starts_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.approval.tools
     assert config.budgets.workspace is not None
     assert any(role.budget for role in config.roles.values())
-    assert {"get_time", "calculate"} <= set(tools.registry.fixed_names())
+    assert {"get_time", "calculate"} <= set(tools.registry.names())
+
+
+def test_its_mcp_server_is_a_valid_entry_once_uncommented() -> None:
+    text = EXAMPLE.read_text()
+    block = re.search(r"^# mcp:\n(?:#  .*\n)+", text, re.M)
+    assert block is not None, "the example shows one MCP server, commented"
+    uncommented = re.sub(r"^# ", "", block.group(0), flags=re.M)
+    config = parse_config(text.replace(block.group(0), uncommented), "agent.example.yaml")
+    (server,) = config.mcp.servers.values()
+    assert server.command == "npx"

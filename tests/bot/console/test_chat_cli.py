@@ -224,6 +224,8 @@ async def test_a_thread_resumes_after_a_restart(
 
 
 async def test_bad_roles_stop_start_up_naming_the_key(tmp_path: Path) -> None:
+    """Roles that cannot work stop start-up; a pattern that matches no tool is only a
+    warning (tests/bot/console/test_console_approval.py::test_the_readmes_roles_example_starts)."""
     config = write_config(
         tmp_path,
         "roles:\n  clerk:\n    members: [bob]\n    tools: [serch_*]\n",
@@ -233,7 +235,7 @@ async def test_bad_roles_stop_start_up_naming_the_key(tmp_path: Path) -> None:
     assert code == 2
     assert "roles: no role has `default: true`" in err
     assert "roles.clerk.members[0]: 'bob' is not a Slack user ID" in err
-    assert "roles.clerk.tools[0]: 'serch_*' matches no tool" in err
+    assert "serch_*" not in err
 
 
 async def test_tools_lists_mcp_tools_with_source_schema_and_roles(tmp_path: Path) -> None:
@@ -289,11 +291,11 @@ async def test_tools_shows_titles_annotations_and_output_schemas(tmp_path: Path)
     ]
     # What may change things needs a person's approval (MCP's defaults); read-only does not.
     delete = lines.index(
-        "wh_delete_everything — Delete everything  [mcp warehouse] (needs confirmation)"
+        "wh_delete_everything — Delete everything  [mcp warehouse] (needs approval)"
     )
     assert lines[delete + 2] == "    annotations: destructive, closed-world"
-    totals = lines.index("wh_inventory_totals  [mcp warehouse] (needs confirmation)")
-    assert any(line.startswith("    returns: {") for line in lines[totals : totals + 6])
+    totals = lines.index("wh_inventory_totals  [mcp warehouse] (needs approval)")
+    assert any(line.startswith("    returns: {") for line in lines[totals : totals + 7])
     code, out, _ = await run_cli(
         "tools", "--json", "--config", str(mcp_config(tmp_path, WAREHOUSE))
     )

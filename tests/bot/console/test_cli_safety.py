@@ -37,7 +37,7 @@ async def test_tools_shows_a_tool_under_both_its_names(tmp_path: Path) -> None:
     code, out, err = await run_cli("tools", "--config", str(config))
     assert code == 0, err
     lines = out.splitlines()
-    at = lines.index("wh_stock_level  [mcp warehouse] (needs confirmation)")
+    at = lines.index("wh_stock_level  [mcp warehouse] (needs approval)")
     assert "    name on the server: stock.level" in lines[at : at + 4]
     assert not [line for line in lines if "delete" in line]
     calculate = lines.index("calculate  [builtin]")

@@ -141,6 +141,6 @@ def test_an_entry_may_say_which_of_its_tools_need_approval() -> None:
         ' "time": {"command": "time-server"}}}'
     )
     servers = parse_servers(text, "claude.json")
-    assert servers["fs"].approval == "always" and servers["time"].approval == "destructive"
+    assert servers["fs"].approval == "always" and servers["time"].approval == "writes"
     with pytest.raises(ServersFileError, match=r"mcpServers\.fs\.approval"):
         parse_servers('{"mcpServers": {"fs": {"command": "x", "approval": "sometimes"}}}', "f")

@@ -38,9 +38,8 @@ from bot.slack.inbound.after_ack import AfterAck
 from bot.slack.outbound.approvals import refresh
 from bot.state.audit import AuditEntry, AuditLog
 from bot.turn.store.approvals import ApprovalRequest, Approvals, ApprovalState, audited
-from permissions.approval import ApprovalConfig, deciders, may_decide
+from permissions.approval import ApprovalConfig, deciders
 from permissions.policy import Person, Policy
-from permissions.sources import role_names
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +62,7 @@ def register(
 
     async def allowed_to_decide(request: ApprovalRequest, clicker: str, clicker_team: str) -> bool:
         person = Person(request.team, clicker, request.channel, user_team=clicker_team)
-        return may_decide(
-            config,
-            is_requester=clicker == request.user,
-            is_admin=await policy.is_admin(person),
-            held=role_names(await policy.held(person)),
-        )
+        return await policy.may_decide(person, is_requester=clicker == request.user)
 
     @app.action(re.compile(f"^({APPROVE_ACTION}|{DENY_ACTION})$"))
     async def on_decision(
