@@ -17,7 +17,7 @@ from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
 from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor, WaitingNote
 from bot.turn.waiting_note import WaitingTeller
-from bot.turn.worker.consumer import Worker, consumer_name
+from bot.turn.worker.consumer import EXPIRY_EVERY_S, Worker, consumer_name, expiry_every
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
 from permissions.policy import Person
@@ -89,6 +89,7 @@ def slack_worker(services: Services, slack: SlackSide) -> Worker:
         slack.responder,
         services.config.queue,
         waiting_note=slack.waiting_note,
+        expiry_every_s=expiry_every(services.config.approval.timeout_s),
     )
 
 
@@ -104,10 +105,12 @@ def build_worker(
     failure_backoff_s: float = FAILURE_BACKOFF_S,
     block_ms: int | None = None,
     waiting_note: WaitingNote | None = None,
+    expiry_every_s: float = EXPIRY_EVERY_S,
 ) -> Worker:
     """A worker over ``state`` with the queue settings; ``timing`` overrides the delivery
     retry pace (tests make it quick); ``waiting_note``: how a thread is told that its later
-    messages wait behind a turn waiting for an approval."""
+    messages wait behind a turn waiting for an approval; ``expiry_every_s``: how often it looks
+    for approval requests to expire (bot/turn/worker/consumer.py ``expiry_every``)."""
     consumer = name or consumer_name()
     threads = state.threads
     waiting = (
@@ -139,4 +142,5 @@ def build_worker(
         name=consumer,
         **({"block_ms": block_ms} if block_ms is not None else {}),
         expire_overdue=partial(state.threads.approvals.expire_overdue, state.shared.audit),
+        expiry_every_s=expiry_every_s,
     )

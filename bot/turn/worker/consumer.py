@@ -47,7 +47,17 @@ HAND_BACK_WAIT_S = 5.0  # after the grace period, how long handing back may take
 NOTICE_LEASE_S = 30.0
 NOTICE_RETRY_MAX_S = 300.0
 EXPIRY_EVERY_S = 1.0  # how often, at least, a worker looks for approval requests to expire
+EXPIRY_EVERY_MAX_S = 30.0  # ... when requests are open that long (expiry_every)
 EXPIRY_MIN_WAIT_S = 0.05  # and at most
+
+
+def expiry_every(timeout_s: float) -> float:
+    """How often a worker looks for approval requests to expire when it knows of none due:
+    no longer apart than requests stay open (``approval.timeout_s``), so a request opened
+    just after one look is found by the next one before its deadline, and the look after
+    that is made at the deadline itself; at most every 30 s, which keeps an idle worker
+    quiet with the default 15 minutes."""
+    return min(max(timeout_s, EXPIRY_MIN_WAIT_S), EXPIRY_EVERY_MAX_S)
 
 
 def consumer_name() -> str:
@@ -153,9 +163,9 @@ class Worker:
     async def _expire_overdue(self, stop: asyncio.Event) -> None:
         """Expire the approval requests whose time is up and take the turns that waited for
         them at once (with a free slot; else the next worker to look takes them). It looks
-        again when the next request known is due, and at least once a second (for requests
-        opened meanwhile): a request expires, and its turn goes on, within a second of its
-        deadline, not when its parked entry next comes round."""
+        again when the next request known is due, and at least every ``expiry_every_s`` (for
+        requests opened meanwhile: see :func:`expiry_every`): a request expires, and its turn
+        goes on, at its deadline, not when its parked entry next comes round."""
         if self.expire_overdue is None:
             return
         while not stop.is_set():
