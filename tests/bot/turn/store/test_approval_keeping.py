@@ -23,8 +23,11 @@ async def test_a_withdrawn_request_is_gone_and_its_call_may_ask_again(state: Sta
         request.id,
         other.id,
     }
+    deadlines = state.keys.approval_deadlines(0)
+    assert await state.client.zscore(deadlines, request.id) is not None
     assert await approvals.withdraw(request)
     assert await approvals.get(request.id) is None
+    assert await state.client.zscore(deadlines, request.id) is None  # nothing left to expire
     assert [r.call_id for r in await approvals.of_turn(queued.entry_id)] == ["c2"]
     again, opened = await approvals.open(queued, "c1", "place_order", "{}", 60)
     assert opened and again.id != request.id
