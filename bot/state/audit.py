@@ -25,6 +25,7 @@ class AuditKind(StrEnum):
     BUDGET = "budget"  # a model call refused by a spending limit
     FEEDBACK = "feedback"  # a click on an answer's feedback buttons
     SAMPLING = "sampling"  # an MCP server asked the bot's model
+    OUTPUT = "output"  # a turn's tool output opened privately ("Show output"); action: shown
 
     @classmethod
     def _missing_(cls, value: object) -> AuditKind:

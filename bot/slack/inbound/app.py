@@ -97,8 +97,8 @@ def build_app(
     feedback_clicks.register(app, feedback)
     if elicitations is not None:
         elicitation.register(app, elicitations)
-    if outputs is not None:
-        output_clicks.register(app, outputs, policy, later)
+    if outputs is not None and audit is not None:
+        output_clicks.register(app, outputs, policy, audit, later)
     if approvals is not None and audit is not None:
         approval_clicks.register(app, approvals, audit, policy, approval or ApprovalConfig(), later)
 

@@ -5,12 +5,14 @@ A modal opens at once (a click's trigger lasts 3 seconds) and is filled in once 
 output is looked up in Redis (``turn/store/tool_outputs.py``) and the policy has said, tool
 by tool, whether the clicker may use it here (their roles, the switches, this channel:
 ``Policy.check``): the output of each tool they may use, a refusal for the others. Nothing
-of it is written to the channel.
+of it is written to the channel. Each look is in the audit log (kind ``output``: who, which
+turn, the tools shown and those refused), as a read of what may be restricted.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -29,6 +31,7 @@ from bot.slack.blocks.tool_output import (
 )
 from bot.slack.calls import safe_call
 from bot.slack.inbound.after_ack import AfterAck
+from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.tool_outputs import ToolOutput, ToolOutputs
 from permissions.policy import Person, Policy
@@ -38,7 +41,18 @@ log = logging.getLogger(__name__)
 NOT_OPENED = "Sorry, the output could not be opened. Please click again."
 
 
-def register(app: AsyncApp, outputs: ToolOutputs, policy: Policy, later: AfterAck) -> None:
+@dataclass(frozen=True)
+class Look:
+    """What one click was shown: the modal, and the tools it showed and refused."""
+
+    view: View
+    shown: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def register(
+    app: AsyncApp, outputs: ToolOutputs, policy: Policy, audit: AuditLog, later: AfterAck
+) -> None:
     @app.action(SHOW_OUTPUT_ACTION)
     async def on_show_output(
         ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
@@ -61,31 +75,50 @@ def register(app: AsyncApp, outputs: ToolOutputs, policy: Policy, later: AfterAc
 
         async def show() -> None:  # may ask Slack who the clicker is (users.info)
             person = Person(button.team, clicker, button.channel, user_team=clicker_team)
-            view = await _view_for(outputs, policy, button, person, clicked_in=where)
+            look = await _look(outputs, policy, button, person, clicked_in=where)
+            if look.shown or look.refused:
+                await audit.add(_entry(button, clicker, look))
             if view_id:  # closed meanwhile: Slack refuses, and that is fine
-                await safe_call(client.views_update, view_id=view_id, view=view)
+                await safe_call(client.views_update, view_id=view_id, view=look.view)
             else:
                 await respond(text=NOT_OPENED, response_type="ephemeral", replace_original=False)
 
         later.spawn(show(), respond=respond, what="a Show output click")
 
 
-async def _view_for(
+async def _look(
     outputs: ToolOutputs, policy: Policy, button: OutputButton, person: Person, clicked_in: str
-) -> View:
+) -> Look:
     """What the modal shows ``person``: each output of a tool they may use here, and a
     refusal for the rest (a button clicked elsewhere than its channel shows nothing)."""
     found = await outputs.of_turn(
         ThreadKey(button.team, button.channel, button.thread), button.turn
     )
     if not found:
-        return gone_view()
+        return Look(gone_view())
     names = sorted({output.name for output in found})
     if clicked_in != button.channel:
-        return refusal_view(names)
+        return Look(refusal_view(names), refused=names)
     allowed = {name for name in names if await policy.check(person, name) is None}
     shown: list[ToolOutput] = [output for output in found if output.name in allowed]
     refused = [name for name in names if name not in allowed]
     if not shown:
-        return refusal_view(refused)
-    return output_view(shown, refused)
+        return Look(refusal_view(refused), refused=refused)
+    return Look(output_view(shown, refused), sorted(allowed), refused)
+
+
+def _entry(button: OutputButton, clicker: str, look: Look) -> AuditEntry:
+    return AuditEntry(
+        kind=AuditKind.OUTPUT,
+        actor=clicker,
+        action="output_shown" if look.shown else "output_refused",
+        target=", ".join(look.shown or look.refused)[:200],
+        outcome="shown" if look.shown else "refused",
+        detail={
+            "turn": button.turn,
+            "channel": button.channel,
+            "thread": button.thread,
+            "shown": look.shown,
+            "refused": look.refused,
+        },
+    )

@@ -179,6 +179,15 @@ async def test_show_output_opens_each_output_only_for_people_who_may_use_its_too
     assert "Sorry, only people who may use `search_payroll`" in views_shown(app)[3]
     # None of it went to the channel.
     assert SECRET not in said(to_channel(app, "C0CHAN")[before:])
+    # Every look is audited: who, what they were shown, what they were refused.
+    looks = [e for e in await app.state.shared.audit.latest(50) if e.kind == "output"]
+    assert sorted((e.actor, e.action, e.target) for e in looks) == [
+        ("U0ADMIN", "output_shown", "calculate, search_payroll"),
+        ("U0ALICE", "output_refused", "search_payroll"),
+        ("U0ALICE", "output_shown", "calculate"),
+        ("U0GUEST", "output_shown", "calculate"),
+    ]
+    assert all(SECRET not in json.dumps(e.detail) for e in looks)
 
 
 def buttons(card: Message, action: str) -> list[str]:
