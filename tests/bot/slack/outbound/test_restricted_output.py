@@ -19,12 +19,12 @@ import pytest
 
 from bot.slack.blocks.approval_card import APPROVE_ACTION, DENY_ACTION
 from bot.slack.blocks.tool_output import SHOW_OUTPUT_ACTION
-from bot.turn.states import TurnState
+from tests.bot.slack.outbound.test_approvals import waiting
 from tests.fakes import payroll_tools, trading_tools
 from tests.fakes.llm_server import calls, text, tool_results
 from tests.fakes.slack_harness import SlackHarness, direct_message, is_approval_card, mention
 from tests.fakes.slack_server import Call, Message
-from tests.waiting import until, until_true
+from tests.waiting import until
 
 SECRET = payroll_tools.SECRET
 ROLES = {
@@ -209,22 +209,6 @@ def chunks_for(app: SlackHarness, call_id: str) -> list[dict[str, Any]]:
     return found
 
 
-async def parked(app: SlackHarness) -> None:
-    state = app.state
-
-    async def waits() -> bool:
-        keys = [k async for k in state.client.scan_iter(match=f"{state.keys.prefix}*turn:*")]
-        for key in keys:
-            entry = key.split("turn:", 1)[1]
-            if ":" not in entry:
-                record = await state.threads.records.read(entry)
-                if record is not None and record.state is TurnState.AWAITING_APPROVAL:
-                    return True
-        return False
-
-    await until_true(waits)
-
-
 async def test_a_waiting_calls_card_says_so_and_moves_on_once_approved(
     slack_app: SlackHarness,
 ) -> None:
@@ -239,7 +223,7 @@ async def test_a_waiting_calls_card_says_so_and_moves_on_once_approved(
     )
     await app.post(app.envelope(mention("buy 2 ACME", "903.000001")))
     await until(lambda: any(is_approval_card(m) for m in app.slack.thread("C0CHAN", "903.000001")))
-    await parked(app)
+    await waiting(app)
     thread = app.slack.thread("C0CHAN", "903.000001")
     [card] = [m for m in thread if is_approval_card(m)]
     [before] = [m for m in thread if float(m.ts) < float(card.ts)]
@@ -279,7 +263,7 @@ async def test_a_denied_calls_card_moves_on_to_failed(slack_app: SlackHarness) -
     )
     await app.post(app.envelope(mention("buy 3 ACME", "904.000001")))
     await until(lambda: any(is_approval_card(m) for m in app.slack.thread("C0CHAN", "904.000001")))
-    await parked(app)
+    await waiting(app)
     thread = app.slack.thread("C0CHAN", "904.000001")
     [card] = [m for m in thread if is_approval_card(m)]
     [before] = [m for m in thread if float(m.ts) < float(card.ts)]
