@@ -1,0 +1,146 @@
+"""The client under test for the official MCP conformance suite
+(``@modelcontextprotocol/conformance``): the suite starts a scenario's server and runs this
+program with the server's URL as its last argument and the scenario's name in
+``MCP_CONFORMANCE_SCENARIO`` (some scenarios add ``MCP_CONFORMANCE_CONTEXT``, JSON).
+
+It speaks no MCP itself. It goes through the path the bot uses: the MCP manager connects to
+the server as configured (a bare ``url``, as a user writes it), lists the tools it offers the
+model, and runs calls as one round of a person's turn (``bot.agent.execution.execute_round``,
+each call inside its call scope, behind the approval wrapper, for a person who can be asked:
+this person approves every call and answers a question with the form's defaults, and
+``true`` for a yes/no field). The OAuth scenarios
+(``auth/*``) give the connection the SDK's ``OAuthClientProvider`` with tokens in memory and
+a redirect handler that follows the suite's authorization server non-interactively.
+
+Exit status: 0 when the tools could be listed and called; the suite judges what it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bot.agent.execution import ExecutionSettings, execute_round
+from bot.llm.response import ToolCall
+from tools.approval import ApprovalToolset, Approved
+from tools.call_context import Requester, for_requester
+from tools.definition import Tool
+from tools.mcp.config import McpConfig, McpServerConfig
+from tools.mcp.manager import McpManager
+from tools.questions import Answer, Question
+from tools.toolset import StaticToolset
+
+SERVER = "conformance"
+log = logging.getLogger("conformance-driver")
+
+# The calls a scenario expects, when it names no ``toolCalls`` in its context; any other
+# scenario calls every tool it is offered, at once, as one round of a turn.
+CALLS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "tools_call": [("add_numbers", {"a": 5, "b": 3})],
+    "sse-retry": [("test_reconnection", {})],
+    "elicitation-sep1034-client-defaults": [("test_client_elicitation_defaults", {})],
+    "initialize": [],
+    "json-schema-ref-no-deref": [],
+}
+
+
+class DefaultsAsker:
+    """A person who accepts every question with the form's defaults."""
+
+    async def ask(self, question: Question) -> Answer:
+        properties = dict(question.schema.get("properties") or {})
+        content: dict[str, Any] = {}
+        for name, field in properties.items():
+            if "default" in field:
+                content[name] = field["default"]
+            elif field.get("type") == "boolean":
+                content[name] = True
+        log.info("asked %r; answering %s", question.message, content)
+        return Answer("accept", content)
+
+
+async def approve(tool: Tool, arguments: dict[str, Any]) -> Approved:
+    """The person approves every call a card asks them about."""
+    return Approved()
+
+
+def sample_arguments(tool: Tool) -> dict[str, Any]:
+    """Arguments for a tool the scenario does not spell out: each required field's default,
+    or a plain value of its type."""
+    plain = {"string": "conformance", "number": 1, "integer": 1, "boolean": True}
+    properties = dict(tool.parameters.get("properties") or {})
+    arguments: dict[str, Any] = {}
+    for name in tool.parameters.get("required") or []:
+        field = properties.get(name) or {}
+        if "default" in field:
+            arguments[name] = field["default"]
+        else:
+            arguments[name] = plain.get(str(field.get("type")), "conformance")
+    return arguments
+
+
+def planned_calls(
+    scenario: str, context: dict[str, Any], tools: dict[str, Tool]
+) -> list[tuple[str, dict[str, Any]]]:
+    if "toolCalls" in context:
+        return [(call["name"], dict(call.get("arguments") or {})) for call in context["toolCalls"]]
+    if scenario in CALLS:
+        return CALLS[scenario]
+    if scenario.startswith("auth/"):
+        first = next(iter(tools.values()), None)
+        return [(first.name, sample_arguments(first))] if first else []
+    return [(name, sample_arguments(tool)) for name, tool in tools.items()]
+
+
+def server_config(url: str) -> McpServerConfig:
+    return McpServerConfig(url=url, connect_timeout_s=20.0, call_timeout_s=20.0)
+
+
+async def run(url: str, scenario: str, context: dict[str, Any]) -> int:
+    manager = McpManager(McpConfig(servers={SERVER: server_config(url)}))
+    await manager.start()
+    try:
+        connection = manager.connections[SERVER]
+        if not connection.connected.is_set():
+            print(f"not connected: {manager.not_listed(connection)}", file=sys.stderr)
+            return 1
+        tools = {tool.name: tool for tool in manager.tools()}
+        print(f"tools offered: {sorted(tools)}")
+        calls = planned_calls(scenario, context, tools)
+        if not calls:
+            return 0
+        requester = Requester(team="T0", user="U0", asker=DefaultsAsker())
+        toolset = ApprovalToolset(
+            for_requester(StaticToolset(list(tools.values())), requester), approve
+        )
+        model_calls = [
+            ToolCall(id=f"call-{index}", name=name, arguments=json.dumps(arguments))
+            for index, (name, arguments) in enumerate(calls)
+        ]
+        result = await execute_round(model_calls, toolset, ExecutionSettings(), round_number=1)
+        for execution in result.executions:
+            print(f"{execution.name}: {execution.outcome.value}: {execution.output[:300]}")
+        return 0
+    finally:
+        await manager.stop()
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    if len(sys.argv) < 2:
+        print(f"usage: {sys.argv[0]} <server-url>", file=sys.stderr)
+        return 2
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    return asyncio.run(run(sys.argv[-1], scenario, context))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
