@@ -24,6 +24,12 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -38,6 +44,9 @@ from tools.questions import Answer, Question
 from tools.toolset import StaticToolset
 
 SERVER = "conformance"
+REDIRECT_URI = "http://localhost:3000/callback"
+# A client ID metadata document's address, for authorization servers that support them.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 log = logging.getLogger("conformance-driver")
 
 # The calls a scenario expects, when it names no ``toolCalls`` in its context; any other
@@ -64,6 +73,85 @@ class DefaultsAsker:
                 content[name] = True
         log.info("asked %r; answering %s", question.message, content)
         return Answer("accept", content)
+
+
+class MemoryTokens:
+    """The OAuth client's registration and tokens, kept in memory (``TokenStorage``)."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class Browser:
+    """The person's browser, signing in without being asked: it opens the authorization URL
+    (the suite's authorization server approves at once) and hands the redirect's ``code``,
+    ``state`` and ``iss`` to the client."""
+
+    def __init__(self) -> None:
+        self.result: AuthorizationCodeResult | None = None
+
+    async def open(self, authorization_url: str) -> None:
+        async with httpx2.AsyncClient() as http:
+            response = await http.get(authorization_url, follow_redirects=False)
+        location = response.headers.get("location")
+        if response.status_code not in (301, 302, 303, 307, 308) or not location:
+            raise RuntimeError(f"the authorization server answered {response.status_code}")
+        query = parse_qs(urlsplit(location).query)
+        if "code" not in query:
+            raise RuntimeError(f"no code in the redirect: {query.get('error')}")
+        self.result = AuthorizationCodeResult(
+            code=query["code"][0],
+            state=query.get("state", [None])[0],
+            iss=query.get("iss", [None])[0],
+        )
+
+    async def callback(self) -> AuthorizationCodeResult:
+        if self.result is None:
+            raise RuntimeError("the authorization server redirected nowhere")
+        result, self.result = self.result, None
+        return result
+
+
+def oauth(url: str, context: dict[str, Any]) -> OAuthClientProvider:
+    """The SDK's OAuth client for the connection (discovery, registration, PKCE, resource
+    indicators, ``iss`` checks, scope step-up); a pre-registered client when the scenario
+    gives one."""
+    tokens = MemoryTokens()
+    if context.get("client_id"):
+        secret = context.get("client_secret")
+        tokens.client = OAuthClientInformationFull(
+            client_id=context["client_id"],
+            client_secret=secret,
+            redirect_uris=[AnyUrl(REDIRECT_URI)],
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
+        )
+    browser = Browser()
+    return OAuthClientProvider(
+        server_url=url,
+        client_metadata=OAuthClientMetadata(
+            client_name="slack-agent conformance driver",
+            redirect_uris=[AnyUrl(REDIRECT_URI)],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+        ),
+        storage=tokens,
+        redirect_handler=browser.open,
+        callback_handler=browser.callback,
+        client_metadata_url=CLIENT_METADATA_URL,
+    )
 
 
 async def approve(tool: Tool, arguments: dict[str, Any]) -> Approved:
@@ -104,7 +192,8 @@ def server_config(url: str) -> McpServerConfig:
 
 
 async def run(url: str, scenario: str, context: dict[str, Any]) -> int:
-    manager = McpManager(McpConfig(servers={SERVER: server_config(url)}))
+    auth = {SERVER: oauth(url, context)} if scenario.startswith("auth/") else {}
+    manager = McpManager(McpConfig(servers={SERVER: server_config(url)}), auth=auth)
     await manager.start()
     try:
         connection = manager.connections[SERVER]
