@@ -7,9 +7,11 @@ SDK's :class:`mcp.client.Client` over it, which negotiates the protocol as the S
 when the server refuses it; SSE, a handshake-era transport, always uses the handshake), then
 lists the tools (``tools/mcp/listing.py``). Start-up is never cut short: a slow server keeps
 starting, and its tools appear when it is ready (``connect_timeout_s`` only bounds how long
-the bot's start waits for it). Then it waits: ``tools/list_changed`` re-lists; a quiet
-connection is checked every ``ping_interval_s`` (``ping`` on a handshake-era connection,
-``server/discover`` on a 2026 one, which has no ping).
+the bot's start waits for it). Then it waits: ``tools/list_changed`` re-lists (on a 2026
+connection, whose requests stand alone, the server says it on a ``subscriptions/listen``
+stream held open for it, when the server offers one); a quiet connection is checked every
+``ping_interval_s`` (``ping`` on a handshake-era connection, ``server/discover`` on a 2026
+one, which has no ping).
 
 A URL without a ``transport`` is tried over streamable HTTP, and over SSE only when the server
 answered the POSTs as a URL without a streamable HTTP endpoint does (404 or 405 with no
@@ -42,6 +44,7 @@ import anyio
 import httpx2
 import mcp_types
 from mcp.client import Client
+from mcp.client.subscriptions import SubscriptionLost
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tools.definition import Tool
@@ -294,6 +297,25 @@ class Supervisor:
         self._wake.set()
 
     async def _serve(self, client: Client) -> None:
+        async with anyio.create_task_group() as group:
+            if _listens_for_tools(client):
+                group.start_soon(self._listen, client)
+            await self._watch(client)
+
+    async def _listen(self, client: Client) -> None:
+        """Hold a 2026 server's ``subscriptions/listen`` stream open: a tools change
+        re-lists; the stream lost means the server is."""
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    self._relist = True
+                    self._wake.set()
+        except SubscriptionLost:
+            self.mark_broken("its tool-change subscription was lost")
+        except Exception as exc:  # refused: tool changes are seen when it reconnects
+            log.info("MCP server %s: no tool-change subscription (%s)", self.name, describe(exc))
+
+    async def _watch(self, client: Client) -> None:
         while True:
             woke = False
             with anyio.move_on_after(self.config.ping_interval_s):
@@ -343,3 +365,13 @@ class Supervisor:
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
+
+
+def _listens_for_tools(client: Client) -> bool:
+    """A 2026 connection to a server that says its tool list changes."""
+    tools = client.server_capabilities.tools
+    return (
+        client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        and tools is not None
+        and bool(tools.list_changed)
+    )

@@ -71,6 +71,23 @@ async def test_each_era_is_negotiated_as_the_sdk_does_it(
             assert connection.connected.is_set() and connection.last_error is None
 
 
+async def test_a_2026_server_that_changes_its_tools_is_listed_again(
+    modern_http_server: HttpMcpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="tools.mcp")
+    for config in [McpServerConfig(url=modern_http_server.url, **FAST), stdio("--modern")]:
+        caplog.clear()
+        async with connected(config) as connection:
+            assert connection.protocol == "2026-07-28" and "late_tool" not in connection.tools
+            await connection.tools["add_tool"].invoke({"name": "late_tool"})
+            await until(lambda: "late_tool" in connection.tools, 10)
+            assert await connection.tools["late_tool"].invoke({}) == "late_tool works"
+            # Said on the subscription, not found by reconnecting.
+            said = [r.getMessage() for r in caplog.records]
+            assert any("warehouse changed its tools" in line for line in said)
+            assert not any("unavailable" in line for line in said)
+
+
 async def test_a_question_inside_a_call_goes_to_the_person_in_either_era(
     modern_http_server: HttpMcpServer,
 ) -> None:
