@@ -38,6 +38,7 @@ from mcp.server.mcpserver import (
     ElicitationResult,
     MCPServer,
     Resolve,
+    Sample,
 )
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.shared.exceptions import MCPError
@@ -197,6 +198,25 @@ async def ask_model(question: str, ctx: Context) -> str:
     content = result.content
     said = content.text if isinstance(content, types.TextContent) else str(content)
     return f"the model ({result.model}) said: {said}"
+
+
+def _color_question(question: str) -> Sample:
+    return Sample(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
+        max_tokens=5000,
+        system_prompt="Answer in one word.",
+    )
+
+
+@server.tool()
+async def ask_model_either_era(
+    question: str, answer: Annotated[types.CreateMessageResult, Resolve(_color_question)]
+) -> str:
+    """Asks the client's model in either era: mid-call over the handshake, a result that says
+    ``input_required`` on a 2026 connection (the SDK's resolvers)."""
+    content = answer.content
+    said = content.text if isinstance(content, types.TextContent) else str(content)
+    return f"the model ({answer.model}) said: {said}"
 
 
 @server.tool()

@@ -19,6 +19,7 @@ from tests.waiting import until
 from tools.call_context import CallScope, Requester, calling, for_requester
 from tools.mcp.config import McpServerConfig
 from tools.mcp.connection import McpConnection
+from tools.mcp.sampling import SamplingReply, SamplingRequest
 from tools.questions import Answer, Question
 from tools.toolset import StaticToolset
 
@@ -27,8 +28,10 @@ ANSWER = {"shelf": "A3", "count": 5, "urgent": True, "size": "large"}
 
 
 @contextlib.asynccontextmanager
-async def connected(config: McpServerConfig, wait: bool = True) -> AsyncIterator[McpConnection]:
-    connection = McpConnection("warehouse", config, reconnect_max_s=0.5)
+async def connected(
+    config: McpServerConfig, wait: bool = True, **options: Any
+) -> AsyncIterator[McpConnection]:
+    connection = McpConnection("warehouse", config, reconnect_max_s=0.5, **options)
     connection.start()
     try:
         if wait:
@@ -48,9 +51,9 @@ def modern_http_server() -> Iterator[HttpMcpServer]:
         server.kill()
 
 
-def stdio(*options: str) -> McpServerConfig:
+def stdio(*options: str, **settings: Any) -> McpServerConfig:
     command, args = stdio_command(*options)
-    return McpServerConfig(command=command, args=args, **FAST)
+    return McpServerConfig(command=command, args=args, **{**FAST, **settings})
 
 
 async def test_each_era_is_negotiated_as_the_sdk_does_it(
@@ -225,3 +228,36 @@ async def test_a_url_that_serves_no_mcp_still_falls_back_to_sse(
             assert connection.last_error.startswith("neither streamable HTTP (")
         assert "GET" in server.methods
     assert any("trying SSE" in r.getMessage() for r in caplog.records)
+
+
+async def test_sampling_inside_a_call_is_served_for_the_person_in_either_era(
+    modern_http_server: HttpMcpServer,
+) -> None:
+    requests: list[SamplingRequest] = []
+
+    class Model:
+        async def sample(self, request: SamplingRequest) -> SamplingReply:
+            requests.append(request)
+            return SamplingReply("White", "fake-model")
+
+        async def refused(self, request: SamplingRequest, outcome: str) -> None:
+            raise AssertionError(outcome)
+
+    for config, version in [
+        (McpServerConfig(url=modern_http_server.url, sampling=True, **FAST), "2026-07-28"),
+        (stdio(sampling=True), "2025-11-25"),
+    ]:
+        requests.clear()
+        async with connected(config, sampler=Model()) as connection:
+            assert connection.protocol == version
+            toolset = for_requester(
+                StaticToolset(list(connection.tools.values())), Requester("T1", "U1")
+            )
+            ask = await toolset.get_tool("ask_model_either_era")
+            with calling(CallScope("c1", "ask_model_either_era")):
+                said = await ask.invoke({"question": "What colour is snow?"})
+            assert said == "the model (fake-model) said: White"
+            [request] = requests
+            assert (request.requester.user, request.tool) == ("U1", "ask_model_either_era")
+            assert request.max_tokens == 1000  # the server asked for 5000: the cap
+            assert request.messages[-1] == {"role": "user", "content": "What colour is snow?"}
