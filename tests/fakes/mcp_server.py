@@ -209,7 +209,7 @@ def _color_question(question: str) -> Sample:
 
 
 @server.tool()
-async def ask_model_either_era(
+async def sample_either_era(
     question: str, answer: Annotated[types.CreateMessageResult, Resolve(_color_question)]
 ) -> str:
     """Asks the client's model in either era: mid-call over the handshake, a result that says

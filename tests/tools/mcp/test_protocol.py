@@ -253,11 +253,11 @@ async def test_sampling_inside_a_call_is_served_for_the_person_in_either_era(
             toolset = for_requester(
                 StaticToolset(list(connection.tools.values())), Requester("T1", "U1")
             )
-            ask = await toolset.get_tool("ask_model_either_era")
-            with calling(CallScope("c1", "ask_model_either_era")):
+            ask = await toolset.get_tool("sample_either_era")
+            with calling(CallScope("c1", "sample_either_era")):
                 said = await ask.invoke({"question": "What colour is snow?"})
             assert said == "the model (fake-model) said: White"
             [request] = requests
-            assert (request.requester.user, request.tool) == ("U1", "ask_model_either_era")
+            assert (request.requester.user, request.tool) == ("U1", "sample_either_era")
             assert request.max_tokens == 1000  # the server asked for 5000: the cap
             assert request.messages[-1] == {"role": "user", "content": "What colour is snow?"}
