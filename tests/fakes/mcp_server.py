@@ -1,9 +1,14 @@
 """A real MCP server (the mcp SDK's MCPServer) for the tests, over stdio, streamable HTTP
 or the legacy SSE transport.
 
-Usage: python -m tests.fakes.mcp_server stdio [--start-delay S] [--token=T]
-       python -m tests.fakes.mcp_server http PORT
+Usage: python -m tests.fakes.mcp_server stdio [--start-delay S] [--token=T] [--modern]
+       python -m tests.fakes.mcp_server http PORT [--modern]
        python -m tests.fakes.mcp_server sse PORT
+
+It speaks the handshake era (``initialize``, up to 2025-11-25: it refuses ``server/discover``
+as such a server does), where it asks the client for sampling and elicitation while a call
+runs; with ``--modern`` it also speaks 2026-07-28 (``server/discover``, stateless), where a
+question is a result that says ``input_required`` (the ``*_modern`` tools).
 
 Environment: WAREHOUSE_STARTS (a file: each start appends "pid time"), WAREHOUSE_CRASH (set:
 crash with a traceback on stderr instead of starting), WAREHOUSE_EXTRA_TOOL (names,
@@ -22,11 +27,21 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import mcp_types as types
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server import runner
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+    Sample,
+)
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, Field
 
 warnings.simplefilter("ignore")  # sampling and roots are deprecated in the newest protocol
@@ -185,6 +200,25 @@ async def ask_model(question: str, ctx: Context) -> str:
     return f"the model ({result.model}) said: {said}"
 
 
+def _color_question(question: str) -> Sample:
+    return Sample(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
+        max_tokens=5000,
+        system_prompt="Answer in one word.",
+    )
+
+
+@server.tool()
+async def sample_either_era(
+    question: str, answer: Annotated[types.CreateMessageResult, Resolve(_color_question)]
+) -> str:
+    """Asks the client's model in either era: mid-call over the handshake, a result that says
+    ``input_required`` on a 2026 connection (the SDK's resolvers)."""
+    content = answer.content
+    said = content.text if isinstance(content, types.TextContent) else str(content)
+    return f"the model ({answer.model}) said: {said}"
+
+
 @server.tool()
 async def sample_repeatedly(times: int, ctx: Context) -> str:
     """Asks the client's model ``times`` times, one after another, in one call."""
@@ -228,6 +262,21 @@ async def restock(item: str, ctx: Context) -> str:
     if answer.action == "accept":
         return f"restocking {item}: {answer.data.model_dump()}"
     return f"restock {answer.action}"
+
+
+def _restock_question(item: str) -> Elicit[Restock]:
+    return Elicit(f"How should I restock {item}?", Restock)
+
+
+@server.tool()
+async def restock_either_era(
+    item: str, plan: Annotated[ElicitationResult[Restock], Resolve(_restock_question)]
+) -> str:
+    """Asks the person how to restock, in either era: mid-call over the handshake, a result
+    that says ``input_required`` on a 2026 connection (the SDK's resolvers)."""
+    if isinstance(plan, AcceptedElicitation):
+        return f"restocking {item}: {plan.data.model_dump()}"
+    return f"restock {plan.action}"
 
 
 @server.tool()
@@ -302,13 +351,27 @@ def _extra_tool(name: str) -> None:
     server.add_tool(extra, name=name, description=f"Listed from the start: {name}")
 
 
+async def _no_discover(ctx: object, params: types.RequestParams) -> types.DiscoverResult:
+    """A handshake-era server does not know ``server/discover``."""
+    raise MCPError(types.METHOD_NOT_FOUND, "Method not found: server/discover")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http", "sse"])
     parser.add_argument("port", nargs="?", type=int, default=0)
     parser.add_argument("--start-delay", type=float, default=0.0)
     parser.add_argument("--token", default="")
+    parser.add_argument("--modern", action="store_true")
     args = parser.parse_args(argv[1:])
+    if not args.modern:
+        # A handshake-era server: ``server/discover`` is unknown, and over stdio a request
+        # with the 2026 envelope does not open a 2026 connection (the SDK's server serves
+        # whichever era the first request names).
+        server._lowlevel_server.add_request_handler(
+            "server/discover", types.RequestParams, _no_discover
+        )
+        runner._has_modern_envelope = lambda params: False
     if args.token:
         print(f"warehouse: signing in with --token={args.token}", file=sys.stderr, flush=True)
     starts = os.environ.get("WAREHOUSE_STARTS")

@@ -12,10 +12,12 @@ from tests.fakes.redis_server import free_port
 
 
 class HttpMcpServer:
-    """``python -m tests.fakes.mcp_server http|sse PORT`` that a test can kill and restart."""
+    """``python -m tests.fakes.mcp_server http|sse PORT [OPTION...]`` that a test can kill and
+    restart."""
 
-    def __init__(self, transport: str = "http") -> None:
+    def __init__(self, transport: str = "http", *options: str) -> None:
         self.transport = transport
+        self.options = options
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -26,7 +28,14 @@ class HttpMcpServer:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.mcp_server", self.transport, str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "tests.fakes.mcp_server",
+                self.transport,
+                str(self.port),
+                *self.options,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -1,5 +1,11 @@
-"""Calls to one MCP server: a tool or a resource, made on the supervised session from the
-caller's own task, the result in text.
+"""Calls to one MCP server: a tool or a resource, made on the supervised client from the
+caller's own task with the SDK's ``Client.call_tool`` / ``read_resource``, the result in text.
+
+The SDK runs the 2026 multi-round-trip loop (SEP-2322: a result that says ``input_required``
+is answered, here through the same person-facing elicitation and sampling as a request the
+server sends during a call, and the call is sent again with the answers and the server's
+``requestState``), stamps the 2026 request metadata and standard headers, and mirrors the
+tool's ``x-mcp-header`` arguments into headers.
 
 No live session, or a call that finds the connection dead, is "unavailable" (and the dead
 connection is marked broken at once, so the supervisor reconnects); a refusal or a bad
@@ -11,7 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types
+from mcp.client import InputRequiredRoundsExceededError
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from tools.errors import ToolError
 from tools.mcp.failures import describe, is_transport_failure
@@ -34,22 +42,22 @@ class Caller:
         return McpUnavailable(f"The MCP server {self.name} is unavailable right now.")
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
-        session = self.supervisor.session
-        if session is None:
+        client = self.supervisor.client
+        if client is None:
             raise self.unavailable()
         with self.requests.serving(tool) as progress:
             try:
-                result = await session.call_tool(tool, arguments, progress_callback=progress)
+                result = await client.call_tool(tool, arguments, progress_callback=progress)
             except Exception as exc:
                 raise self._call_failed(exc) from None
         return render_result(result, self.name)
 
     async def read_resource(self, uri: str) -> str:
-        session = self.supervisor.session
-        if session is None:
+        client = self.supervisor.client
+        if client is None:
             raise self.unavailable()
         try:
-            result = await session.read_resource(uri)
+            result = await client.read_resource(uri)
         except Exception as exc:
             raise self._call_failed(exc) from None
         return render_contents(result.contents)
@@ -65,6 +73,11 @@ class Caller:
         if is_transport_failure(exc):
             self.supervisor.mark_broken(f"a call failed: {describe(exc)}")
             return self.unavailable()
-        if isinstance(exc, RuntimeError):  # e.g. a result that breaks its output schema
+        if isinstance(exc, InputRequiredRoundsExceededError):
+            return ToolError(
+                f"The MCP server {self.name} kept asking for more input; the call was given up "
+                f"after {exc.max_rounds} rounds."
+            )
+        if isinstance(exc, RuntimeError | ValidationError):  # e.g. breaks its output schema
             return ToolError(f"The MCP server {self.name} returned a bad result: {exc}")
         raise exc

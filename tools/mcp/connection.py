@@ -1,8 +1,9 @@
 """One MCP server as the rest of the bot sees it: :class:`McpConnection`, its tools, its
 status and its calls, put together from the parts that do the work:
 
-- ``supervisor.py``: the owner task that keeps the session up (connect, list, ping,
-  reconnect with backoff, fall back from streamable HTTP to SSE, one log line per outage);
+- ``supervisor.py``: the owner task that keeps the SDK's client up (connect and negotiate,
+  list, ping, reconnect with backoff, fall back from streamable HTTP to SSE only where the
+  URL serves no streamable HTTP, one log line per outage);
 - ``listing.py``: the server's tool list as the tools offered;
 - ``calls.py``: tool calls and resource reads, made in the callers' tasks on that session;
 - ``server_requests.py``: what the server asks while a call runs (progress, sampling,
@@ -14,6 +15,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any
+
+import httpx2
 
 from tools.definition import Tool
 from tools.mcp.calls import Caller, McpUnavailable
@@ -37,7 +40,10 @@ class McpConnection:
         on_change: Callable[[], None] | None = None,
         sampler: Sampler | None = None,
         elicitation_timeout_s: float = 300.0,
+        auth: httpx2.Auth | None = None,
     ) -> None:
+        """``auth`` signs the connection's HTTP requests (e.g. the SDK's
+        ``mcp.client.auth.OAuthClientProvider``)."""
         self.name = name
         self.config = config
         self._requests = ServerRequests(
@@ -50,6 +56,7 @@ class McpConnection:
             self._requests,
             reconnect_max_s=reconnect_max_s,
             on_change=on_change,
+            auth=auth,
         )
         self._caller = Caller(name, self._supervisor, self._requests)
 
@@ -89,6 +96,11 @@ class McpConnection:
     @property
     def kind(self) -> Transport:
         return self._supervisor.kind
+
+    @property
+    def protocol(self) -> str | None:
+        """The protocol version negotiated when the server was last up (e.g. 2026-07-28)."""
+        return self._supervisor.protocol
 
     @property
     def on_change(self) -> Callable[[], None] | None:

@@ -1,13 +1,12 @@
 """What went wrong with an MCP server, in words and in kind: an exception in one short line,
-and whether nothing answered at the server's address, the server answered but not as a
-streamable HTTP server, or a call broke on the transport under the session.
+and whether nothing answered at the server's address, or a call broke on the transport under
+the session. (Whether a server answered as a URL without a streamable HTTP endpoint does is
+told by its HTTP answers: ``transports.HttpAnswers``.)
 """
 
 from __future__ import annotations
 
 import anyio
-import mcp_types
-from mcp.shared.exceptions import MCPError
 
 
 def describe(exc: BaseException) -> str:
@@ -15,16 +14,6 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
-
-
-def refused_over_http(exc: BaseException) -> bool:
-    """The server answered, but not as a streamable HTTP MCP server (404, 405, ...)."""
-    if could_not_connect(exc):
-        return False
-    return any(
-        isinstance(item, MCPError) and item.code != mcp_types.CONNECTION_CLOSED
-        for item in _nested(exc)
-    )
 
 
 def could_not_connect(exc: BaseException) -> bool:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import mcp_types
-from mcp.client.session import ClientSession
+from mcp.client import Client
 
 from tools.definition import Tool
 from tools.mcp.config import McpServerConfig
@@ -32,13 +31,14 @@ class ToolListing:
     def source(self) -> str:
         return f"mcp {self.name}"
 
-    async def tools(self, session: ClientSession) -> dict[str, Tool]:
-        """The tools to offer, by the name the model sees."""
+    async def tools(self, client: Client) -> dict[str, Tool]:
+        """The tools to offer, by the name the model sees (the SDK has already dropped a tool
+        whose ``x-mcp-header`` declarations are invalid, and noted the rest, so a call
+        mirrors them into its headers)."""
         listed: list[Any] = []
         cursor: str | None = None
         while True:
-            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
+            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
             listed.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tools.definition import Tool
@@ -19,6 +19,8 @@ from tools.mcp.config import McpConfig
 from tools.mcp.names import Clash, assign, clash_message
 
 if TYPE_CHECKING:
+    import httpx2
+
     from tools.mcp.connection import McpConnection
     from tools.mcp.sampling import Sampler
 
@@ -30,7 +32,10 @@ class McpNameClash(ToolDefinitionError):
 
 
 class McpManager:
-    def __init__(self, config: McpConfig) -> None:
+    def __init__(self, config: McpConfig, auth: Mapping[str, httpx2.Auth] | None = None) -> None:
+        """``auth``: by server name, what signs that server's HTTP requests (e.g. the SDK's
+        ``mcp.client.auth.OAuthClientProvider``); a server not named there sends none."""
+        auth = auth or {}
         if config.servers:  # the MCP SDK is loaded only for a configured server
             from tools.mcp.connection import McpConnection
         self.connections = {
@@ -40,6 +45,7 @@ class McpManager:
                 reconnect_max_s=config.reconnect_max_s,
                 on_change=self._changed,
                 elicitation_timeout_s=config.elicitation_timeout_s,
+                auth=auth.get(name),
             )
             for name, server in config.servers.items()
         }

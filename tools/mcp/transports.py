@@ -4,6 +4,12 @@ legacy SSE transport, all through the SDK's clients.
 The read stream handed to the session is watched: when the server's side ends (a stdio
 program exited, a stream closed), ``closed`` is set at once, so the connection's owner
 notices a dead server without waiting for a ping.
+
+Over HTTP, a connection may carry an ``httpx2.Auth`` (e.g. the SDK's
+``mcp.client.auth.OAuthClientProvider``) that signs its requests, and what the server
+answered to the client's POSTs is kept (:class:`HttpAnswers`): the SDK turns an HTTP refusal
+into a bare JSON-RPC error, and only the status tells "no MCP endpoint here" (404, 405: maybe
+an SSE server) from "refused" (401, 403, ...), which must name what the server said.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -26,6 +33,37 @@ from tools.mcp.stderr import ServerStderr
 
 Streams = tuple[Any, Any]
 PROBE_TIMEOUT_S = 0.5
+NOT_AN_ENDPOINT = (404, 405)  # what a URL that serves no streamable HTTP answers a POST
+
+
+class HttpAnswers:
+    """What the server answered to the client's POSTs during one connection attempt."""
+
+    def __init__(self) -> None:
+        self.last_status: int | None = None
+        self.refusal: str | None = None  # the last refusal, in words
+        self.rpc_body = False  # the last refusal carried a JSON body (a JSON-RPC error)
+
+    async def record(self, response: httpx2.Response) -> None:
+        if response.request.method != "POST":
+            return
+        self.last_status = response.status_code
+        if response.status_code < 400:
+            return
+        self.rpc_body = response.headers.get("content-type", "").startswith("application/json")
+        words = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+        challenge = response.headers.get("www-authenticate")
+        if challenge:
+            words += f"; WWW-Authenticate: {' '.join(challenge.split())[:200]}"
+        self.refusal = words
+
+    def not_an_endpoint(self) -> bool:
+        """The server answered the POSTs as a URL with no streamable HTTP MCP endpoint does
+        (404 or 405, no JSON-RPC error): it may be an SSE server."""
+        return self.last_status in NOT_AN_ENDPOINT and not self.rpc_body
+
+    def refused(self) -> bool:
+        return self.last_status is not None and self.last_status >= 400
 
 
 class WatchedReadStream:
@@ -75,9 +113,15 @@ class WatchedReadStream:
 
 @contextlib.asynccontextmanager
 async def open_transport(
-    config: McpServerConfig, kind: Transport, stderr: ServerStderr
+    config: McpServerConfig,
+    kind: Transport,
+    stderr: ServerStderr,
+    *,
+    auth: httpx2.Auth | None = None,
+    answers: HttpAnswers | None = None,
 ) -> AsyncIterator[Streams]:
-    """The server's read and write streams over ``kind``."""
+    """The server's read and write streams over ``kind``; over HTTP, requests are signed by
+    ``auth`` and the answers to POSTs are recorded in ``answers``."""
     if kind == "stdio":
         assert config.command is not None
         params = StdioServerParameters(
@@ -94,13 +138,13 @@ async def open_transport(
     url = substitute(config.url)
     headers = {key: substitute(value) for key, value in config.headers.items()}
     if kind == "sse":
-        async with sse_client(url, headers=headers) as streams:
+        async with sse_client(url, headers=headers, auth=auth) as streams:
             yield streams
         return
-    async with (
-        create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
+    http = create_mcp_http_client(headers=headers, auth=auth)
+    if answers is not None:
+        http.event_hooks["response"].append(answers.record)
+    async with http, streamable_http_client(url, http_client=http) as streams:
         yield streams
 
 

@@ -140,8 +140,8 @@ async def test_an_explicit_streamable_http_transport_says_why_it_fails(
     assert not connection.connected.is_set()
     assert connection.kind == "streamable_http"
     assert connection.last_error == (
-        "MCPError: Server returned an error response; if the URL is an SSE server, set "
-        "`transport: sse`"
+        "MCPError: Server returned an error response (the server answered HTTP 405 Method Not "
+        "Allowed); if the URL is an SSE server, set `transport: sse`"
     )
 
 
