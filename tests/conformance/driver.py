@@ -199,6 +199,9 @@ def planned_calls(
         return [(call["name"], dict(call.get("arguments") or {})) for call in context["toolCalls"]]
     if scenario in CALLS:
         return CALLS[scenario]
+    if scenario == "json-schema-2020-12-preservation":  # the schema the model is offered
+        focal = tools.get("json_schema_2020_12_tool")
+        return [("json_schema_echo", {"schema": focal.parameters})] if focal else []
     if scenario.startswith("auth/"):
         first = next(iter(tools.values()), None)
         return [(first.name, sample_arguments(first))] if first else []
