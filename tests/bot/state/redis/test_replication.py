@@ -5,7 +5,6 @@ on a primary the Sentinels no longer name, is refused."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 import redis.asyncio
@@ -19,17 +18,6 @@ from tests.conftest import config_with_prefix
 from tests.fakes.redis_sentinel import PrivateSentinel
 
 SET = "redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]"
-
-
-@pytest.fixture
-def servers() -> Iterator[PrivateSentinel]:
-    """A primary, its replica (in sync) and a Sentinel watching them."""
-    setup = PrivateSentinel()
-    setup.start()
-    try:
-        yield setup
-    finally:
-        setup.close()
 
 
 def client(port: int) -> redis.asyncio.Redis:
@@ -47,16 +35,16 @@ def message(n: int) -> Turn:
 
 
 async def test_a_write_is_confirmed_by_the_replica_and_refused_once_none_follows(
-    servers: PrivateSentinel,
+    sentinel: PrivateSentinel,
 ) -> None:
-    primary = client(servers.primary_port)
+    primary = client(sentinel.primary_port)
     replication = Replication(1, timeout_ms=200)
     script = replication.register(primary, SET)
     try:
         assert await script(keys=["k"], args=["one"]) == "one"
-        async with client(servers.replica_port) as replica:
+        async with client(sentinel.replica_port) as replica:
             assert await replica.get("k") == "one"  # confirmed: already there
-        await promote(servers.replica_port)
+        await promote(sentinel.replica_port)
         with pytest.raises(NotReplicated, match="0 of 1 replica"):
             await script(keys=["k"], args=["two"])
         assert await primary.get("k") == "two"  # written, but nothing may build on it
@@ -67,15 +55,15 @@ async def test_a_write_is_confirmed_by_the_replica_and_refused_once_none_follows
 
 
 async def test_a_burst_of_calls_is_confirmed_and_refused_together(
-    servers: PrivateSentinel,
+    sentinel: PrivateSentinel,
 ) -> None:
     """A burst's enqueues go in one pipeline with one WAIT at its end (script_batch.py)."""
-    primary = client(servers.primary_port)
+    primary = client(sentinel.primary_port)
     batch = ScriptBatch(primary.register_script(SET), replication=Replication(1, 200))
     try:
         replies = await asyncio.gather(*(batch([f"k{n}"], [str(n)]) for n in range(20)))
         assert replies == [str(n) for n in range(20)]
-        await promote(servers.replica_port)
+        await promote(sentinel.replica_port)
         outcomes = await asyncio.gather(
             *(batch([f"k{n}"], ["again"]) for n in range(20)), return_exceptions=True
         )
@@ -85,21 +73,21 @@ async def test_a_burst_of_calls_is_confirmed_and_refused_together(
 
 
 async def test_behind_a_sentinel_an_event_is_queued_once_a_replica_has_it(
-    servers: PrivateSentinel,
+    sentinel: PrivateSentinel,
 ) -> None:
-    state = open_state(servers.url, config_with_prefix("replication:"))
+    state = open_state(sentinel.url, config_with_prefix("replication:"))
     try:
         assert state.handle.replication.wanted == 1  # the default behind Sentinels
         need = await state.handle.replication.requirement()
-        assert need == Requirement(1, ("127.0.0.1", servers.primary_port))
+        assert need == Requirement(1, ("127.0.0.1", sentinel.primary_port))
         entry_id = await state.threads.queue.enqueue(message(1))
         assert entry_id
-        async with client(servers.replica_port) as replica:
+        async with client(sentinel.replica_port) as replica:
             assert await replica.xlen(state.keys.turns(0)) == 1
         # The replica leaves (promoted by hand: the Sentinel has not switched): the event is
         # refused, so Slack sends it again, rather than acknowledged on a write that a
         # failover would lose.
-        await promote(servers.replica_port)
+        await promote(sentinel.replica_port)
         with pytest.raises(StateUnavailable):
             await state.threads.queue.enqueue(message(2))
     finally:
@@ -107,14 +95,14 @@ async def test_behind_a_sentinel_an_event_is_queued_once_a_replica_has_it(
 
 
 async def test_after_a_failover_writes_land_on_the_new_primary_alone(
-    servers: PrivateSentinel,
+    sentinel: PrivateSentinel,
 ) -> None:
-    state = open_state(servers.url, config_with_prefix("replication:"))
-    old = servers.primary_port
+    state = open_state(sentinel.url, config_with_prefix("replication:"))
+    old = sentinel.primary_port
     try:
         assert await state.threads.queue.enqueue(message(1))
-        await asyncio.to_thread(servers.failover)
-        new = servers.primary_port
+        await asyncio.to_thread(sentinel.failover)
+        new = sentinel.primary_port
         # The old primary does not follow the new one yet: no replica to wait for, but the
         # write must land on the primary the Sentinel names (the pool may still hold
         # connections to the old one).
@@ -130,13 +118,13 @@ async def test_after_a_failover_writes_land_on_the_new_primary_alone(
 
 
 async def test_a_write_on_a_server_the_sentinels_no_longer_name_is_refused(
-    servers: PrivateSentinel,
+    sentinel: PrivateSentinel,
 ) -> None:
     class Elsewhere:
         async def requirement(self, wanted: int) -> Requirement:
-            return Requirement(0, ("127.0.0.1", servers.replica_port))
+            return Requirement(0, ("127.0.0.1", sentinel.replica_port))
 
-    primary = client(servers.primary_port)
+    primary = client(sentinel.primary_port)
     try:
         script = Replication(1, 200, Elsewhere()).register(primary, SET)
         with pytest.raises(NotReplicated, match="did not land on the primary"):
@@ -145,15 +133,15 @@ async def test_a_write_on_a_server_the_sentinels_no_longer_name_is_refused(
         await primary.aclose()
 
 
-async def test_noreplicas_is_an_outage_not_an_error(servers: PrivateSentinel) -> None:
+async def test_noreplicas_is_an_outage_not_an_error(sentinel: PrivateSentinel) -> None:
     """``min-replicas-to-write`` refusing a write (the replica gone) reads as Redis being away
     (an event then gets a 503), not as a failure of the bot."""
     state: State = open_state(
-        f"redis://127.0.0.1:{servers.primary_port}/0", config_with_prefix("norep:")
+        f"redis://127.0.0.1:{sentinel.primary_port}/0", config_with_prefix("norep:")
     )
-    async with client(servers.primary_port) as primary:
+    async with client(sentinel.primary_port) as primary:
         await primary.config_set("min-replicas-to-write", 1)
-    await promote(servers.replica_port)
+    await promote(sentinel.replica_port)
     try:
         with pytest.raises(NoReplicasError) as refused:
             await state.client.set("x", "1")

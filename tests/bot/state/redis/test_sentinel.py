@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import redis.asyncio
 import redis.exceptions
 
@@ -22,16 +21,6 @@ from tests.fakes.slack_server import FakeSlack
 
 def message(text: str, ts: str) -> Turn:
     return Turn("T1", "C1", "100.1", "U1", text, message_ts=ts, event_id=f"Ev{ts}")
-
-
-@pytest.fixture
-def sentinel() -> Iterator[PrivateSentinel]:
-    setup = PrivateSentinel()
-    setup.start()
-    try:
-        yield setup
-    finally:
-        setup.close()
 
 
 async def stream_ids(port: int, stream: str) -> list[str]:
