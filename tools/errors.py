@@ -86,5 +86,11 @@ class CallDeferred(Exception):
         super().__init__(why)
 
 
+class CallNotStarted(Exception):
+    """The call was refused before it started (an MCP server's 401 or 403 at the HTTP level:
+    sign-in needed). Wrappers that counted the call as run give that run back
+    (``ApprovalToolset``: the approval is not used up) and let it pass on."""
+
+
 class ToolDefinitionError(Exception):
     """A tool is defined wrongly (bad signature, duplicate name). Raised at start-up."""
