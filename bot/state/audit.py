@@ -26,6 +26,10 @@ class AuditKind(StrEnum):
     FEEDBACK = "feedback"  # a click on an answer's feedback buttons
     SAMPLING = "sampling"  # an MCP server asked the bot's model
     OUTPUT = "output"  # a turn's tool output opened privately ("Show output"); action: shown
+    # a person's sign-in to an MCP server; action: signin_requested, connected,
+    # signin_declined, signin_expired, refresh_failed, disconnected, revoke_failed,
+    # callback_refused (never a token, code or state in the entry)
+    CONNECTION = "connection"
 
     @classmethod
     def _missing_(cls, value: object) -> AuditKind:
