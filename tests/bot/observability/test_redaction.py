@@ -86,6 +86,37 @@ mcp:
     assert "--plain" not in found and "https" not in " ".join(found)
 
 
+def test_sign_in_secrets_are_configured_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys people's tokens are sealed with, and each pre-registered client's secret
+    (from the environment or written in the file) and substituted id."""
+    monkeypatch.setenv("V_CLIENT_ID", "client-id-1")
+    monkeypatch.setenv("V_CLIENT_SECRET", "client-secret-2")
+    config = parse_config(
+        """
+oauth: {redirect_base_url: "https://bot.example.com"}
+mcp:
+  servers:
+    slack:
+      url: https://mcp.slack.com/mcp
+      auth: oauth
+      oauth: {client_id: "${V_CLIENT_ID}", client_secret: "${env:V_CLIENT_SECRET}"}
+    written:
+      url: https://mcp.example.com/mcp
+      auth: oauth
+      oauth: {client_id: public-id, client_secret: written-secret-3, scopes: [read]}
+    linear: {url: "https://mcp.linear.app/mcp", auth: oauth}
+"""
+    )
+    environment = Environment(
+        slack_agent_secret_key="sealing-key-4", slack_agent_secret_key_previous="old-key-5"
+    )
+    found = set(configured_secrets(environment, config, environ={}))
+    wanted = {"client-id-1", "client-secret-2", "written-secret-3", "sealing-key-4", "old-key-5"}
+    assert wanted <= found
+    assert "public-id" not in found and "read" not in found
+    assert {"sealing-key-4", "old-key-5"} <= set(configured_secrets(environment, None, {}))
+
+
 def test_the_environments_url_passwords_and_otlp_headers_are_secrets() -> None:
     environment = Environment(
         redis_url="redis://:redis-pw-1@cache:6379/0",
