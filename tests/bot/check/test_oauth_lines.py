@@ -22,7 +22,7 @@ SOCKET_MODE = (
 FORGETS = "redis.require_persistence is off: a Redis restart forgets every connection"
 
 
-def signing_in(base_url: str = "https://bot.example.com", **sections: Any) -> AppConfig:
+def signing_in(base_url: str = "https://bot.example.com", **sections: dict[str, Any]) -> AppConfig:
     return AppConfig.model_validate(
         {
             "oauth": {"redirect_base_url": base_url},
@@ -57,12 +57,13 @@ def test_nothing_is_said_without_a_server_that_signs_people_in(http_mode: Enviro
 
 
 def test_persistent_redis_an_http_base_url_and_socket_mode() -> None:
-    persistent = {"redis": {"require_persistence": True}}
-    assert check_oauth(signing_in(**persistent), Environment(slack_app_token=None)) == [
+    persistent = {"require_persistence": True}
+    assert check_oauth(signing_in(redis=persistent), Environment(slack_app_token=None)) == [
         ok("oauth", "callback https://bot.example.com/oauth/callback")
     ]
     found = check_oauth(
-        signing_in("http://localhost:3000/", **persistent), Environment(slack_app_token="xapp-1")
+        signing_in("http://localhost:3000/", redis=persistent),
+        Environment(slack_app_token="xapp-1"),
     )
     assert found == [
         ok("oauth", "callback http://localhost:3000/oauth/callback"),

@@ -75,7 +75,8 @@ def test_oauth_needs_the_secret_key(monkeypatch: pytest.MonkeyPatch) -> None:
         }
     )
     plain = AppConfig.model_validate({"mcp": {"servers": {"files": {"command": "npx"}}}})
-    for command in ("run", "worker", "chat"):
+    commands: tuple[Command, ...] = ("run", "worker", "chat")
+    for command in commands:
         found = missing_settings(Environment(), signing_in, command)
         assert [str(m) for m in found] == [
             "SLACK_AGENT_SECRET_KEY is not set: mcp.servers.linear has auth: oauth: people's "
@@ -92,5 +93,5 @@ def test_oauth_needs_the_secret_key(monkeypatch: pytest.MonkeyPatch) -> None:
     (both,) = missing_settings(Environment(), two, "chat")
     assert both.why.startswith("mcp.servers.linear, mcp.servers.slack have auth: oauth: ")
     monkeypatch.setenv("SLACK_AGENT_SECRET_KEY", "a2V5")
-    for command in ("run", "worker", "chat"):
+    for command in commands:
         assert names(command, signing_in) == []
