@@ -1,4 +1,5 @@
-"""The ``mcp:`` section of the config file: which servers, how to reach them, which tools."""
+"""The ``mcp:`` section of the config file: which servers, how to reach them, whether each
+person signs in to them (``auth: oauth``), which tools."""
 
 from __future__ import annotations
 
