@@ -209,11 +209,10 @@ class Connections:
 
 @dataclass(frozen=True)
 class _Record:
-    """A token hash as read: its plain fields and the sealed blob."""
+    """A token hash as read: whose issuer, its version, the sealed blob."""
 
     issuer: _Issuer
     ver: int
-    exp: float | None
     sealed: str
 
 
@@ -311,8 +310,9 @@ class TokenRecords:
         except ValidationError:
             log.warning("a sign-in token of %s for %s is not a token", a.user, self.server)
             return None
-        self._remember(Held(record.ver, snapshot), record.issuer.iss8)
-        return self._held
+        opened = Held(record.ver, snapshot)
+        self._remember(opened, record.issuer.iss8)
+        return opened
 
     def _remember(self, held: Held, iss8: str) -> None:
         self._held, self._held_iss8 = held, iss8
@@ -327,7 +327,9 @@ class TokenRecords:
         try:
             return await self._fresh(after_401_of)
         except REDIS_DOWN as error:
-            log.warning("sign-in tokens for %s cannot be read: %s", self.server, type(error))
+            log.warning(
+                "sign-in tokens for %s cannot be read: %s", self.server, type(error).__name__
+            )
             return Unavailable("redis")
 
     async def _fresh(self, after_401_of: int | None) -> Freshness:
@@ -351,8 +353,9 @@ class TokenRecords:
             again = self._opened(record) if record is not None else None
             if record is None or again is None:
                 return Gone()
-            if again.ver != held.ver and _usable(again, after_401_of):
-                return again  # another process refreshed it meanwhile
+            moved_on = again.ver != held.ver or record.issuer.iss8 != iss8
+            if moved_on and _usable(again, after_401_of):
+                return again  # another process refreshed it (or the person reconnected)
             return await self._refreshed(again, record.issuer)
         finally:
             # A lock that lapsed (another may hold it now) is not this process's to free.
@@ -385,8 +388,9 @@ class TokenRecords:
         )
         if not written:  # a newer record was written meanwhile (the lock lapsed): it stands
             return await self._now()
-        self._remember(Held(written, snapshot), issuer.iss8)
-        return self._held or Gone()
+        refreshed = Held(written, snapshot)
+        self._remember(refreshed, issuer.iss8)
+        return refreshed
 
     async def _now(self) -> Freshness:
         held = await self.current()
@@ -546,8 +550,7 @@ class ClientRecords:
 def _record(issuer: _Issuer, data: dict[str, str]) -> _Record | None:
     if not data or not data.get("ct"):
         return None
-    exp = data.get("exp") or ""
-    return _Record(issuer, int(data["ver"]), float(exp) if exp else None, data["ct"])
+    return _Record(issuer, int(data["ver"]), data["ct"])
 
 
 def _usable(held: Held, after_401_of: int | None) -> bool:

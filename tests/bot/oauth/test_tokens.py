@@ -10,7 +10,8 @@ import asyncio
 import json
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 import redis.asyncio as redis
@@ -22,7 +23,9 @@ from bot.oauth.crypto import Sealer
 from bot.oauth.records import ClientRecords, Connection, Connections, TeamConnection
 from bot.process.state import State
 from bot.state.audit import AuditKind, AuditLog
+from bot.state.redis.errors import NotReplicated
 from bot.state.redis.keys import Keys, issuer_id
+from bot.state.redis.replication import Replication
 from tools.mcp.oauth.tokens import (
     Account,
     Gone,
@@ -339,6 +342,30 @@ async def test_connecting_again_replaces_the_connection_and_forgetting_audits_on
 
 
 @pytest.mark.cluster
+async def test_a_connection_stored_meanwhile_is_replaced_not_left_behind(state: State) -> None:
+    server = AuthorizationServer()
+    store, elsewhere = connections(state), connections(state)
+    step = store.store_step
+
+    async def interleaved(keys: Sequence[str] = (), args: Sequence[Any] = ()) -> Any:
+        if not await state.client.exists(token_key(state, issuer=OTHER_ISSUER)):
+            # Another replica connects the person (to another issuer) just before this step.
+            other = elsewhere.tokens(ALICE, "files", server.refresh)
+            await other.store(snapshot("o", 3600, OTHER_ISSUER), actor="U1")
+        return await step(keys=keys, args=args)
+
+    store.store_step = interleaved  # type: ignore[assignment]
+    held = await store.tokens(ALICE, "files", server.refresh).store(snapshot(1, 3600), actor="U1")
+
+    assert held.ver == 2  # after the one it replaced
+    assert not await state.client.exists(token_key(state, issuer=OTHER_ISSUER))
+    [mine] = await store.connections(ALICE)
+    assert mine.issuer == ISSUER
+    reader = connections(state).tokens(ALICE, "files", server.refresh)
+    assert await reader.current() == held
+
+
+@pytest.mark.cluster
 async def test_records_of_one_issuer_refuse_a_token_of_another(state: State) -> None:
     server = AuthorizationServer()
     pinned = connections(state).tokens(ALICE, "files", server.refresh, issuer=ISSUER)
@@ -420,6 +447,30 @@ async def test_nothing_in_redis_holds_a_token_or_secret_in_plain_text(
     assert "files:read" in text and "v1." in text  # what lists it, and the sealed blobs
     for secret in SECRETS:
         assert secret not in text
+
+
+async def test_every_write_waits_for_a_replica(state: State) -> None:
+    """On the shared Redis, which no replica follows: each write is made, then refused as
+    unconfirmed, as a failover could lose it (the refresh's write too: its caller is told the
+    token is unavailable, not handed a token Redis may forget)."""
+    assert (await state.client.info("replication"))["connected_slaves"] == 0
+    unconfirmed = Replication(1, timeout_ms=20)
+    store = Connections(state.client, state.keys, Sealer(KEY), state.shared.audit, unconfirmed)
+    server = AuthorizationServer()
+    files = store.tokens(ALICE, "files", server.refresh)
+    with pytest.raises(NotReplicated):
+        await files.store(snapshot(1, 5), actor="U1")
+    assert await state.client.hget(token_key(state), "ver") == "1"  # made, not confirmed
+    assert await files.fresh() == Unavailable("redis")
+    assert server.calls == 1 and await state.client.hget(token_key(state), "ver") == "2"
+    with pytest.raises(NotReplicated):
+        await files.forget(actor="U1")
+    assert not await state.client.exists(token_key(state))
+    clients = ClientRecords(
+        state.client, state.keys, Sealer(KEY), "files", REDIRECT, replication=unconfirmed
+    )
+    with pytest.raises(NotReplicated):
+        await clients.set_client_info(snapshot(1, 5).client_info)
 
 
 def free_port() -> int:
