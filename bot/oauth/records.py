@@ -125,6 +125,12 @@ return 1
 """
 
 
+class KeyNotHeld(Exception):
+    """A record sealed with a key this process does not hold: a replica deployed with another
+    ``SLACK_AGENT_SECRET_KEY``. Read as unavailable, never as "not connected": asking people to
+    connect again would seal their new tokens with the wrong key."""
+
+
 @dataclass(frozen=True)
 class Connection:
     """One of a person's connections, as listed (no secret)."""
@@ -300,6 +306,8 @@ class TokenRecords:
         try:
             snapshot = TokenSnapshot.model_validate_json(self._c.sealer.open(record.sealed, aad))
         except Unreadable as error:
+            if error.reason == "other key":  # a replica with the wrong key: never "reconnect"
+                raise KeyNotHeld from None
             log.warning(
                 "a sign-in token of %s for %s does not open (%s): connect again",
                 a.user,
@@ -326,6 +334,15 @@ class TokenRecords:
         ``Unavailable``: Redis or the authorization server could not be reached."""
         try:
             return await self._fresh(after_401_of)
+        except KeyNotHeld:
+            log.warning(
+                "a sign-in token of %s for %s is sealed with a key this process does not hold "
+                "(check SLACK_AGENT_SECRET_KEY and SLACK_AGENT_SECRET_KEY_PREVIOUS on every "
+                "replica)",
+                self.account.user,
+                self.server,
+            )
+            return Unavailable("key")
         except REDIS_DOWN as error:
             log.warning(
                 "sign-in tokens for %s cannot be read: %s", self.server, type(error).__name__
@@ -530,6 +547,8 @@ class ClientRecords:
             plain = self.sealer.open(str(sealed), self._aad)
             return OAuthClientInformationFull.model_validate_json(plain)
         except Unreadable as error:
+            if error.reason == "other key":  # a replica with the wrong key: never "reconnect"
+                raise KeyNotHeld from None
             log.warning("the client registration for %s does not open (%s)", self.server, error)
             return None
         except ValidationError:

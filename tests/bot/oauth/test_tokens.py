@@ -376,7 +376,7 @@ async def test_records_of_one_issuer_refuse_a_token_of_another(state: State) -> 
 
 
 @pytest.mark.cluster
-async def test_a_token_sealed_with_another_key_reads_as_not_connected(state: State) -> None:
+async def test_a_token_sealed_with_another_key_is_unavailable_not_gone(state: State) -> None:
     server = AuthorizationServer()
     await (
         connections(state)
@@ -384,7 +384,11 @@ async def test_a_token_sealed_with_another_key_reads_as_not_connected(state: Sta
         .store(snapshot(1, 3600), actor="U1")
     )
     other = Sealer(bytes(range(50, 82)))
-    assert await connections(state, other).tokens(ALICE, "files", server.refresh).fresh() == Gone()
+    # A replica with the wrong key must not ask people to connect again (their new tokens
+    # would be sealed with that key): the token is unavailable there, and kept.
+    assert await connections(state, other).tokens(ALICE, "files", server.refresh).fresh() == (
+        Unavailable("key")
+    )
     rotated = Sealer(bytes(range(50, 82)), previous=KEY)
     assert isinstance(
         await connections(state, rotated).tokens(ALICE, "files", server.refresh).fresh(), Held
