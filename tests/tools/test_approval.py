@@ -174,8 +174,6 @@ async def test_an_approver_without_not_started_lets_the_refusal_pass() -> None:
     async def approver(t: Tool, arguments: dict[str, Any]) -> Verdict:
         return Approved()
 
-    wrapped = await ApprovalToolset(StaticToolset([send_report]), approver).get_tool(
-        "send_report"
-    )
+    wrapped = await ApprovalToolset(StaticToolset([send_report]), approver).get_tool("send_report")
     with pytest.raises(SignInNeeded):
         await wrapped.invoke({"name": "q8"})
