@@ -89,11 +89,15 @@ class ApprovalRequest:
     source: str = ""  # where the tool comes from: "python", "module NAME", "mcp SERVER"
     destructive: bool = False  # marked destructive (an MCP hint) or confirm=True (Python)
     kind: str = APPROVAL  # APPROVAL or SIGN_IN
-    server: str = ""  # the MCP server the tool comes from ("" for any other tool)
+    server: str = ""  # the MCP server (not given: the one ``source`` names; "" for others)
     link: str = dataclasses.field(
         default="", repr=False
     )  # a sign-in's start link, sealed by the caller
     shown: bool = False  # a sign-in's link was sent to the person (an ephemeral message)
+
+    def __post_init__(self) -> None:
+        if not self.server:  # stored before it was kept, or an approval's: from its source
+            object.__setattr__(self, "server", server_of(self.source))
 
     @property
     def open(self) -> bool:
@@ -138,7 +142,7 @@ class ApprovalRequest:
             source=data.get("source", ""),
             destructive=data.get("destructive") == "1",
             kind=data.get("kind") or APPROVAL,
-            server=data.get("server") or server_of(data.get("source", "")),
+            server=data.get("server", ""),
             link=data.get("link", ""),
             shown=data.get("shown") == "1",
         )
