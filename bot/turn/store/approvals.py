@@ -90,9 +90,8 @@ class ApprovalRequest:
     destructive: bool = False  # marked destructive (an MCP hint) or confirm=True (Python)
     kind: str = APPROVAL  # APPROVAL or SIGN_IN
     server: str = ""  # the MCP server (not given: the one ``source`` names; "" for others)
-    link: str = dataclasses.field(
-        default="", repr=False
-    )  # a sign-in's start link, sealed by the caller
+    # a sign-in's start link, sealed by the caller (never in a log line all the same)
+    link: str = dataclasses.field(default="", repr=False)
     shown: bool = False  # a sign-in's link was sent to the person (an ephemeral message)
 
     def __post_init__(self) -> None:
@@ -440,12 +439,11 @@ class Approvals:
         """The call's sign-in requests so far: how many, and its newest (what the call
         waits on if it waits for a sign-in)."""
         ids: dict[str, str] = await self.client.hgetall(self.keys.turn_approvals(entry_id))
-        numbered = {
-            n: request_id
-            for f, request_id in ids.items()
-            if f.startswith(SIGN_IN_FIELD) and (found := call_of(f))[0] == call_id
-            for n in (found[1],)
-        }
+        numbered: dict[int, str] = {}
+        for f, request_id in ids.items():
+            call, n = call_of(f)
+            if n and call == call_id:
+                numbered[n] = request_id
         if not numbered:
             return CallSignIns(0, None)
         count = max(numbered)
@@ -600,29 +598,16 @@ def audited(
     """The audit entry of what happened to ``request`` (requested, approved, denied,
     expired), by ``actor`` (the person who asked, unless another is named): an approval's
     is about its tool, a sign-in's is a connection's, about its server."""
-    if request.sign_in:
-        return AuditEntry(
-            kind=AuditKind.CONNECTION,
-            actor=actor or request.user,
-            action=action,
-            target=request.server,
-            outcome=outcome,
-            detail={
-                **as_fields(request),
-                "server": request.server,
-                **extra,
-                "channel": request.channel,
-                "thread": request.thread_ts,
-            },
-        )
+    server = {"server": request.server} if request.sign_in else {}
     return AuditEntry(
-        kind=AuditKind.APPROVAL,
+        kind=AuditKind.CONNECTION if request.sign_in else AuditKind.APPROVAL,
         actor=actor or request.user,
         action=action,
-        target=request.tool,
+        target=request.server if request.sign_in else request.tool,
         outcome=outcome,
         detail={
             **as_fields(request),
+            **server,
             **extra,
             "channel": request.channel,
             "thread": request.thread_ts,

@@ -1,7 +1,8 @@
 """A parked turn waits on each call's newest request: a call whose approval was decided and
 that then waits for its person to sign in (a step-up) keeps its turn parked, not woken,
-begun and parked again at every look. End to end: signed requests, the fake Slack and the
-fake LLM, the real Redis; the sign-in is opened in the store as the gate opens it."""
+begun and parked again at every look (end to end: signed requests, the fake Slack and the
+fake LLM, the real Redis; the sign-in is opened in the store as the gate opens it). A turn
+that goes on past its requests' deadlines audits each expiry by its kind."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import json
 
 import pytest
 
+from bot.process.state import State
+from bot.state.audit import AuditKind
 from bot.turn import parking
+from bot.turn.fence import TurnFence
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.states import TurnState
 from bot.turn.store.approvals import SIGN_IN, ApprovalState, sign_in_field
@@ -84,3 +88,41 @@ async def test_open_sign_in_after_approval_does_not_spin(
     assert len(app.llm.requests) == asked and trading_tools.RUNS == []
     still = await approvals.get(signin.id)
     assert still is not None and still.open
+
+
+async def test_a_turns_own_look_audits_an_expired_sign_in_as_a_connection(state: State) -> None:
+    """The parked turn meets its requests past their deadline before any sweep did: it
+    expires them as it goes on, and audits each by its kind in the move."""
+    turn = Turn("T1", "C1", "741.1", "U1", "push and buy", message_ts="741.1")
+    entry_id = await state.threads.queue.enqueue(turn)
+    assert entry_id is not None
+    lease = await state.threads.locks.try_acquire(turn.thread_key, "w1")
+    assert lease is not None
+    queued = QueuedTurn(entry_id, turn)
+    owned = state.threads.records.owned(entry_id, turn.thread_key, lease.token)
+    await owned.begin()
+    fence = TurnFence(queued, lease, owned)
+    approvals = state.threads.approvals
+    signin, _ = await approvals.open(
+        queued, "c1", "gh_push", "", 0, kind=SIGN_IN, server="github", field=sign_in_field("c1", 1)
+    )
+    approval, _ = await approvals.open(queued, "c2", "place_order", "{}", 0)
+    await fence.move(TurnState.AWAITING_APPROVAL, {"parked": json.dumps(["c1", "c2"])})
+    record = await state.threads.records.read(entry_id)
+    assert record is not None and record.parked == ["c1", "c2"]
+
+    assert await parking.unpark(state.turn_stores(), queued, record, fence)
+    entries = {e.action: e for e in await state.shared.audit.latest(10)}
+    connection, expired = entries["signin_expired"], entries["approval_expired"]
+    assert (connection.kind, connection.target, connection.actor) == (
+        AuditKind.CONNECTION,
+        "github",
+        "U1",
+    )
+    assert connection.detail["server"] == "github" and connection.detail["call"] == "c1"
+    assert (expired.kind, expired.target) == (AuditKind.APPROVAL, "place_order")
+    for request in (signin, approval):
+        now = await approvals.get(request.id)
+        assert now is not None and now.state is ApprovalState.EXPIRED
+    after = await state.threads.records.read(entry_id)
+    assert after is not None and after.state is TurnState.RUNNING
