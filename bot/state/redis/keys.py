@@ -142,7 +142,8 @@ class Keys:
         return f"{self._of_id(entry_id)}turn:{entry_id}:reruns"
 
     def turn_approvals(self, entry_id: str) -> str:
-        """The turn's approval requests: call id -> request id."""
+        """The turn's approval requests: call id -> request id (a sign-in's field:
+        ``signin:<call id>:<n>``)."""
         return f"{self._of_id(entry_id)}turn:{entry_id}:approvals"
 
     def approval(self, request_id: str) -> str:
