@@ -9,8 +9,9 @@ code for that subject and redirects to the client's ``redirect_uri`` with ``stat
 again after its rotation revokes its whole family (a double refresh shows). For the resource
 server and the tests: ``/_test/introspect`` (POST ``token``), ``/_test/revoke?user=``,
 ``/_test/counts``, ``/_test/requests`` (what the authorization and token requests carried, no
-secret), ``/_test/client-metadata`` (POST a client ID metadata document, as if the server had
-fetched it: tests have no https).
+secret), ``/_test/status/<code>`` (answers with that status: an endpoint that fails),
+``/_test/client-metadata`` (POST a client ID metadata document, as if the server had fetched
+it: tests have no https).
 
 In-process (a thread, for fast tests): ``with AuthServer(Switches(...)) as server:``.
 As a process: ``python -m tests.fakes.oauth_server PORT [--expires-in S] [--cimd] [--iss
@@ -30,6 +31,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
@@ -62,7 +64,7 @@ WRONG_ISSUER = "https://evil.example.com"
 
 @dataclass
 class Switches:
-    """How the server behaves; a test changes them before the flow it tests."""
+    """How the server behaves; a test may change them at any time (each request reads them)."""
 
     expires_in: int = 3600  # access tokens' life, seconds
     cimd: bool = False  # advertise client ID metadata documents
@@ -367,38 +369,65 @@ class TokenRequestLog:
         await self.app(scope, replay, answer)
 
 
-def build_app(authority: Authority) -> Starlette:
+class Switched:
+    """A route that answers 404 while its switch is off."""
+
+    def __init__(self, app: ASGIApp, on: Callable[[], bool]) -> None:
+        self.app = app
+        self.on = on
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.on():
+            await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def metadata_of(authority: Authority) -> OAuthMetadata:
+    """The server's metadata as its switches are now."""
     switches = authority.switches
     issuer = AnyHttpUrl(authority.issuer)
-    registration = ClientRegistrationOptions(
-        enabled=switches.registration, valid_scopes=switches.scopes
-    )
-    revocation = RevocationOptions(enabled=switches.revocation)
-    routes = create_auth_routes(
-        authority,
+    metadata = build_metadata(
         issuer,
-        client_registration_options=registration,
-        revocation_options=revocation,
-    )
-    metadata = build_metadata(issuer, None, registration, revocation).model_dump(
-        mode="json", exclude_none=True
-    )
+        None,
+        ClientRegistrationOptions(enabled=switches.registration, valid_scopes=switches.scopes),
+        RevocationOptions(enabled=switches.revocation),
+    ).model_dump(mode="json", exclude_none=True)
     metadata["issuer"] = authority.issuer  # exactly as the resource server names it
     metadata["token_endpoint_auth_methods_supported"] = [
         "client_secret_basic",
         "client_secret_post",
         "none",
     ]
-    if not switches.registration:
-        metadata.pop("registration_endpoint", None)
     if switches.cimd:
         metadata["client_id_metadata_document_supported"] = True
     if switches.advertise_iss:
         metadata["authorization_response_iss_parameter_supported"] = True
-    handler = MetadataHandler(OAuthMetadata.model_validate(metadata))
+    return OAuthMetadata.model_validate(metadata)
+
+
+def build_app(authority: Authority) -> Starlette:
+    switches = authority.switches
+    routes = create_auth_routes(
+        authority,
+        AnyHttpUrl(authority.issuer),
+        client_registration_options=ClientRegistrationOptions(
+            enabled=True, valid_scopes=switches.scopes
+        ),
+        revocation_options=RevocationOptions(enabled=True),
+    )
+    for route in routes:
+        if route.path == "/register":
+            route.app = Switched(route.app, lambda: switches.registration)
+        elif route.path == "/revoke":
+            route.app = Switched(route.app, lambda: switches.revocation)
+
+    async def metadata(request: Request) -> Response:
+        return await MetadataHandler(metadata_of(authority)).handle(request)
+
     routes[0] = Route(
         "/.well-known/oauth-authorization-server",
-        endpoint=cors_middleware(handler.handle, ["GET", "OPTIONS"]),
+        endpoint=cors_middleware(metadata, ["GET", "OPTIONS"]),
         methods=["GET", "OPTIONS"],
     )
 
@@ -431,8 +460,13 @@ def build_app(authority: Authority) -> Starlette:
         authority.add_document(json.loads(await request.body()))
         return JSONResponse({"ok": True})
 
+    async def status(request: Request) -> Response:
+        code = int(request.path_params["code"])
+        return JSONResponse({"error": "server_error", "error_description": "told to"}, code)
+
     routes += [
         Route("/login", login),
+        Route("/_test/status/{code:int}", status, methods=["GET", "POST"]),
         Route("/_test/introspect", introspect, methods=["POST"]),
         Route("/_test/revoke", revoke_user, methods=["GET", "POST"]),
         Route("/_test/counts", counts),
