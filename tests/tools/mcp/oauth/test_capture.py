@@ -130,8 +130,9 @@ async def url_built_by(auth: httpx2.Auth, site: Site, built: asyncio.Future[str]
             await http.post(f"{RS}/mcp", headers=headers)
 
     task = asyncio.create_task(send())
+    waits: set[asyncio.Future[Any]] = {task, built}
     async with asyncio.timeout(10):
-        await asyncio.wait({task, built}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
