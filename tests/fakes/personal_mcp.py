@@ -1,0 +1,306 @@
+"""A real MCP server that signs each person in: the mcp SDK's ``MCPServer`` as an OAuth
+protected resource (``AuthSettings``: the test authorization server of
+``tests/fakes/oauth_server.py`` as issuer, tokens bound to this server's URL, ``files:read``
+required), its tokens checked by asking that server (``/_test/introspect``).
+
+Tools answer for the token's subject: ``whoami``; ``read_private(name)``, that person's own
+file (alice's and bob's differ); ``write_note(text)``, not read-only, which needs the scope
+``files:write``: without it the HTTP request is refused with 403 ``insufficient_scope`` (a
+step-up), before the call starts. ``tools/list`` differs per subject (bob has no
+``write_note``); its cache hints (``ttlMs``, ``cacheScope``, 2026-07-28) come from flags.
+
+In-process (a thread): ``with PersonalMcp(auth_server_url) as server:``.
+As a process: ``python -m tests.fakes.personal_mcp PORT AS_URL [--list-ttl-ms N]
+[--list-scope public|private] [--legacy]`` (``--legacy``: a 2025-11-25 server, no
+``server/discover``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+from types import TracebackType
+from typing import Literal
+
+import httpx2
+import mcp_types as types
+import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.routes import build_resource_metadata_url
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.caching import CacheHint
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tests.fakes.oauth_server import ThreadedServer, bound_socket, wait_listening
+
+READ = "files:read"
+WRITE = "files:write"
+FILES = {
+    "alice": {"plan": "alice's plan: ship the sign-in", "notes": "alice keeps her notes here"},
+    "bob": {"plan": "bob's plan: review the sign-in"},
+}
+LISTED = {
+    "alice": {"whoami", "read_private", "write_note"},
+    "bob": {"whoami", "read_private"},
+}
+
+
+def _subject() -> str:
+    token = get_access_token()
+    return (token.subject if token is not None else None) or "nobody"
+
+
+class IntrospectingVerifier:
+    """Checks a bearer token by asking the authorization server about it."""
+
+    def __init__(self, auth_server_url: str) -> None:
+        self.url = f"{auth_server_url}/_test/introspect"
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            response = await http.post(self.url, data={"token": token})
+        found = response.json()
+        if not found.get("active"):
+            return None
+        return AccessToken(
+            token=token,
+            client_id=found["client_id"],
+            scopes=found["scope"].split(),
+            expires_at=found.get("exp"),
+            resource=found.get("aud"),
+            subject=found.get("sub"),
+        )
+
+
+class Files(MCPServer):
+    async def list_tools(self) -> list[types.Tool]:
+        """Each person is offered their own tools."""
+        offered = LISTED.get(_subject(), {"whoami"})
+        return [tool for tool in await super().list_tools() if tool.name in offered]
+
+
+def build_server(auth_server_url: str, resource_url: str, cache: CacheHint | None) -> Files:
+    server = Files(
+        "files",
+        auth=AuthSettings(
+            issuer_url=auth_server_url,  # as a string: no trailing slash is added
+            resource_server_url=resource_url,
+            validate_token_resource=True,
+            required_scopes=[READ],
+        ),
+        token_verifier=IntrospectingVerifier(auth_server_url),
+        cache_hints={"tools/list": cache} if cache is not None else None,
+    )
+    notes: dict[str, list[str]] = {}
+
+    @server.tool(annotations=types.ToolAnnotations(readOnlyHint=True))
+    def whoami() -> str:
+        """Who the server takes you for."""
+        return _subject()
+
+    @server.tool(annotations=types.ToolAnnotations(readOnlyHint=True))
+    def read_private(name: str) -> str:
+        """One of your own files."""
+        files = FILES.get(_subject(), {})
+        if name not in files:
+            raise ValueError(f"you have no file named {name}")
+        return files[name]
+
+    @server.tool(annotations=types.ToolAnnotations(readOnlyHint=False))
+    def write_note(text: str) -> str:
+        """Adds a note to your files (needs the files:write scope)."""
+        notes.setdefault(_subject(), []).append(text)
+        return f"noted for {_subject()}: {text}"
+
+    return server
+
+
+class StepUp:
+    """Refuses a ``tools/call`` of ``write_note`` at the HTTP level (403
+    ``insufficient_scope``, naming ``files:write``) when the token lacks that scope."""
+
+    def __init__(self, app: ASGIApp, resource_metadata_url: str) -> None:
+        self.app = app
+        self.resource_metadata_url = resource_metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("user")
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        if isinstance(user, AuthenticatedUser) and WRITE not in user.scopes and _calls_write(body):
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{WRITE}", '
+                f'resource_metadata="{self.resource_metadata_url}", '
+                'error_description="writing needs files:write"'
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [
+                        (b"www-authenticate", challenge.encode()),
+                        (b"content-type", b"application/json"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+def _calls_write(body: bytes) -> bool:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    messages = message if isinstance(message, list) else [message]
+    return any(
+        isinstance(m, dict)
+        and m.get("method") == "tools/call"
+        and isinstance(m.get("params"), dict)
+        and m["params"].get("name") == "write_note"
+        for m in messages
+    )
+
+
+async def _no_discover(ctx: object, params: types.RequestParams) -> types.DiscoverResult:
+    """A 2025-11-25 server does not know ``server/discover``."""
+    raise MCPError(types.METHOD_NOT_FOUND, "Method not found: server/discover")
+
+
+def build_app(
+    auth_server_url: str,
+    base_url: str,
+    *,
+    list_ttl_ms: int | None = None,
+    list_scope: Literal["public", "private"] = "private",
+    legacy: bool = False,
+) -> Starlette:
+    resource_url = f"{base_url}/mcp"
+    cache = CacheHint(ttl_ms=list_ttl_ms, scope=list_scope) if list_ttl_ms is not None else None
+    server = build_server(auth_server_url, resource_url, cache)
+    if legacy:
+        server._lowlevel_server.add_request_handler(
+            "server/discover", types.RequestParams, _no_discover
+        )
+    app = server.streamable_http_app(host="127.0.0.1")
+    metadata_url = str(build_resource_metadata_url(AnyHttpUrl(resource_url)))
+    for route in app.routes:
+        if isinstance(route, Route) and route.path == "/mcp":
+            route.app = StepUp(route.app, metadata_url)
+    return app
+
+
+class PersonalMcp:
+    """The server in a thread of this process; ``url`` is its MCP endpoint."""
+
+    def __init__(
+        self,
+        auth_server_url: str,
+        *,
+        list_ttl_ms: int | None = None,
+        list_scope: Literal["public", "private"] = "private",
+        legacy: bool = False,
+    ) -> None:
+        sock = bound_socket()
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.url = f"{base}/mcp"
+        app = build_app(
+            auth_server_url, base, list_ttl_ms=list_ttl_ms, list_scope=list_scope, legacy=legacy
+        )
+        self._server = ThreadedServer(app, sock)
+
+    def __enter__(self) -> PersonalMcp:
+        self._server.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._server.stop()
+
+
+class PersonalMcpProcess:
+    """``python -m tests.fakes.personal_mcp PORT AS_URL ...`` as a process."""
+
+    def __init__(self, auth_server_url: str, *options: str) -> None:
+        sock = bound_socket()
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.auth_server_url = auth_server_url
+        self.options = options
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.fakes.personal_mcp",
+                str(self.port),
+                self.auth_server_url,
+                *self.options,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_listening(self.port, self.process)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(10)
+            self.process = None
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("auth_server_url")
+    parser.add_argument("--list-ttl-ms", type=int, default=None)
+    parser.add_argument("--list-scope", choices=["public", "private"], default="private")
+    parser.add_argument("--legacy", action="store_true")
+    args = parser.parse_args(argv[1:])
+    app = build_app(
+        args.auth_server_url,
+        f"http://127.0.0.1:{args.port}",
+        list_ttl_ms=args.list_ttl_ms,
+        list_scope=args.list_scope,
+        legacy=args.legacy,
+    )
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    asyncio.run(uvicorn.Server(config).serve([bound_socket(args.port)]))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
