@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -14,7 +12,9 @@ from bot.agent.loop import LoopSettings, run_turn
 from bot.console.approval import console_approver
 from bot.console.asker import ConsoleAsker
 from bot.console.display import ConsoleDisplay
+from bot.console.interrupt import CtrlC
 from bot.console.lines import LineReader
+from bot.console.sign_in import ConsoleTerminal
 from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.redis.thread_key import ThreadKey
@@ -54,11 +54,14 @@ class ConsoleTools:
     """The tools the console's person may use, as the policy gives them on every surface
     (``Policy.guarded``: roles, switches, and each call that needs a person's approval put
     to the approver passed in), the roles that decided it, and whether that person may
-    approve (``approval.approvers``: they are the requester)."""
+    approve (``approval.approvers``: they are the requester); and, when an MCP server signs
+    each person in, how their calls wait for them to connect at the terminal (``sign_in``:
+    the guarded tools wrapped in the sign-in gate, ``bot/console/sign_in.py``)."""
 
     guarded: Callable[[Approver | None], Toolset]
     roles: list[str]
     may_decide: bool
+    sign_in: Callable[[Toolset, ConsoleTerminal], Toolset] | None = None
 
 
 async def run_chat(
@@ -79,6 +82,9 @@ async def run_chat(
     # the console's person, and MCP questions are asked here on a terminal only.
     approver = console_approver(interactive, options.yes, tools.may_decide, lines, stderr)
     approved = tools.guarded(approver)
+    ctrl_c = CtrlC()  # a turn's, or a sign-in's inside it
+    if tools.sign_in is not None:
+        approved = tools.sign_in(approved, ConsoleTerminal(interactive, stderr, ctrl_c))
     asker = ConsoleAsker(lines, stderr) if interactive else None
     user = options.user or "console"
     toolset = for_requester(
@@ -105,7 +111,8 @@ async def run_chat(
             stderr.write(HELP + "\n")
             continue
         cancel = asyncio.Event()
-        with _ctrl_c_sets(cancel, interactive):
+        # While a turn runs on a terminal, Ctrl-C stops the turn instead of the console.
+        with ctrl_c.calls(cancel.set, enabled=interactive):
             result = await run_turn(
                 conversation.model,
                 conversation.settings,
@@ -134,21 +141,3 @@ async def _prompts(lines: LineReader, stderr: TextIO, interactive: bool) -> Asyn
         text = line.strip()
         if text:
             yield text
-
-
-@contextlib.contextmanager
-def _ctrl_c_sets(cancel: asyncio.Event, enabled: bool) -> Iterator[None]:
-    """While a turn runs on a terminal, Ctrl-C stops the turn instead of the console."""
-    loop = asyncio.get_running_loop()
-    installed = False
-    if enabled:
-        try:
-            loop.add_signal_handler(signal.SIGINT, cancel.set)
-            installed = True
-        except (NotImplementedError, RuntimeError):
-            pass
-    try:
-        yield
-    finally:
-        if installed:
-            loop.remove_signal_handler(signal.SIGINT)

@@ -26,6 +26,7 @@ from bot.slack.inbound.listeners import (
 )
 from bot.slack.inbound.listeners import approvals as approval_clicks
 from bot.slack.inbound.listeners import feedback as feedback_clicks
+from bot.slack.inbound.listeners import sign_in as sign_in_clicks
 from bot.slack.inbound.listeners import tool_output as output_clicks
 from bot.slack.inbound.replays import AcceptedOnce
 from bot.slack.inbound.storage_down import RefusalLog, is_storage_down, storage_down_response
@@ -101,6 +102,7 @@ def build_app(
         output_clicks.register(app, outputs, policy, audit, later)
     if approvals is not None and audit is not None:
         approval_clicks.register(app, approvals, audit, policy, approval or ApprovalConfig(), later)
+        sign_in_clicks.register(app, approvals, audit, settings.command, later)
 
     @app.error
     async def on_error(

@@ -1,7 +1,8 @@
 """Approval cards in a turn's thread: posted once per set of calls a turn waits for
 (recorded before and after, found by its tag when a post's outcome was never learnt), and
 rewritten from the requests whenever a decision changes what they show (the card's words:
-``bot/slack/blocks/approval_card.py``)."""
+``bot/slack/blocks/approval_card.py``). A sign-in request has a card of its own
+(``sign_in.py``)."""
 
 from __future__ import annotations
 
@@ -70,10 +71,10 @@ async def refresh(
     requests: Iterable[ApprovalRequest],
     deciders: Deciders,
 ) -> None:
-    """Rewrite every card showing one of ``requests`` as the requests are now (best
-    effort: a card that cannot be rewritten keeps what it showed; a click on it is
-    answered from Redis anyway)."""
-    cards = {r.card_ts: r for r in requests if r.card_ts}
+    """Rewrite every approval card showing one of ``requests`` as the requests are now
+    (best effort: a card that cannot be rewritten keeps what it showed; a click on it is
+    answered from Redis anyway). Sign-in cards: ``sign_in.refresh``."""
+    cards = {r.card_ts: r for r in requests if r.card_ts and not r.sign_in}
     for card_ts, one in cards.items():
         shown = [r for r in await approvals.of_turn(one.entry) if r.card_ts == card_ts]
         await safe_call(

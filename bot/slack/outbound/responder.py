@@ -21,6 +21,7 @@ from bot.slack.errors import error_code, is_temporary, sorted_for_delivery
 from bot.slack.identity import BotIdentity, Me
 from bot.slack.outbound.delivery import ControlState, MessageState, SlackDelivery
 from bot.slack.outbound.ledger import DeliveryLedger
+from bot.slack.outbound.sign_in import LinkOpener
 from bot.slack.outbound.status import SessionSupport
 from bot.slack.outbound.tagging import OwnMessage, find_own, first_message, tag
 from bot.slack.outbound.thread import TurnThread, stopped_streams
@@ -49,9 +50,11 @@ class SlackResponder:
         model: str = "",
         approvals: Approvals | None = None,
         decide: Deciders | None = None,
+        open_link: LinkOpener | None = None,
     ) -> None:
         """``decide``: who may decide an approval request (the approval cards say so; by
-        default the requester and admins)."""
+        default the requester and admins); ``open_link``: unseals a sign-in request's
+        start link, to send it to its person (None: no server signs people in)."""
         self.client = client
         self.settings = settings
         self.identity = identity or BotIdentity(client)
@@ -60,6 +63,7 @@ class SlackResponder:
         self.sessions = SessionSupport(settings.agent_sessions)
         self.approvals = approvals
         self.decide = decide or deciders(ApprovalConfig(), {})
+        self.open_link = open_link
 
     async def me(self) -> Me:
         """Who the bot is (auth.test, once per process)."""
@@ -84,6 +88,7 @@ class SlackResponder:
             model=self.model,
             approvals=self.approvals,
             decide=self.decide,
+            open_link=self.open_link,
         )
         try:
             if delivery:

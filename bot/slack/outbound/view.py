@@ -22,6 +22,7 @@ from bot.agent.events import (
 from bot.config.schema import SlackConfig
 from bot.slack.background import Background
 from bot.slack.errors import sorted_for_delivery
+from bot.slack.outbound import sign_in
 from bot.slack.outbound.answer import AnswerWriter
 from bot.slack.outbound.approvals import refresh, show_card
 from bot.slack.outbound.finish import finish, set_aside
@@ -53,10 +54,13 @@ class SlackTurnView:
         model: str,
         approvals: Approvals | None,
         decide: Deciders,
+        open_link: sign_in.LinkOpener | None = None,
     ) -> None:
         self.thread = thread
         self.approvals = approvals
         self.decide = decide  # who may decide, as the approval cards say
+        self.command = settings.command  # the sign-in cards point at `<command> connect`
+        self.open_link = open_link  # unseals a sign-in's start link (None: no sign-ins)
         self.background = Background()
         turn = thread.turn
         self.status = TurnStatus(
@@ -85,12 +89,16 @@ class SlackTurnView:
 
     async def resume(self) -> None:
         """Take over what an earlier attempt left (best effort; delivery does it for sure),
-        and show on its approval cards what was decided (or expired) meanwhile."""
+        and show on its cards what was decided (or expired) meanwhile."""
         await self.answer.resume()
         if self.thread.ledger.record.cards and self.approvals is not None:
             async with self.fence.bounded("showing what was decided on its cards"):
                 requests = await self.approvals.of_turn(self.thread.entry_id)
-                await refresh(self.thread.client, self.approvals, requests, self.decide)
+                client = self.thread.client
+                await refresh(client, self.approvals, requests, self.decide)
+                await sign_in.refresh(
+                    client, self.approvals, requests, self.command, self.open_link
+                )
 
     async def observe(self, event: AgentEvent) -> None:
         if isinstance(event, RoundStarted):
@@ -125,15 +133,24 @@ class SlackTurnView:
 
     async def park(self, requests: list[ApprovalRequest]) -> None:
         """The turn waits for people to decide ``requests``: its message so far is closed
-        (no stream stays open while it waits), and the approval card goes below it."""
+        (no stream stays open while it waits), and below it go the approval card (for the
+        calls' approvals) and a sign-in card per server (for their sign-ins; the person is
+        sent the link where the card cannot carry it)."""
         approvals = self.approvals
         if approvals is None:
             raise RuntimeError("this view was built without the approvals store")
+        asked = [r for r in requests if not r.sign_in]
+        signing_in = [r for r in requests if r.sign_in]
         with sorted_for_delivery():
             await self.background.settle()
-            async with self.fence.bounded("showing the approval card"):
+            async with self.fence.bounded("showing the cards"):
                 await set_aside(self.answer)
-                await show_card(self.thread, approvals, requests, self.decide)
+                if asked:
+                    await show_card(self.thread, approvals, asked, self.decide)
+                for one_server in sign_in.by_server(signing_in):
+                    await sign_in.show_sign_in(
+                        self.thread, approvals, one_server, self.command, self.open_link
+                    )
 
     def delivery(self) -> DeliveryRecord:
         return self.thread.ledger.record.to_record()
