@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.budget.budgets import Spender
 from bot.config.errors import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
+from bot.console.sign_in import ConsoleSignIn, ConsoleTerminal
+from bot.oauth.web import oauth_routes
 from bot.observability import tracing
 from bot.observability.process_metrics import WorkerMetrics
 from bot.observability.redaction import print_redacted
@@ -29,6 +32,8 @@ from bot.state.redis.persistence import check_persistence
 from permissions.policy import Person
 from permissions.sources import role_names
 from tools.approval import Approver
+from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
+from tools.mcp.oauth.tokens import Account
 from tools.toolset import Toolset
 
 if TYPE_CHECKING:
@@ -62,9 +67,11 @@ async def chat(config: Path | None, options: ChatOptions) -> int:
 async def console_tools(services: Services, options: ChatOptions) -> ConsoleTools:
     """The tools the console's person may use: the same policy as in Slack (roles from the
     config and grants, switches, which calls need approval and who may give it); ``--role``
-    fixes the role."""
-    roles, policy = services.config.roles, services.policy
-    person = Person(CONSOLE_TEAM, options.user or "console", None, user_team=CONSOLE_TEAM)
+    fixes the role. With MCP servers that sign each person in, the person's own tools of
+    those servers too, each call waiting for them to connect at the terminal."""
+    config, roles, policy = services.config, services.config.roles, services.policy
+    user = options.user or "console"
+    person = Person(CONSOLE_TEAM, user, None, user_team=CONSOLE_TEAM)
     if options.role is not None:
         if options.role not in roles:
             known = ", ".join(roles) or "none are configured"
@@ -73,12 +80,33 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
     else:
         held = role_names(await policy.held(person))
 
-    def guarded(approver: Approver | None) -> Toolset:
-        return policy.guarded(services.registry, person, approver, held)
+    side, account = services.state.oauth, Account(CONSOLE_TEAM, user)
+    personal = services.tools.mcp.personal if side is not None else {}
+    inner: Toolset = services.registry
+    if personal:
+        inner = PersonalToolset(services.registry, personal, account)
 
-    return ConsoleTools(
-        guarded, held, await policy.may_decide(person, is_requester=True, held=held)
-    )
+    def guarded(approver: Approver | None) -> Toolset:
+        return policy.guarded(inner, person, approver, held)
+
+    sign_in: Callable[[Toolset, ConsoleTerminal], Toolset] | None = None
+    if side is not None and personal:
+        oauth_side, routes = side, oauth_routes(side)
+
+        def sign_in(toolset: Toolset, terminal: ConsoleTerminal) -> Toolset:
+            connector = ConsoleSignIn(
+                oauth_side,
+                personal,
+                account,
+                routes,
+                terminal,
+                timeout_s=config.approval.timeout_s,
+                port=config.oauth.console_port,
+            )
+            return SignInToolset(toolset, connector, personal)
+
+    may_decide = await policy.may_decide(person, is_requester=True, held=held)
+    return ConsoleTools(guarded, held, may_decide, sign_in)
 
 
 async def run_app(

@@ -82,6 +82,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         model=config.llm.model,
         approvals=state.threads.approvals,
         decide=deciders(config.approval, config.roles),
+        open_link=state.oauth.open_link if state.oauth is not None else None,
     )
     ingress = Ingress(
         state.threads.queue, state.threads.participation, settings, state.threads.asides

@@ -13,6 +13,7 @@ from bot.process.state import State
 from bot.slack.client import TurnClient
 from bot.slack.outbound.asker import SlackAsker
 from bot.turn.approval import TurnApprover
+from bot.turn.sign_in import TurnSignIn
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
 from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor, WaitingNote
@@ -22,6 +23,8 @@ from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
 from permissions.policy import Person
 from tools.call_context import Requester, for_requester
+from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
+from tools.mcp.oauth.tokens import Account
 from tools.toolset import Toolset
 
 
@@ -29,13 +32,17 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     """A Slack turn's tools: what its person's roles allow (asked again at every call);
     a call that needs a person's approval parks the turn until someone who may decide
     clicks (bot/turn/approval.py); each tool run for the person, who is asked in the
-    thread when an MCP server has a question."""
+    thread when an MCP server has a question. With MCP servers that sign each person in,
+    the person's own tools of those servers are offered too, and a call of one waits for
+    them to connect (bot/turn/sign_in.py) before anyone is asked to approve it."""
     policy, registry, state, config = (
         services.policy,
         services.registry,
         services.state,
         services.config,
     )
+    oauth = state.oauth
+    personal = services.tools.mcp.personal if oauth is not None else {}
 
     async def toolset_for(queued: QueuedTurn, deadline: Deadline) -> Toolset:
         turn = queued.turn
@@ -48,11 +55,24 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
             quota=state.shared.approval_quota,
             max_open=config.approval.max_open_per_person,
         )
-        allowed = policy.guarded(registry, person, approver)
         asker = SlackAsker(TurnClient(slack.client, deadline), state.threads.elicitations, turn)
         requester = Requester(
             turn.team, turn.user, turn.channel, turn.thread_ts, asker, turn.author_team
         )
+        if oauth is None or not personal:
+            return for_requester(policy.guarded(registry, person, approver), requester)
+        connector = TurnSignIn(
+            state.threads.approvals,
+            state.shared.audit,
+            queued,
+            oauth,
+            personal,
+            person,
+            timeout_s=config.approval.timeout_s,
+            allow_external=config.oauth.allow_external,
+        )
+        own = PersonalToolset(registry, personal, Account(turn.team, turn.user))
+        allowed = SignInToolset(policy.guarded(own, person, approver), connector, personal)
         return for_requester(allowed, requester)
 
     return toolset_for

@@ -316,6 +316,7 @@ class SlackHarness:
                 and not is_progress(m)
                 and not is_question(m)
                 and not is_approval_card(m)
+                and not is_sign_in_card(m)
                 and not is_waiting_note(m)
             ]
 
@@ -342,6 +343,13 @@ def is_approval_card(message: Message) -> bool:
     """A card asking a person to approve calls (tagged "approval")."""
     payload = (message.metadata or {}).get("event_payload") or {}
     return payload.get("kind") == "approval"
+
+
+def is_sign_in_card(message: Message) -> bool:
+    """A card saying the turn waits for its person to connect an MCP server (tagged
+    "signin")."""
+    payload = (message.metadata or {}).get("event_payload") or {}
+    return payload.get("kind") == "signin"
 
 
 def is_waiting_note(message: Message) -> bool:

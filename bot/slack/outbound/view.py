@@ -133,9 +133,9 @@ class SlackTurnView:
 
     async def park(self, requests: list[ApprovalRequest]) -> None:
         """The turn waits for people to decide ``requests``: its message so far is closed
-        (no stream stays open while it waits), and below it go the approval card (for the
-        calls' approvals) and a sign-in card per server (for their sign-ins; the person is
-        sent the link where the card cannot carry it)."""
+        (no stream stays open while it waits), and below it go a sign-in card per server
+        (for the calls' sign-ins; the person is sent the link where the card cannot carry
+        it), then the approval card (for their approvals)."""
         approvals = self.approvals
         if approvals is None:
             raise RuntimeError("this view was built without the approvals store")
@@ -145,12 +145,12 @@ class SlackTurnView:
             await self.background.settle()
             async with self.fence.bounded("showing the cards"):
                 await set_aside(self.answer)
-                if asked:
-                    await show_card(self.thread, approvals, asked, self.decide)
                 for one_server in sign_in.by_server(signing_in):
                     await sign_in.show_sign_in(
                         self.thread, approvals, one_server, self.command, self.open_link
                     )
+                if asked:
+                    await show_card(self.thread, approvals, asked, self.decide)
 
     def delivery(self) -> DeliveryRecord:
         return self.thread.ledger.record.to_record()
