@@ -14,6 +14,11 @@ parks until they click). Without an approver (nobody can be asked here) a call t
 approval is refused. Which tools need approval is ``needs_approval`` (by default the tool's
 ``confirm`` flag; every surface passes ``Policy.needs_approval``, which adds the config's
 globs and the roles' exemptions: ``Policy.guarded`` in permissions/policy.py).
+
+A call refused before it started (:class:`~tools.errors.CallNotStarted`: an MCP server's
+401 or 403, sign-in needed) was not a run: an approver that counts runs (:class:`GivesBack`,
+optional) is told with ``not_started(tool)``, so the approval is not used up, and the error
+passes on.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from tools.call_context import current_call
 from tools.definition import Tool
-from tools.errors import NotApproved
+from tools.errors import CallNotStarted, NotApproved
 from tools.toolset import Toolset
 
 
@@ -46,6 +51,14 @@ class Refused:
 Verdict = Approved | Refused
 Approver = Callable[[Tool, dict[str, Any]], Awaitable[Verdict]]
 NeedsApproval = Callable[[Tool], Awaitable[bool]]
+
+
+@runtime_checkable
+class GivesBack(Protocol):
+    """An approver that counts the runs of an approved call, and takes one back when the
+    call was refused before it started (optional: approvers without it are fine)."""
+
+    async def not_started(self, tool: Tool) -> None: ...
 
 
 async def marked_confirm(tool: Tool) -> bool:
@@ -81,6 +94,11 @@ class ApprovalToolset:
                 verdict = await approver(tool, arguments)
             if isinstance(verdict, Refused):
                 raise NotApproved.declined(tool.name, verdict.why, verdict.kind)
-            return await invoke(arguments)
+            try:
+                return await invoke(arguments)
+            except CallNotStarted:  # refused at the door: not a run, the approval stands
+                if isinstance(approver, GivesBack):
+                    await approver.not_started(tool)
+                raise
 
         return tool.replace(invoke=invoke_when_approved, confirm=False)

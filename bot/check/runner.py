@@ -14,6 +14,7 @@ from bot.check.findings import Finding, as_text, exit_code, fail, ok, skip, warn
 from bot.check.findings import as_json as json_report
 from bot.check.mcp_servers import check_mcp
 from bot.check.model import check_model
+from bot.check.oauth import check_oauth
 from bot.check.slack import check_slack, check_socket_mode
 from bot.check.storage import check_redis
 from bot.config.environment import Environment
@@ -37,6 +38,8 @@ async def run_checks(cli_config: Path | None) -> list[Finding]:
     except ConfigError as exc:
         found = [fail("config", str(exc))]
     found += _environment(environment, config)
+    if config is not None:
+        found += check_oauth(config, environment)
 
     checks: list[tuple[str, Awaitable[list[Finding]]]] = [
         (

@@ -21,3 +21,7 @@ class Environment(BaseSettings):
     slack_signing_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = None  # set: Socket Mode
     slack_api_url: str = "https://slack.com/api/"
+    # People's tokens for MCP servers with auth: oauth are sealed in Redis with this key
+    # (base64 of 32 random bytes); the previous one still opens what it sealed (rotation).
+    slack_agent_secret_key: SecretStr | None = None
+    slack_agent_secret_key_previous: SecretStr | None = None

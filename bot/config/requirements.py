@@ -1,7 +1,7 @@
 """Which environment variables a command needs, all named at once (pure).
 
-`slack-agent run` and `slack-agent worker` stop at start-up with every missing setting in
-one message; `slack-agent check` prints the same, one line each.
+`slack-agent run`, `slack-agent worker` and `slack-agent chat` stop at start-up with every
+missing setting in one message; `slack-agent check` prints the same, one line each.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.config.environment import Environment
-from bot.config.schema import AppConfig
+from bot.config.schema import AppConfig, oauth_servers
 
 Command = Literal["run", "worker", "chat"]
 
@@ -52,6 +52,17 @@ def missing_settings(
                 "SLACK_SIGNING_SECRET",
                 "HTTP mode needs it to verify Slack's requests (or set SLACK_APP_TOKEN, an "
                 "xapp- token, for Socket Mode)",
+            )
+        )
+    signing_in = oauth_servers(config) if config is not None else []
+    if signing_in and environment.slack_agent_secret_key is None:
+        servers = ", ".join(f"mcp.servers.{name}" for name in signing_in)
+        found.append(
+            Missing(
+                "SLACK_AGENT_SECRET_KEY",
+                f"{servers} {'has' if len(signing_in) == 1 else 'have'} auth: oauth: people's "
+                "tokens are stored encrypted with it (base64 of 32 random bytes: openssl rand "
+                "-base64 32)",
             )
         )
     return found

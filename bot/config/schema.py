@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bot.budget.config import BudgetsConfig
 from bot.llm.pricing import Price
+from bot.oauth.config import OAuthConfig
 from permissions.approval import ApprovalConfig, unknown_approver_roles
 from permissions.config import RoleConfig
 from tools.config import ToolsConfig
@@ -235,6 +236,7 @@ class AppConfig(_Strict):
     redis: RedisConfig = Field(default_factory=RedisConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    oauth: OAuthConfig = Field(default_factory=OAuthConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @field_validator("roles")
@@ -246,8 +248,24 @@ class AppConfig(_Strict):
         return roles
 
     @model_validator(mode="after")
+    def _sign_in_has_a_callback(self) -> Self:
+        signing_in = oauth_servers(self)
+        if signing_in and self.oauth.redirect_base_url is None:
+            raise ValueError(
+                f"oauth.redirect_base_url is not set, and mcp.servers.{signing_in[0]} has "
+                "auth: oauth: people's browsers come back from signing in to "
+                "<oauth.redirect_base_url>/oauth/callback (the bot's public https:// address)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _approvers_are_roles(self) -> Self:
         problems = unknown_approver_roles(self.approval, self.roles)
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+
+def oauth_servers(config: AppConfig) -> list[str]:
+    """The MCP servers each person signs in to (``auth: oauth``), by name."""
+    return [name for name, server in config.mcp.servers.items() if server.auth == "oauth"]

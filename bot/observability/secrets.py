@@ -22,12 +22,14 @@ def configured_secrets(
     config: AppConfig | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Slack's tokens and signing secret, the OpenAI key, the password of every URL
+    """Slack's tokens and signing secret, the OpenAI key, the keys people's tokens are
+    sealed with (``SLACK_AGENT_SECRET_KEY`` and ``..._PREVIOUS``), the password of every URL
     (``REDIS_URL``, ``OPENAI_BASE_URL``, ``SLACK_API_URL``, the OTLP endpoint, ``llm.base_url``,
     each MCP server's ``url``), the OTLP exporter's header values; with ``config``, every
     value ``${NAME}`` substitution puts anywhere in the MCP servers (``url``, ``args``,
-    ``command``, ``cwd``, ``headers``, ``env``, ``mcp.servers_file``) and each header's
-    and env's whole value (``Bearer <token>`` gives its token too)."""
+    ``command``, ``cwd``, ``headers``, ``env``, ``oauth.client_id``, ``oauth.client_secret``,
+    ``mcp.servers_file``), each header's and env's whole value (``Bearer <token>`` gives its
+    token too) and each pre-registered client's whole secret."""
     environ = os.environ if environ is None else environ
     found = list(_environment_secrets(environment, environ))
     if config is not None:
@@ -62,6 +64,8 @@ def _environment_secrets(environment: Environment, environ: Mapping[str, str]) -
         environment.slack_signing_secret,
         environment.slack_app_token,
         environment.openai_api_key,
+        environment.slack_agent_secret_key,
+        environment.slack_agent_secret_key_previous,
     ):
         if secret is not None:
             yield secret.get_secret_value()
@@ -95,6 +99,13 @@ def _server_secrets(server: McpServerConfig) -> Iterator[str]:
             yield from _header_value(substitute(value))
         except EnvironmentVariableMissing:
             continue
+    if server.oauth is not None and server.oauth.client_secret is not None:
+        try:
+            client_secret: str | None = substitute(server.oauth.client_secret)
+        except EnvironmentVariableMissing:
+            client_secret = None
+        if client_secret:
+            yield client_secret
     if server.url is not None:
         try:
             password = url_password(substitute(server.url))

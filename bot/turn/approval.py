@@ -15,6 +15,9 @@ description, where it comes from, whether it was marked destructive.
 
 A person's turns have at most ``approval.max_open_per_person`` requests open at once
 (bot/turn/approval_cap.py): past it the call is refused and nobody is asked.
+
+An approved call refused before it started (an MCP server's 401 or 403: sign-in needed) gives
+its run back (``not_started``): after the sign-in the same approval lets it run once.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ class TurnApprover:
         self.timeout_s = timeout_s
         self.quota = quota  # the person's open requests, at most ``max_open`` (None: no cap)
         self.max_open = max_open
+        self._running: dict[str, str] = {}  # call id -> the approval its run was counted on
 
     async def __call__(self, tool: Tool, arguments: dict[str, Any]) -> Verdict:
         call = current_call()
@@ -135,8 +139,17 @@ class TurnApprover:
             runs = await self.approvals.use(request.id)
             if runs > 1:  # an earlier run on this approval started: one approval, one run
                 return Refused(INTERRUPTED.format(tool=tool.name), INTERRUPTED_KIND)
+            self._running[call.call_id] = request.id
             return Approved()
         return Refused(refusal(request, self.timeout_s))
+
+    async def not_started(self, tool: Tool) -> None:
+        """The approved call now running was refused before it started (sign-in needed):
+        its run is given back, so the approval still lets it run once."""
+        call = current_call()
+        request_id = self._running.pop(call.call_id, None) if call is not None else None
+        if request_id is not None:
+            await self.approvals.give_back(request_id)
 
     async def _audit(self, request: ApprovalRequest, action: str, outcome: str) -> None:
         await self.audit.add(audited(request, action, outcome))

@@ -5,7 +5,9 @@ a place among its person's open requests (bot/state/approval_quota.py, in the te
 one atomic step, across threads and replicas). When there is no place, the places of
 requests decided since are let go of and it asks once more; still none, and the request is
 withdrawn before any card shows it, and the call is refused to the model with the reason.
-A request a card shows already is never refused here (it was counted when it opened).
+A request a card shows already is never refused here (it was counted when it opened). A
+sign-in request never takes a place: the cap counts approvals only (a call has at most one
+sign-in open, and a person's sign-ins to one server wait on one connection).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ async def place_for(
     approvals: Approvals, quota: ApprovalQuota, request: ApprovalRequest, most: int
 ) -> Place:
     """A place for ``request`` among its person's open requests; refused: the request is
-    withdrawn (no card will show it)."""
+    withdrawn (no card will show it). A sign-in needs no place (and takes none)."""
+    if request.sign_in:
+        return Place(True, 0)
     place = await quota.take(request.team, request.user, request.id, request.deadline, most)
     if place.taken:
         return place

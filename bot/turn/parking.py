@@ -9,7 +9,9 @@ while it waits.
 A worker that meets the parked turn (its entry comes round again, or a decision or an
 expiry woke it) lets it go on only when one of its requests is no longer open (decided, or
 expired: by the workers' look at the deadlines, audited there, or now, audited in the
-move) or no longer kept; otherwise it leaves it parked at once.
+move) or no longer kept; otherwise it leaves it parked at once. What a call waits on is its
+newest request (a sign-in opened after its approval was decided: the sign-in), and an
+expiry is audited by the request's kind (an approval's, or a sign-in's as a connection).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from bot.turn.model import QueuedTurn
 from bot.turn.ports import TurnView
 from bot.turn.retry import GaveUp, SlackRetries, Taken
 from bot.turn.states import TurnState
-from bot.turn.store.approvals import ApprovalRequest, audited, decided_any
+from bot.turn.store.approvals import ApprovalRequest, audited, decided_any, expired_action
 from bot.turn.store.stores import TurnStores
 from bot.turn.store.turn_record import TurnRecord
 
@@ -80,7 +82,7 @@ async def unpark(
         if request.id in expired:
             stores.audit.add_to(
                 commands,
-                audited(request, "approval_expired", "expired"),
+                audited(request, expired_action(request), "expired"),
                 stores.queue.shards.of(turn.thread_key),
             )
     await fence.move(TurnState.RUNNING, {"parked": ""}, commands)

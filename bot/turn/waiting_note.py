@@ -1,6 +1,7 @@
-"""A thread whose turn waits for an approval does not hold its later messages silently: the
-first time a later turn is found queued behind the waiting one, the thread gets one note
-(a link to the card, who may decide), and no more for the same card.
+"""A thread whose turn waits for a person (an approval, or a sign-in to an MCP server) does
+not hold its later messages silently: the first time a later turn is found queued behind
+the waiting one, the thread gets one note (a link to the card, who may decide; for a
+sign-in, that it waits for <@U> to connect the server), and no more for the same card.
 
 The worker looks whenever it meets the waiting turn at the head of its thread (a later
 message's entry was read, the waiting turn's own entry came round) and right after the turn
@@ -29,7 +30,8 @@ OUTAGES: tuple[type[BaseException], ...] = (DeliveryFailed, *REDIS_DOWN)  # trie
 
 def the_wait(requests: list[ApprovalRequest]) -> tuple[str, list[ApprovalRequest]]:
     """The card a waiting turn's open requests are shown on (the first of them with a
-    card; the first request's id before any card), and its requests (pure)."""
+    card; the first request's id before any card), and its requests (pure). A card shows
+    one kind: approvals, or one server's sign-ins."""
     first = next((r for r in requests if r.card_ts), requests[0])
     wait = first.card_ts or first.id
     return wait, [r for r in requests if (r.card_ts or r.id) == wait]

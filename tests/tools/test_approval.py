@@ -11,7 +11,7 @@ import pytest
 from tools import ApprovalToolset, StaticToolset, Tool, tool
 from tools.approval import Approved, Refused, Verdict
 from tools.call_context import CallScope, calling
-from tools.errors import NotApproved, ToolArgumentsError
+from tools.errors import CallNotStarted, NotApproved, ToolArgumentsError
 
 ran: list[str] = []
 
@@ -131,3 +131,49 @@ async def test_an_mcp_tools_arguments_are_checked_by_its_schema_before_anyone_is
     assert asked == [] and calls == []
     assert await wrapped.invoke({"path": "/tmp/x"}) == "made"
     assert asked == calls == [{"path": "/tmp/x"}]
+
+
+class Counting:
+    """An approver that counts runs: it approves, and is told when a run never started."""
+
+    def __init__(self) -> None:
+        self.given_back: list[str] = []
+
+    async def __call__(self, t: Tool, arguments: dict[str, Any]) -> Verdict:
+        return Approved()
+
+    async def not_started(self, t: Tool) -> None:
+        self.given_back.append(t.name)
+
+
+class SignInNeeded(CallNotStarted):
+    pass
+
+
+@tool(confirm=True)
+def send_report(name: str) -> str:
+    """Send a report to a server that wants its caller signed in."""
+    raise SignInNeeded(f"sign in to send {name}")
+
+
+async def test_a_call_refused_before_it_started_gives_its_approval_back() -> None:
+    """The server refused the call at the door (a 401): the approver that counted the run
+    is told, so the approval still lets it run once; the refusal passes on unchanged."""
+    approver = Counting()
+    toolset = ApprovalToolset(StaticToolset([send_report, delete_report]), approver)
+    wrapped = await toolset.get_tool("send_report")
+    with pytest.raises(SignInNeeded, match="sign in to send q6"):
+        await wrapped.invoke({"name": "q6"})
+    assert approver.given_back == ["send_report"]
+    ran.clear()
+    assert await (await toolset.get_tool("delete_report")).invoke({"name": "q7"}) == "deleted q7"
+    assert approver.given_back == ["send_report"]  # a call that ran gives nothing back
+
+
+async def test_an_approver_without_not_started_lets_the_refusal_pass() -> None:
+    async def approver(t: Tool, arguments: dict[str, Any]) -> Verdict:
+        return Approved()
+
+    wrapped = await ApprovalToolset(StaticToolset([send_report]), approver).get_tool("send_report")
+    with pytest.raises(SignInNeeded):
+        await wrapped.invoke({"name": "q8"})

@@ -1,4 +1,5 @@
-"""The ``mcp:`` section of the config file: which servers, how to reach them, which tools."""
+"""The ``mcp:`` section of the config file: which servers, how to reach them, whether each
+person signs in to them (``auth: oauth``), which tools."""
 
 from __future__ import annotations
 
@@ -65,6 +66,72 @@ def transport_named(spelling: str) -> Transport | None:
 # approval_reason): writes (the default), destructive (an opt-in), always, never.
 Approval = Literal["always", "never", "writes", "destructive"]
 
+# How a server's requests are authorised: none (or its configured headers), or each person
+# signs in (OAuth 2.1, tools/mcp/oauth/) and the calls carry that person's token.
+Auth = Literal["none", "oauth"]
+# How a pre-registered client proves itself at the token endpoint (RFC 7591's names).
+TokenEndpointAuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
+
+
+class McpOAuthConfig(BaseModel):
+    """``mcp.servers.NAME.oauth``: a client registered with the server's authorization server
+    beforehand. Without this section (or without ``client_id``), the client is described by
+    a metadata document (CIMD) where the server supports it, else registered dynamically."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client_id: str | None = Field(
+        default=None, description="A pre-registered client's id; ${NAME} is substituted."
+    )
+    client_secret: str | None = Field(
+        default=None,
+        repr=False,
+        description="Its secret, if it has one; ${NAME} is substituted (keep it in the "
+        "environment).",
+    )
+    scopes: list[str] = Field(
+        default_factory=list,
+        description="Scopes asked for besides those the server names in its challenge.",
+    )
+    token_endpoint_auth_method: TokenEndpointAuthMethod | None = Field(
+        default=None,
+        description="client_secret_basic, client_secret_post or none; default "
+        "client_secret_basic with a client_secret, none without.",
+    )
+
+    @model_validator(mode="after")
+    def _a_secret_needs_its_client(self) -> Self:
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("client_secret needs client_id (the client it is for)")
+        method = self.token_endpoint_auth_method
+        if method in ("client_secret_basic", "client_secret_post") and self.client_secret is None:
+            raise ValueError(f"token_endpoint_auth_method {method} needs client_secret")
+        if method == "none" and self.client_secret is not None:
+            raise ValueError(
+                "token_endpoint_auth_method none sends no client_secret; remove the secret "
+                "or use client_secret_basic or client_secret_post"
+            )
+        for key, given in (("client_id", self.client_id), ("client_secret", self.client_secret)):
+            if given is not None:
+                try:
+                    substitute(given)
+                except EnvironmentVariableMissing as exc:
+                    raise ValueError(f"{key}: {exc}") from None
+        return self
+
+    @property
+    def auth_method(self) -> TokenEndpointAuthMethod:
+        """How the client proves itself: as configured, else client_secret_basic with a
+        secret and none without."""
+        if self.token_endpoint_auth_method is not None:
+            return self.token_endpoint_auth_method
+        return "client_secret_basic" if self.client_secret is not None else "none"
+
+    def substitutions(self) -> list[str]:
+        """Every value ``${NAME}`` substitution puts into its client id and secret."""
+        given = [self.client_id, self.client_secret]
+        return [value for text in given if text is not None for value in substituted(text)]
+
 
 class McpServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -73,7 +140,7 @@ class McpServerConfig(BaseModel):
         default=None,
         validation_alias=AliasChoices("transport", "type"),
         description="stdio, streamable_http or sse; default: stdio with `command`, "
-        "streamable HTTP (falling back to SSE) with `url`.",
+        "streamable HTTP (falling back to SSE, except with auth: oauth) with `url`.",
     )
     # stdio servers
     command: str | None = Field(default=None, description="Program to start (stdio transport).")
@@ -86,6 +153,14 @@ class McpServerConfig(BaseModel):
     url: str | None = Field(default=None, description="Endpoint (streamable HTTP or SSE).")
     headers: dict[str, str] = Field(
         default_factory=dict, description="HTTP headers; ${NAME} is substituted."
+    )
+    auth: Auth = Field(
+        default="none",
+        description="oauth: each person signs in to the server and their calls carry their "
+        "own token (a streamable HTTP `url`; `oauth.redirect_base_url` set).",
+    )
+    oauth: McpOAuthConfig | None = Field(
+        default=None, description="With auth: oauth: a client registered beforehand."
     )
     # all
     allow: list[str] = Field(
@@ -185,11 +260,21 @@ class McpServerConfig(BaseModel):
                 raise ValueError(f"args[{index}]: {exc}") from None
         return self
 
+    @model_validator(mode="after")
+    def _oauth_rules(self) -> Self:
+        problem = oauth_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
     def substitutions(self) -> list[str]:
         """Every value ``${NAME}`` substitution puts into any of its settings."""
         given = [self.command, self.cwd, self.url, *self.args]
         given += [*self.headers.values(), *self.env.values()]
-        return [value for text in given if text is not None for value in substituted(text)]
+        found = [value for text in given if text is not None for value in substituted(text)]
+        if self.oauth is not None:
+            found += self.oauth.substitutions()
+        return found
 
     @property
     def reachable(self) -> bool:
@@ -199,10 +284,42 @@ class McpServerConfig(BaseModel):
     @property
     def kind(self) -> Transport:
         """The transport to use (``streamable_http`` for a URL without one: it falls back to
-        SSE when the server does not speak streamable HTTP)."""
+        SSE when the server does not speak streamable HTTP, unless :attr:`may_use_sse` says
+        no)."""
         if self.transport is not None:
             return self.transport
         return "stdio" if self.command is not None else "streamable_http"
+
+    @property
+    def may_use_sse(self) -> bool:
+        """Whether SSE may be used for it at all (given as its transport, or tried when a URL
+        without one has no streamable HTTP endpoint). Never with ``auth: oauth``: a server
+        that signs people in speaks streamable HTTP, and its 401 or 404 is never read as
+        "try SSE"."""
+        return self.auth == "none"
+
+
+def oauth_problem(server: McpServerConfig) -> str | None:
+    """What is wrong with a server's ``auth``/``oauth`` settings, in words naming the key
+    (None: nothing). Checked as each server is read, and again once ``mcp.servers_file``'s
+    entries are merged with the YAML's."""
+    if server.auth != "oauth":
+        if server.oauth is not None:
+            return "oauth: is only for a server with auth: oauth (add it, or remove oauth:)"
+        return None
+    if server.command is not None or server.transport in ("stdio", "sse"):
+        given = server.transport or "stdio"
+        return (
+            f"auth: oauth needs streamable HTTP (a `url`, transport unset or "
+            f"streamable_http), not {given}"
+        )
+    named = sorted(key for key in server.headers if key.strip().lower() == "authorization")
+    if named:
+        return (
+            f"headers.{named[0]}: auth: oauth sends each person's own token; remove the "
+            "Authorization header"
+        )
+    return None
 
 
 class McpConfig(BaseModel):
@@ -225,6 +342,10 @@ class McpConfig(BaseModel):
     def _servers_are_reachable(self) -> Self:
         if self.servers_file is None:
             for name, server in self.servers.items():
+                if not server.reachable and server.auth == "oauth":
+                    raise ValueError(
+                        f"servers.{name}: auth: oauth needs `url` (a streamable HTTP server)"
+                    )
                 if not server.reachable:
                     raise ValueError(
                         f"servers.{name}: give either `command` (stdio) or `url` (HTTP), or "

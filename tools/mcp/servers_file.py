@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools.mcp.config import McpConfig, McpServerConfig, substitute
+from tools.mcp.config import McpConfig, McpServerConfig, oauth_problem, substitute
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,11 @@ def merge_servers(config: McpConfig, listed: dict[str, McpServerConfig]) -> McpC
             continue
         changes = {key: getattr(server, key) for key in server.model_fields_set}
         merged[name] = base.model_copy(update=changes)
+        # auth: oauth comes from the YAML only; the file's entry may be stdio, SSE or carry
+        # an Authorization header, which signing each person in rules out.
+        problem = oauth_problem(merged[name])
+        if problem is not None:
+            raise ServersFileError(f"mcp.servers.{name}: {problem}")
     return config.model_copy(update={"servers": merged})
 
 

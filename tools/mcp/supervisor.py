@@ -15,8 +15,9 @@ one, which has no ping).
 
 A URL without a ``transport`` is tried over streamable HTTP, and over SSE only when the server
 answered the POSTs as a URL without a streamable HTTP endpoint does (404 or 405 with no
-JSON-RPC error): a refusal (a JSON-RPC error, 401, 403, ...) is the server's answer, and the
-error names it (``transports.HttpAnswers``). Over HTTP the connection's requests may be signed
+JSON-RPC error) and people do not sign in to it (``auth: oauth`` never falls back): a refusal
+(a JSON-RPC error, 401, 403, ...) is the server's answer, and the error names it
+(``transports.HttpAnswers``). Over HTTP the connection's requests may be signed
 by an ``httpx2.Auth`` given to it (e.g. ``mcp.client.auth.OAuthClientProvider``).
 
 A dead server is noticed at once when its stream ends (a stdio program exited) or a call
@@ -164,6 +165,7 @@ class Supervisor:
                 elif (
                     not was_up
                     and self.kind == "streamable_http"
+                    and self.config.may_use_sse
                     and self._answers.not_an_endpoint()
                 ):
                     reason += "; if the URL is an SSE server, set `transport: sse`"
@@ -239,9 +241,11 @@ class Supervisor:
     def _may_fall_back(self) -> bool:
         """A URL without an explicit transport whose POSTs were answered as a URL without a
         streamable HTTP endpoint answers them (404, 405) is tried over SSE, as the MCP spec
-        suggests; a refusal (a JSON-RPC error, 401, 403, ...) is not."""
+        suggests; a refusal (a JSON-RPC error, 401, 403, ...) is not, and a server with
+        ``auth: oauth`` never is."""
         return (
             self.config.transport is None
+            and self.config.may_use_sse
             and self.kind == "streamable_http"
             and self._answers.not_an_endpoint()
         )

@@ -1,7 +1,8 @@
-"""The note that a thread waits for a decision on an approval card, posted by the worker
-that finds the thread's later messages held behind it (bot/turn/waiting_note.py): the
-card's link is built from the workspace's address (auth.test) and the card's ts; who may
-decide, from the config, in the card's words (bot/slack/blocks/deciders.py)."""
+"""The note that a thread waits for a decision on an approval card (or for a person to
+connect an MCP server), posted by the worker that finds the thread's later messages held
+behind it (bot/turn/waiting_note.py): the card's link is built from the workspace's address
+(auth.test) and the card's ts; who may decide, from the config, in the card's words
+(bot/slack/blocks/deciders.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.blocks.deciders import who_decides
 from bot.slack.blocks.messages import message_text
-from bot.slack.blocks.waiting_note import WAITING, waiting_blocks, waiting_text
+from bot.slack.blocks.waiting_note import (
+    WAITING,
+    sign_in_waiting_text,
+    waiting_blocks,
+    waiting_text,
+)
 from bot.slack.client import TurnClient
 from bot.slack.errors import sorted_for_delivery
 from bot.slack.identity import BotIdentity
@@ -46,8 +52,12 @@ class SlackWaitingNote:
             )
             if not link.startswith("https://"):  # the workspace's address is not known
                 link = ""
-            text = waiting_text(
-                [r.tool for r in requests], link, who_decides(self.deciders, first.user)
+            text = (
+                sign_in_waiting_text(first.user, [r.server for r in requests], link)
+                if first.sign_in
+                else waiting_text(
+                    [r.tool for r in requests], link, who_decides(self.deciders, first.user)
+                )
             )
             await client.chat_postMessage(
                 channel=first.channel,

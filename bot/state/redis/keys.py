@@ -6,6 +6,8 @@ default): see :mod:`bot.state.redis.shards` for which shard each key belongs to 
 
 from __future__ import annotations
 
+import hashlib
+
 from bot.state.redis.shards import Shards
 from bot.state.redis.thread_key import ThreadKey
 
@@ -140,7 +142,8 @@ class Keys:
         return f"{self._of_id(entry_id)}turn:{entry_id}:reruns"
 
     def turn_approvals(self, entry_id: str) -> str:
-        """The turn's approval requests: call id -> request id."""
+        """The turn's approval requests: call id -> request id (a sign-in's field:
+        ``signin:<call id>:<n>``)."""
         return f"{self._of_id(entry_id)}turn:{entry_id}:approvals"
 
     def approval(self, request_id: str) -> str:
@@ -188,6 +191,30 @@ class Keys:
         scored by its deadline."""
         return f"{self._team(team)}approvals:open:{team}:{user}"
 
+    # --- a person's connections to MCP servers (bot/oauth/), in the team's shard --------
+
+    def oauth_token(self, team: str, user: str, server: str, iss8: str) -> str:
+        """A person's sealed token for one server and issuer (``iss8``: :func:`issuer_id`),
+        with its version and expiry in plain."""
+        return f"{self._team(team)}oauth:token:{team}:{user}:{server}:{iss8}"
+
+    def oauth_conns(self, team: str, user: str) -> str:
+        """A person's connections: server -> which issuer, since when, what scope (no
+        secret)."""
+        return f"{self._team(team)}oauth:conns:{team}:{user}"
+
+    def oauth_team_conns(self, team: str) -> str:
+        """Everyone's connections in the team: ``<user>/<server>`` -> issuer, since."""
+        return f"{self._team(team)}oauth:team-conns:{team}"
+
+    def oauth_refresh(self, team: str, user: str, server: str, iss8: str) -> str:
+        """The lock one process holds while it refreshes the token (across replicas)."""
+        return f"{self._team(team)}oauth:refresh:{team}:{user}:{server}:{iss8}"
+
+    def oauth_waiting(self, team: str, user: str, server: str) -> str:
+        """The sign-in requests waiting on a person's connection to a server."""
+        return f"{self._team(team)}oauth:waiting:{team}:{user}:{server}"
+
     def team_shard(self, team: str) -> int:
         """The shard of the team's keys (and of the audit entries written beside them)."""
         return self.shards.of(team)
@@ -208,3 +235,21 @@ class Keys:
 
     def elicitation_answer(self, question_id: str) -> str:
         return f"{self._in(self.shards.of(question_id))}elicitation:{question_id}:answer"
+
+    def oauth_flow(self, state: str) -> str:
+        """A sign-in under way, found by its OAuth ``state`` (which names its shard:
+        ``Shards.qualify``), keyed by the state's SHA-256, never the state itself."""
+        digest = hashlib.sha256(state.encode()).hexdigest()
+        return f"{self._in(self.shards.of_id(state))}oauth:flow:{digest}"
+
+    def oauth_client(self, server: str, redirect_uri: str) -> str:
+        """A server's sealed client registration (dynamic registration) for one redirect
+        URI, in the server's shard."""
+        digest = hashlib.sha256(redirect_uri.encode()).hexdigest()[:16]
+        return f"{self._in(self.shards.of(server))}oauth:client:{server}:{digest}"
+
+
+def issuer_id(issuer: str) -> str:
+    """The short name of an authorization server in key names: the first 16 hex characters
+    of its URL's SHA-256."""
+    return hashlib.sha256(issuer.encode()).hexdigest()[:16]

@@ -13,11 +13,21 @@ the woken turns at once), and a turn that resumes looks at its own requests.
 A request keeps what the card shows of its tool beside the call (its one-line description,
 its source, whether it was marked destructive); requests stored before those were kept are
 shown without them.
+
+Two kinds of request share the store: a call's approval (``kind`` "approval") and a person's
+sign-in to an MCP server the call needs (``kind`` "signin", with the server, the sealed start
+link the caller gives, and whether the person was sent it). In the turn's map (field ->
+request id) an approval's field is its call id, a sign-in's ``signin:<call id>:<n>`` (its
+n-th sign-in), so one call can have both and more than one sign-in, and asking again for the
+same one opens nothing. What a call waits on now is its newest request. A sign-in that
+expires is audited as a connection (``signin_expired``), an approval as before. Requests
+stored before the kinds were kept read as approvals.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import secrets
@@ -41,6 +51,11 @@ AFTER_DEADLINE_S = 3600
 EXPIRE_BATCH = 100  # requests one look at a shard's deadline index expires at most
 WOKEN_IDLE_MS = 10**12  # a woken turn's entry looks idle for ages: claimed at the next look
 WAKER = "approvals"  # the consumer name a woken entry is claimed to
+
+
+APPROVAL = "approval"  # a request's kind: a person's yes before a call runs
+SIGN_IN = "signin"  # a request's kind: a person's sign-in to the MCP server a call needs
+SIGN_IN_FIELD = "signin:"  # a sign-in's field in the turn's map: + call id + ":" + n
 
 
 class ApprovalState(StrEnum):
@@ -73,16 +88,23 @@ class ApprovalRequest:
     description: str = ""  # the tool's own one-line description (its author's words)
     source: str = ""  # where the tool comes from: "python", "module NAME", "mcp SERVER"
     destructive: bool = False  # marked destructive (an MCP hint) or confirm=True (Python)
+    kind: str = APPROVAL  # APPROVAL or SIGN_IN
+    server: str = ""  # the MCP server (not given: the one ``source`` names; "" for others)
+    # a sign-in's start link, sealed by the caller (never in a log line all the same)
+    link: str = dataclasses.field(default="", repr=False)
+    shown: bool = False  # a sign-in's link was sent to the person (an ephemeral message)
+
+    def __post_init__(self) -> None:
+        if not self.server:  # stored before it was kept, or an approval's: from its source
+            object.__setattr__(self, "server", server_of(self.source))
 
     @property
     def open(self) -> bool:
         return self.state is ApprovalState.PENDING
 
     @property
-    def server(self) -> str:
-        """The MCP server the tool comes from ("" for any other tool)."""
-        kind, _, name = self.source.partition(" ")
-        return name if kind == "mcp" else ""
+    def sign_in(self) -> bool:
+        return self.kind == SIGN_IN
 
     @property
     def timeout_s(self) -> float:
@@ -118,7 +140,46 @@ class ApprovalRequest:
             description=data.get("description", ""),
             source=data.get("source", ""),
             destructive=data.get("destructive") == "1",
+            kind=data.get("kind") or APPROVAL,
+            server=data.get("server", ""),
+            link=data.get("link", ""),
+            shown=data.get("shown") == "1",
         )
+
+
+def server_of(source: str) -> str:
+    """The MCP server a tool's source names ("mcp NAME"; "" for any other source) (pure)."""
+    kind, _, name = source.partition(" ")
+    return name if kind == "mcp" else ""
+
+
+def sign_in_field(call_id: str, n: int) -> str:
+    """The turn map's field of a call's ``n``-th sign-in request (pure)."""
+    return f"{SIGN_IN_FIELD}{call_id}:{n}"
+
+
+def call_of(field: str) -> tuple[str, int]:
+    """The call a turn map's field names, and which of its sign-ins (0: its approval)
+    (pure)."""
+    if field.startswith(SIGN_IN_FIELD):
+        call_id, _, n = field.removeprefix(SIGN_IN_FIELD).rpartition(":")
+        if call_id and n.isdigit():
+            return call_id, int(n)
+    return field, 0
+
+
+@dataclass(frozen=True)
+class CallSignIns:
+    """A call's sign-in requests so far: how many (the n of its newest), and the newest
+    (None: none yet, or no longer kept)."""
+
+    count: int
+    newest: ApprovalRequest | None
+
+    @property
+    def gone(self) -> bool:
+        """One was opened and is no longer kept."""
+        return self.count > 0 and self.newest is None
 
 
 @dataclass(frozen=True)
@@ -140,7 +201,7 @@ class ToolFacts:
 
 
 # KEYS: the turn's map, the new request's hash, the shard's deadline index
-# ARGV: call id, request id, fields (JSON), TTL, deadline
+# ARGV: the request's field in the turn's map, request id, fields (JSON), TTL, deadline
 # Returns the request's id (the existing one when the call asked before) and 1 when new.
 OPEN = """
 local existing = redis.call('HGET', KEYS[1], ARGV[1])
@@ -194,6 +255,22 @@ end
 return expired
 """
 
+# KEYS: the request. Takes back one run of an approved call (never below 0; nothing for a
+# request no longer kept). Returns the runs counted after.
+GIVE_BACK = """
+local uses = tonumber(redis.call('HGET', KEYS[1], 'uses') or '0') or 0
+if uses <= 0 then return 0 end
+return redis.call('HINCRBY', KEYS[1], 'uses', -1)
+"""
+
+# KEYS: the request; ARGV: a field, its value. Sets it on a request still kept (never makes
+# a hash without its TTL): 1 when set.
+SET_KEPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
 # KEYS: the turn's map, the request, the shard's deadline index; ARGV: call id, request id
 # Takes back a request nobody was shown (the person has too many open): 1 when withdrawn.
 WITHDRAW = """
@@ -208,9 +285,10 @@ return 1
 # ARGV: now, group, idle ms, what the shard's request keys start with, the audit's length,
 #       how many at most
 # Expires the shard's open requests past their deadline, each with its audit entry (the
-# fields AuditLog writes for ``audited(request, 'approval_expired', 'expired')``), and wakes
-# each one's turn as DECIDE does. Returns the ids of those expired, and the deadline of the
-# next request due in the shard ('' when none waits).
+# fields AuditLog writes for ``audited(request, expired_action(request), 'expired')``: an
+# approval's, or a sign-in's as a connection), and wakes each one's turn as DECIDE does.
+# Returns the ids of those expired, and the deadline of the next request due in the shard
+# ('' when none waits).
 EXPIRE_OVERDUE = """
 local now = tonumber(ARGV[1])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[6])
@@ -219,7 +297,7 @@ for _, id in ipairs(due) do
   redis.call('ZREM', KEYS[1], id)
   local key = ARGV[4] .. id
   local f = redis.call('HMGET', key, 'state', 'deadline', 'user', 'tool', 'call_id', 'entry',
-                       'channel', 'thread_ts')
+                       'channel', 'thread_ts', 'kind', 'server')
   local deadline = tonumber(f[2]) or 0
   if f[1] == 'pending' and deadline > now then
     redis.call('ZADD', KEYS[1], f[2], id)  -- not due after all: its own deadline counts
@@ -227,8 +305,14 @@ for _, id in ipairs(due) do
     redis.call('HSET', key, 'state', 'expired', 'at', ARGV[1])
     local detail = cjson.encode({tool = f[4], call = f[5], turn = f[6], channel = f[7],
                                  thread = f[8]})
-    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'approval',
-               'actor', f[3], 'action', 'approval_expired', 'target', f[4],
+    local kind, action, target = 'approval', 'approval_expired', f[4]
+    if f[9] == 'signin' then
+      kind, action, target = 'connection', 'signin_expired', f[10]
+      detail = cjson.encode({tool = f[4], call = f[5], turn = f[6], server = f[10],
+                             channel = f[7], thread = f[8]})
+    end
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', kind,
+               'actor', f[3], 'action', action, 'target', target,
                'outcome', 'expired', 'detail', detail, 'at', ARGV[1])
     local entry = string.match(f[6] or '', '[^/]*$')
     redis.pcall('XCLAIM', KEYS[2], ARGV[2], 'approvals', 0, entry, 'IDLE', ARGV[3], 'JUSTID')
@@ -250,6 +334,8 @@ class Approvals:
         self._decide = replication.register(client, DECIDE)
         self._expire = replication.register(client, EXPIRE)
         self._withdraw = replication.register(client, WITHDRAW)
+        self._give_back = client.register_script(GIVE_BACK)  # as ``use``: no replica waited for
+        self._set_kept = client.register_script(SET_KEPT)
         # Looked for every second by every worker: no replica waited for (an expiry lost in
         # a failover leaves the request in the index, and the next look makes it again).
         self._expire_overdue = client.register_script(EXPIRE_OVERDUE)
@@ -262,9 +348,17 @@ class Approvals:
         arguments: str,
         timeout_s: float,
         facts: ToolFacts | None = None,
+        *,
+        kind: str = APPROVAL,
+        server: str = "",
+        link: str = "",
+        field: str = "",
     ) -> tuple[ApprovalRequest, bool]:
         """The request for this call, opened now (True) or earlier (False); ``facts``: what
-        the card shows of the tool."""
+        the card shows of the tool. ``field``: the request's field in the turn's map (the
+        call id for an approval, :func:`sign_in_field` for a sign-in); ``server``: the MCP
+        server (else the one ``facts.source`` names); ``link``: a sign-in's sealed start
+        link (it may be set later, :meth:`set_link`)."""
         turn, entry_id = queued.turn, queued.entry_id
         facts = facts or ToolFacts()
         now = time.time()
@@ -288,6 +382,10 @@ class Approvals:
             "description": facts.description,
             "source": facts.source,
             "destructive": "1" if facts.destructive else "",
+            "kind": kind,
+            "server": server or server_of(facts.source),
+            "link": link,
+            "shown": "",
         }
         found, new = await self._open(
             keys=[
@@ -296,7 +394,7 @@ class Approvals:
                 self.keys.approval_deadlines(shard),
             ],
             args=[
-                call_id,
+                field or call_id,
                 request_id,
                 json.dumps(fields),
                 kept_for_s(timeout_s),
@@ -315,18 +413,41 @@ class Approvals:
     async def of_turn(
         self, entry_id: str, call_ids: Iterable[str] | None = None
     ) -> list[ApprovalRequest]:
-        """The turn's requests (only those of ``call_ids`` when given), oldest first."""
+        """The turn's requests, oldest first: with ``call_ids``, what each of those calls
+        waits on now (its newest request, approval or sign-in: an older, decided approval
+        does not count while a sign-in after it is open); without, every request of the
+        turn (every card that shows one)."""
         ids: dict[str, str] = await self.client.hgetall(self.keys.turn_approvals(entry_id))
         wanted = set(call_ids) if call_ids is not None else None
-        chosen = [rid for cid, rid in ids.items() if wanted is None or cid in wanted]
+        chosen = [rid for f, rid in ids.items() if wanted is None or call_of(f)[0] in wanted]
         if not chosen:
             return []
         async with self.client.pipeline(transaction=False) as pipe:
             for request_id in chosen:
                 pipe.hgetall(self.keys.approval(request_id))
             found = await pipe.execute()
-        requests = [ApprovalRequest.parse(data) for data in found if data]
-        return sorted(requests, key=lambda r: (r.created, r.id))
+        requests = sorted(
+            (ApprovalRequest.parse(data) for data in found if data),
+            key=lambda r: (r.created, r.id),
+        )
+        if wanted is None:
+            return requests
+        newest = {r.call_id: r for r in requests}  # the later of a call's requests wins
+        return [r for r in requests if newest[r.call_id] is r]
+
+    async def sign_ins_of(self, entry_id: str, call_id: str) -> CallSignIns:
+        """The call's sign-in requests so far: how many, and its newest (what the call
+        waits on if it waits for a sign-in)."""
+        ids: dict[str, str] = await self.client.hgetall(self.keys.turn_approvals(entry_id))
+        numbered: dict[int, str] = {}
+        for f, request_id in ids.items():
+            call, n = call_of(f)
+            if n and call == call_id:
+                numbered[n] = request_id
+        if not numbered:
+            return CallSignIns(0, None)
+        count = max(numbered)
+        return CallSignIns(count, await self.get(numbered[count]))
 
     async def decide(
         self, request_id: str, approved: bool, by: str, reason: str = ""
@@ -397,6 +518,26 @@ class Approvals:
         """Count a run of an approved call; the count so far (1: its first run)."""
         return int(await self.client.hincrby(self.keys.approval(request_id), "uses", 1))
 
+    async def give_back(self, request_id: str) -> int:
+        """Take back a run counted by :meth:`use` that never started (refused at the door:
+        sign-in needed), so the next :meth:`use` counts a first run again; never below 0,
+        nothing written for a request no longer kept. The count after."""
+        return int(await self._give_back(keys=[self.keys.approval(request_id)]))
+
+    async def mark_shown(self, request_id: str) -> bool:
+        """A sign-in's link was sent to the person (a retried park does not send it again).
+        False: the request is no longer kept."""
+        return bool(
+            int(await self._set_kept(keys=[self.keys.approval(request_id)], args=["shown", "1"]))
+        )
+
+    async def set_link(self, request_id: str, link: str) -> bool:
+        """A sign-in's start link (sealed by the caller), once its flow is stored. False:
+        the request is no longer kept."""
+        return bool(
+            int(await self._set_kept(keys=[self.keys.approval(request_id)], args=["link", link]))
+        )
+
     async def show_on(self, request_ids: Iterable[str], card_ts: str) -> None:
         """The card that shows these requests."""
         async with self.client.pipeline(transaction=True) as pipe:
@@ -445,19 +586,28 @@ def as_fields(request: ApprovalRequest) -> dict[str, Any]:
     return {"tool": request.tool, "call": request.call_id, "turn": request.entry}
 
 
+def expired_action(request: ApprovalRequest) -> str:
+    """The audit's action for ``request`` expiring: ``signin_expired`` for a sign-in,
+    ``approval_expired`` for an approval (pure)."""
+    return "signin_expired" if request.sign_in else "approval_expired"
+
+
 def audited(
     request: ApprovalRequest, action: str, outcome: str, actor: str = "", **extra: str
 ) -> AuditEntry:
     """The audit entry of what happened to ``request`` (requested, approved, denied,
-    expired), by ``actor`` (the person who asked, unless another is named)."""
+    expired), by ``actor`` (the person who asked, unless another is named): an approval's
+    is about its tool, a sign-in's is a connection's, about its server."""
+    server = {"server": request.server} if request.sign_in else {}
     return AuditEntry(
-        kind=AuditKind.APPROVAL,
+        kind=AuditKind.CONNECTION if request.sign_in else AuditKind.APPROVAL,
         actor=actor or request.user,
         action=action,
-        target=request.tool,
+        target=request.server if request.sign_in else request.tool,
         outcome=outcome,
         detail={
             **as_fields(request),
+            **server,
             **extra,
             "channel": request.channel,
             "thread": request.thread_ts,

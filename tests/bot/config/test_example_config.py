@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.errors import ConfigError
 from bot.config.loading import parse_config
 from bot.process.services import load
 
@@ -25,11 +26,35 @@ def test_the_example_starts_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     assert {"get_time", "calculate"} <= set(tools.registry.names())
 
 
-def test_its_mcp_server_is_a_valid_entry_once_uncommented() -> None:
-    text = EXAMPLE.read_text()
-    block = re.search(r"^# mcp:\n(?:#  .*\n)+", text, re.M)
-    assert block is not None, "the example shows one MCP server, commented"
-    uncommented = re.sub(r"^# ", "", block.group(0), flags=re.M)
-    config = parse_config(text.replace(block.group(0), uncommented), "agent.example.yaml")
-    (server,) = config.mcp.servers.values()
-    assert server.command == "npx"
+def uncommented(text: str, key: str) -> str:
+    """``text`` with the commented block that starts ``# key:`` uncommented."""
+    block = re.search(rf"^# {key}:\n(?:#  .*\n)+", text, re.M)
+    assert block is not None, f"the example shows a commented {key}: section"
+    return text.replace(block.group(0), re.sub(r"^# ", "", block.group(0), flags=re.M))
+
+
+def test_its_mcp_servers_are_valid_entries_once_uncommented(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SLACK_MCP_CLIENT_ID", "1234.5678")
+    monkeypatch.setenv("SLACK_MCP_CLIENT_SECRET", "example-client-secret")
+    text = uncommented(uncommented(EXAMPLE.read_text(), "mcp"), "oauth")
+    config = parse_config(text, "agent.example.yaml")
+    files, slack, linear = (config.mcp.servers[name] for name in ("files", "slack", "linear"))
+    assert files.command == "npx" and files.auth == "none"
+    # Slack's server with a client registered beforehand; Linear's registers itself.
+    assert (slack.auth, slack.kind, slack.may_use_sse) == ("oauth", "streamable_http", False)
+    assert slack.oauth is not None and slack.oauth.scopes == ["search:read"]
+    assert slack.oauth.auth_method == "client_secret_basic"
+    assert "example-client-secret" in slack.substitutions()
+    assert (linear.auth, linear.oauth) == ("oauth", None)
+    assert config.oauth.callback_url == "https://bot.example.com/oauth/callback"
+
+
+def test_the_sign_in_servers_need_the_oauth_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Uncommenting the servers alone stops start-up naming the key to set."""
+    monkeypatch.setenv("SLACK_MCP_CLIENT_ID", "1234.5678")
+    monkeypatch.setenv("SLACK_MCP_CLIENT_SECRET", "example-client-secret")
+    text = uncommented(EXAMPLE.read_text(), "mcp")
+    with pytest.raises(ConfigError, match=r"oauth\.redirect_base_url is not set"):
+        parse_config(text, "agent.example.yaml")

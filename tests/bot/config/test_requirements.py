@@ -54,3 +54,44 @@ def test_tokens_of_the_wrong_kind(monkeypatch: pytest.MonkeyPatch) -> None:
         "SLACK_BOT_TOKEN does not start with xoxb- (is it the bot token?)",
         "SLACK_APP_TOKEN does not start with xapp- (is it the app-level token?)",
     ]
+
+
+def test_oauth_needs_the_secret_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command that makes tool calls stops without the key people's tokens are sealed
+    with, naming the servers that sign people in and how to make a key."""
+    monkeypatch.delenv("SLACK_AGENT_SECRET_KEY", raising=False)
+    for name, value in (("OPENAI_API_KEY", "k"), ("SLACK_BOT_TOKEN", "xoxb-1")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    signing_in = AppConfig.model_validate(
+        {
+            "oauth": {"redirect_base_url": "https://bot.example.com"},
+            "mcp": {
+                "servers": {
+                    "files": {"command": "npx"},
+                    "linear": {"url": "https://mcp.linear.app/mcp", "auth": "oauth"},
+                }
+            },
+        }
+    )
+    plain = AppConfig.model_validate({"mcp": {"servers": {"files": {"command": "npx"}}}})
+    commands: tuple[Command, ...] = ("run", "worker", "chat")
+    for command in commands:
+        found = missing_settings(Environment(), signing_in, command)
+        assert [str(m) for m in found] == [
+            "SLACK_AGENT_SECRET_KEY is not set: mcp.servers.linear has auth: oauth: people's "
+            "tokens are stored encrypted with it (base64 of 32 random bytes: openssl rand "
+            "-base64 32)"
+        ], command
+        assert names(command, plain) == []
+        assert names(command, None) == []
+    assert missing_message(missing_settings(Environment(), signing_in, "run")).startswith(
+        "1 required setting is missing:\n  SLACK_AGENT_SECRET_KEY is not set: "
+    )
+    two = signing_in.model_copy(deep=True)
+    two.mcp.servers["slack"] = two.mcp.servers["linear"].model_copy()
+    (both,) = missing_settings(Environment(), two, "chat")
+    assert both.why.startswith("mcp.servers.linear, mcp.servers.slack have auth: oauth: ")
+    monkeypatch.setenv("SLACK_AGENT_SECRET_KEY", "a2V5")
+    for command in commands:
+        assert names(command, signing_in) == []

@@ -51,6 +51,69 @@ def test_url_credentials_and_secret_named_parameters_are_always_replaced() -> No
     )
 
 
+def test_oauth_forms() -> None:
+    """A person's token, a sign-in's code, verifier and state, in the forms they take in a
+    URL, a form body, a token response and a header, replaced by a redactor that knows none
+    of them; the words around them, and "state" in a sentence, kept."""
+    redactor = Redactor()
+    callback = "GET https://bot.example.com/oauth/callback?code=c0de-1&state=0/st4te-2&iss=x"
+    assert redactor.redact(callback) == (
+        "GET https://bot.example.com/oauth/callback?code=[redacted]&state=[redacted]&iss=x"
+    )
+    body = (
+        "grant_type=authorization_code&code=c0de-3&code_verifier=v3rifier-4"
+        "&client_assertion=eyJhbGciOi.x.y&assertion=eyJz.a.b&redirect_uri=https://b/cb"
+        "&refresh_token=rt-5&client_secret=cs-6&error_code=E42"
+    )
+    assert redactor.redact(body) == (
+        "grant_type=authorization_code&code=[redacted]&code_verifier=[redacted]"
+        "&client_assertion=[redacted]&assertion=[redacted]&redirect_uri=https://b/cb"
+        "&refresh_token=[redacted]&client_secret=[redacted]&error_code=E42"
+    )
+    response = json.dumps(
+        {
+            "access_token": "at-7",
+            "token_type": "Bearer",
+            "refresh_token": 'rt-"8',
+            "id_token": "eyJ-9",
+            "scope": "files:read",
+            "client_id": "client-1",
+            "client_secret": "cs-10",
+            "code": "c0de-11",
+            "code_verifier": "v-12",
+        }
+    )
+    redacted = redactor.redact(f"token response not valid: {response}")
+    for secret in ("at-7", "rt-", "eyJ-9", "cs-10", "c0de-11", "v-12"):
+        assert secret not in redacted
+    assert json.loads(redacted.split(": ", 1)[1]) == {
+        "access_token": "[redacted]",
+        "token_type": "Bearer",
+        "refresh_token": "[redacted]",
+        "id_token": "[redacted]",
+        "scope": "files:read",
+        "client_id": "client-1",
+        "client_secret": "[redacted]",
+        "code": "[redacted]",
+        "code_verifier": "[redacted]",
+    }
+    header = "{'Authorization': 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig_-x'}"
+    assert redactor.redact(header) == "{'Authorization': 'Bearer [redacted]'}"
+    assert redactor.redact("authorization: basic dXNlcjpwYXNz") == "authorization: basic [redacted]"
+    assert redactor.redact("Basic YWxhZGRpbjpvcGVuc2VzYW1l==") == "Basic [redacted]"
+    assert redactor.redact("BEARER abcdefghijklmnopqrstuvwxyz") == "BEARER [redacted]"
+    # Ordinary words stay: "state" in a sentence, a state= that is no query parameter, a
+    # basic word after "Basic", a short "Bearer" mention.
+    for text in (
+        "the turn's state moved to answered; state=answered",
+        "turn state=running code=200",
+        "Basic authentication is off",
+        "a Bearer token is needed",
+        '{"state": "pending", "codes": "x", "token_type": "Bearer"}',
+    ):
+        assert redactor.redact(text) == text
+
+
 def test_every_value_substituted_anywhere_in_an_mcp_server_is_a_secret(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -84,6 +147,37 @@ mcp:
     assert set(values.values()) - {"servers-file-8"} <= found
     assert "a-fixed-env-value" in found and "Bearer header-secret-5" in found
     assert "--plain" not in found and "https" not in " ".join(found)
+
+
+def test_sign_in_secrets_are_configured_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys people's tokens are sealed with, and each pre-registered client's secret
+    (from the environment or written in the file) and substituted id."""
+    monkeypatch.setenv("V_CLIENT_ID", "client-id-1")
+    monkeypatch.setenv("V_CLIENT_SECRET", "client-secret-2")
+    config = parse_config(
+        """
+oauth: {redirect_base_url: "https://bot.example.com"}
+mcp:
+  servers:
+    slack:
+      url: https://mcp.slack.com/mcp
+      auth: oauth
+      oauth: {client_id: "${V_CLIENT_ID}", client_secret: "${env:V_CLIENT_SECRET}"}
+    written:
+      url: https://mcp.example.com/mcp
+      auth: oauth
+      oauth: {client_id: public-id, client_secret: written-secret-3, scopes: [read]}
+    linear: {url: "https://mcp.linear.app/mcp", auth: oauth}
+"""
+    )
+    environment = Environment(
+        slack_agent_secret_key="sealing-key-4", slack_agent_secret_key_previous="old-key-5"
+    )
+    found = set(configured_secrets(environment, config, environ={}))
+    wanted = {"client-id-1", "client-secret-2", "written-secret-3", "sealing-key-4", "old-key-5"}
+    assert wanted <= found
+    assert "public-id" not in found and "read" not in found
+    assert {"sealing-key-4", "old-key-5"} <= set(configured_secrets(environment, None, {}))
 
 
 def test_the_environments_url_passwords_and_otlp_headers_are_secrets() -> None:

@@ -145,6 +145,25 @@ async def test_an_explicit_streamable_http_transport_says_why_it_fails(
     )
 
 
+async def test_a_server_people_sign_in_to_never_falls_back_to_sse(
+    connect: Connect, sse_mcp_server: HttpMcpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """auth: oauth with a bare URL: the server's 405 is its answer over streamable HTTP,
+    attempt after attempt, never a reason to try SSE (nor advice to)."""
+    caplog.set_level(logging.INFO, logger="tools.mcp")
+    connection = await connect(
+        McpServerConfig(url=sse_mcp_server.url, auth="oauth", **FAST), wait=False
+    )
+    await until(lambda: connection.failures >= 2, 10)
+    assert not connection.connected.is_set()
+    assert connection.kind == "streamable_http"
+    assert connection.last_error == (
+        "MCPError: Server returned an error response (the server answered HTTP 405 Method Not "
+        "Allowed)"
+    )
+    assert not any("trying SSE" in r.getMessage() for r in caplog.records)
+
+
 async def test_allow_and_deny_lists_and_a_prefix(connect: Connect) -> None:
     connection = await connect(
         stdio(allow=["lookup_*", "inventory_*", "delete_*"], deny=["delete_*"], prefix="wh_")

@@ -65,18 +65,18 @@ class GrantError(Exception):
         super().__init__(f"{self.sentence} ({reason})")
 
 
-class SignInFailed(GrantError):
+class GrantRefused(GrantError):
     """The authorization server refused the sign-in, or its answer cannot be trusted (a wrong
     or missing ``iss``, a malformed token response): the person may try again."""
 
-    kind = "SignInFailed"
+    kind = "GrantRefused"
     sentence = "the sign-in failed"
 
 
-class SignInUnavailable(GrantError):
+class GrantUnavailable(GrantError):
     """The authorization server could not be reached or failed (network, 5xx, 429)."""
 
-    kind = "SignInUnavailable"
+    kind = "GrantUnavailable"
     sentence = "the sign-in service is unavailable right now"
 
 
@@ -156,34 +156,34 @@ async def complete_authorization(
     ``iss`` is checked first (RFC 9207, the SDK's check: present and equal to the issuer, or
     absent where the server does not advertise it); the token request is the SDK's, with the
     verifier, redirect URI, client authentication and ``resource`` of the request that was
-    captured. Raises :class:`SignInFailed` or :class:`SignInUnavailable`.
+    captured. Raises :class:`GrantRefused` or :class:`GrantUnavailable`.
     """
     provider = BotOAuthProvider.restored(pending)
     try:
         validate_authorization_response_iss(iss, provider.context.oauth_metadata)
     except OAuthFlowError:
-        raise SignInFailed("issuer") from None
+        raise GrantRefused("issuer") from None
     try:
         request = await provider._exchange_token_authorization_code(code, pending.code_verifier)
     except OAuthFlowError:
-        raise SignInFailed("client") from None
+        raise GrantRefused("client") from None
     try:
         async with _http() as http:
             response = await http.send(request)
             await response.aread()
     except httpx2.HTTPError:
-        raise SignInUnavailable("network") from None
+        raise GrantUnavailable("network") from None
     if _unavailable(response.status_code):
-        raise SignInUnavailable(f"status_{response.status_code}")
+        raise GrantUnavailable(f"status_{response.status_code}")
     if response.status_code not in (200, 201):
-        raise SignInFailed(_error_word(response))
+        raise GrantRefused(_error_word(response))
     try:
         await provider._handle_token_response(response)
     except OAuthTokenError:
-        raise SignInFailed("invalid_response") from None
+        raise GrantRefused("invalid_response") from None
     token = provider.context.current_tokens
     if token is None:  # pragma: no cover (the SDK sets it or raises)
-        raise SignInFailed("invalid_response")
+        raise GrantRefused("invalid_response")
     return TokenSnapshot(
         issuer=pending.issuer,
         token=token,

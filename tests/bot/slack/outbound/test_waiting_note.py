@@ -1,20 +1,21 @@
 """The waiting note as Slack gets it: a link to the card and who may decide, the model's
-tool names escaped, and a note whose post was applied but never confirmed is found by its
-tag and not posted again."""
+tool names escaped (for a sign-in: who must connect which server, escaped), and a note
+whose post was applied but never confirmed is found by its tag and not posted again."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
-from bot.slack.blocks.waiting_note import waiting_text
+from bot.slack.blocks.waiting_note import sign_in_waiting_text, waiting_text
 from bot.slack.identity import BotIdentity
 from bot.slack.outbound.waiting_note import SlackWaitingNote
 from bot.turn.ports import DeliveryFailed
-from bot.turn.store.approvals import ApprovalRequest
+from bot.turn.store.approvals import SIGN_IN, ApprovalRequest
 from bot.turn.waiting_note import the_wait
 from permissions.approval import Deciders
 from tests.fakes.deadline import NoDeadline
@@ -94,3 +95,26 @@ def test_the_wait_is_the_card_its_open_requests_are_on() -> None:
     wait, on_it = the_wait([first, *shown, other])
     assert wait == "100.000005" and on_it == shown
     assert the_wait([first]) == ("r0", [first])
+
+
+async def test_a_turn_waiting_for_a_sign_in_says_who_must_connect_what() -> None:
+    world = FakeSlack()
+    world.add_user_message("C1", "100.000001", "U1", "push it")
+    client = InMemorySlack(world, threading.Lock())
+    note = SlackWaitingNote(client, BotIdentity(client), ADMINS)
+    signin = replace(request("gh_push", card_ts=""), kind=SIGN_IN, server="github")
+    await note.tell([signin], signin.id, NoDeadline(), look_first=False)
+    [posted] = notes(world)
+    said = json.dumps(posted.blocks)
+    assert "This thread waits for <@U1> to connect *github*." in said
+    assert "approve or deny" not in said and "gh_push" not in said
+
+
+def test_a_server_name_cannot_mention_link_or_hide_in_the_sign_in_note() -> None:
+    said = sign_in_waiting_text("U1", ["<!here>", "<https://evil|ok>", "\u202egh"], "")
+    assert "<!here>" not in said and "&lt;!here&gt;" in said
+    assert "<https://evil" not in said and "[U+202E]gh" in said
+    assert "sign-in card" not in said  # no link to give: none made up
+    linked = sign_in_waiting_text("U1", ["github", "github"], "https://x.slack.com/archives/C1/p1")
+    assert "*github* (<https://x.slack.com/archives/C1/p1|the sign-in card>)." in linked
+    assert linked.count("*github*") == 1  # each server once

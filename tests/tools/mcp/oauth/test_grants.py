@@ -16,9 +16,9 @@ from tests.fakes.oauth_server import AuthServer, bound_socket
 from tests.fakes.personal_mcp import PersonalMcp
 from tests.tools.mcp.oauth.people import REDIRECT, Person, follow, sign_in, whoami
 from tools.mcp.oauth.grants import (
+    GrantRefused,
     NotRevocable,
     Revoked,
-    SignInFailed,
     client_metadata,
     complete_authorization,
     refresh_grant,
@@ -120,7 +120,7 @@ async def test_the_issuer_of_the_response_is_checked(
         snapshot = await complete_authorization(pending, code, returned)
         assert snapshot.token.access_token
         return
-    with pytest.raises(SignInFailed) as refused:
+    with pytest.raises(GrantRefused) as refused:
         await complete_authorization(pending, code, returned)
     assert refused.value.reason == "issuer"
     assert auth_server.authority.token_log == []  # the code was never sent
@@ -130,7 +130,7 @@ async def test_a_refused_code_says_only_a_word(auth_server: AuthServer, files: P
     pending = await Person(files.url, MemoryTokens()).attempt(whoami)
     assert isinstance(pending, PendingAuthorization)
     _, iss = await follow(pending)
-    with pytest.raises(SignInFailed) as refused:
+    with pytest.raises(GrantRefused) as refused:
         await complete_authorization(pending, "not-the-code", iss)
     assert refused.value.reason == "invalid_grant"
     assert str(refused.value) == "the sign-in failed (invalid_grant)"  # not the server's text

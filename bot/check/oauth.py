@@ -1,0 +1,43 @@
+"""Per-person sign-in (MCP servers with ``auth: oauth``), as `slack-agent check` sees it
+without the network: where people's browsers come back, and what would expose or forget
+their connections. (Each server's own line, its authorization server discovered, is in
+``mcp_servers.py``.)"""
+
+from __future__ import annotations
+
+from bot.check.findings import Finding, ok, warn
+from bot.config.environment import Environment
+from bot.config.requirements import socket_mode
+from bot.config.schema import AppConfig, oauth_servers
+
+AREA = "oauth"
+
+
+def check_oauth(config: AppConfig, environment: Environment) -> list[Finding]:
+    """One line per thing worth knowing; nothing when no server signs people in."""
+    if not oauth_servers(config):
+        return []
+    found: list[Finding] = []
+    callback = config.oauth.callback_url
+    if callback is not None:  # the config does not load without it
+        found.append(ok(AREA, f"callback {callback}"))
+        if callback.startswith("http://"):
+            found.append(
+                warn(AREA, "redirect_base_url is http://: only localhost callbacks work so")
+            )
+    if socket_mode(environment):
+        found.append(
+            warn(
+                AREA,
+                "Socket Mode: --port now serves the sign-in callback publicly, and /metrics "
+                "with it; give --metrics-port",
+            )
+        )
+    if not config.redis.require_persistence:
+        found.append(
+            warn(
+                AREA,
+                "redis.require_persistence is off: a Redis restart forgets every connection",
+            )
+        )
+    return found
