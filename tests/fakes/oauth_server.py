@@ -4,10 +4,11 @@
 SDK's token handler), ``/register`` and ``/revoke``; ``Authority`` is its provider, in memory.
 The test plays the person: ``/authorize`` redirects to ``/login?request=...``, and the test's
 "browser" adds ``&user=alice`` (or ``&deny=1``) to pick who signs in (with ``default_user``,
-``/authorize`` skips the page); the login page issues a code for that subject and redirects to the client's ``redirect_uri`` with ``state`` and
-``iss``. Access tokens live ``expires_in`` seconds; refresh tokens rotate, and one presented
-again after its rotation revokes its whole family (a double refresh shows). For the resource
-server and the tests: ``/_test/introspect`` (POST ``token``), ``/_test/revoke?user=``,
+``/authorize`` skips the page); the login page issues a code for that subject and redirects
+to the client's ``redirect_uri`` with ``state`` and ``iss``. Access tokens live
+``expires_in`` seconds; refresh tokens rotate, and one presented again after its rotation
+revokes its whole family (a double refresh shows). Every switch is read per request. For the
+resource server and the tests: ``/_test/introspect`` (POST ``token``), ``/_test/revoke?user=``,
 ``/_test/counts``, ``/_test/requests`` (what the authorization and token requests carried, no
 secret), ``/_test/status/<code>`` (answers with that status: an endpoint that fails),
 ``/_test/client-metadata`` (POST a client ID metadata document, as if the server had fetched
@@ -16,7 +17,7 @@ it: tests have no https).
 In-process (a thread, for fast tests): ``with AuthServer(Switches(...)) as server:``.
 As a process: ``python -m tests.fakes.oauth_server PORT [--expires-in S] [--cimd] [--iss
 send|omit|wrong] [--no-advertise-iss] [--no-registration] [--no-revocation] [--client
-ID:SECRET:METHOD] [--user NAME]`` (``AuthServerProcess``).
+ID:SECRET:METHOD:REDIRECT] [--user NAME]`` (``AuthServerProcess``).
 """
 
 from __future__ import annotations
