@@ -8,8 +8,9 @@ does not hold is told apart from one that was tampered with. ``SLACK_AGENT_SECRE
 anyone connecting again.
 
 Each blob is bound to its logical record by the associated data (:func:`token_aad`,
-:func:`client_aad`): whose token, for which server and issuer; which server's registration
-for which redirect. A blob copied onto another person's record does not open. The Redis key
+:func:`client_aad`, :func:`flow_aad`, :func:`link_aad`): whose token, for which server and
+issuer; which server's registration for which redirect; which sign-in under way; whose start
+link for which server. A blob copied onto another person's record does not open. The Redis key
 text is not part of it, so a change of ``redis.key_prefix`` leaves every record readable.
 """
 
@@ -142,3 +143,14 @@ def token_aad(team: str, user: str, server: str, issuer: str) -> bytes:
 def client_aad(server: str, redirect_uri: str) -> bytes:
     """What a server's client registration blob is bound to: the server and the redirect."""
     return _aad("client", server, redirect_uri)
+
+
+def flow_aad(state_digest: str) -> bytes:
+    """What a sign-in under way is bound to: the SHA-256 of its state (hex)."""
+    return _aad("flow", state_digest)
+
+
+def link_aad(team: str, user: str, server: str) -> bytes:
+    """What a sign-in's start link (kept on its request) is bound to: whose, for which
+    server."""
+    return _aad("link", team, user, server)
