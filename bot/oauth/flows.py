@@ -18,11 +18,12 @@ Then any replica answers the browser (``bot/oauth/web.py``):
 - ``GET /oauth/callback``: an unknown state is refused (400); a browser without the cookie
   that started it is refused (403): what stops a callback made for someone else's state;
   the callback finishes once (Lua ``FINISH_ONCE``: a reload is 409, and the authorization
-  server sees one token request). ``error=`` decides the waiting requests denied. Otherwise
-  the code is exchanged here (``grants.complete_authorization``: the ``iss`` check, the
-  token request), the token stored sealed with its audit entry (``TokenRecords.store``),
-  the waiting set taken and the flow deleted, and each waiting request decided approved,
-  which wakes its turn on whichever replica claims it.
+  server sees one token request), and the flow's sealed part is deleted then (what is left
+  until it expires says only that it was finished). ``error=`` decides the waiting requests
+  denied. Otherwise the code is exchanged here (``grants.complete_authorization``: the
+  ``iss`` check, the token request), the token stored sealed with its audit entry
+  (``TokenRecords.store``), the waiting set taken, and each waiting request decided
+  approved, which wakes its turn on whichever replica claims it.
 
 Every refusal is audited (``connection``/``callback_refused``, with a reason word) and every
 callback counted (``slack_agent_oauth_callbacks_total{outcome}``). No state, code, verifier,
@@ -277,7 +278,17 @@ class SignIns:
             self.keys.oauth_conns(account.team, account.user), server
         )
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"ct": sealed, "started": "", "browser": "", "done": ""})
+            pipe.hset(
+                key,
+                mapping={
+                    "ct": sealed,
+                    "started": "",
+                    "browser": "",
+                    "done": "",
+                    "user": account.user,  # for the audit of a refusal (no secret)
+                    "server": server,
+                },
+            )
             pipe.expire(key, kept_s)
             await pipe.execute()
         if request_id is not None:
@@ -357,50 +368,50 @@ class SignIns:
     async def callback(self, query: Mapping[str, str], cookie: str | None) -> Answer:
         """``GET /oauth/callback``: finish the sign-in the state names (see the module)."""
         state = query.get("state", "")
-        found = await self._flow(state)
-        if found is None:
+        key = self.keys.oauth_flow(state)
+        data: dict[str, str] = await self.client.hgetall(key) if state else {}
+        if not data:
             return await self._callback_refused(
                 "", "", "unknown_state", pages.unknown(), "unknown_state"
             )
-        flow, data = found
+        user, server = data.get("user", ""), data.get("server", "")
         browser = data.get("browser", "")
         if not browser or not cookie or not hmac.compare_digest(browser, _hash(cookie)):
             return await self._callback_refused(
-                flow.user, flow.server, "other_browser", pages.other_browser(), "other_browser"
+                user, server, "other_browser", pages.other_browser(), "other_browser"
             )
-        finished = int(await self._finish_once(keys=[self.keys.oauth_flow(state)]))
-        if finished == -1:
-            return await self._callback_refused(
-                flow.user, flow.server, "unknown_state", pages.unknown(), "unknown_state"
-            )
-        if finished == 0:
-            return await self._callback_refused(
-                flow.user, flow.server, "reload", pages.finished(), "reload"
-            )
+        found = await self._flow(state) if not data.get("done") else None
+        finished = int(await self._finish_once(keys=[key])) if found is not None else 0
+        if finished != 1 or found is None:
+            return await self._callback_refused(user, server, "reload", pages.finished(), "reload")
+        flow, _ = found
+        # Taken: its secrets (the verifier, the client) are no longer kept; what is left
+        # says it was finished, until the flow would have expired.
+        await self.client.hdel(key, "ct")
         if query.get("error"):
-            return await self._declined(flow, state, query["error"])
+            return await self._declined(flow, query["error"])
         code = query.get("code", "")
         if not code:
             return await self._callback_refused(
-                flow.user, flow.server, "no_code", pages.failed(flow.server), "refused"
+                user, server, "no_code", pages.failed(flow.server), "refused"
             )
         try:
             snapshot = await complete_authorization(flow.pending, code, query.get("iss"))
         except GrantRefused as refused:
             return await self._callback_refused(
-                flow.user, flow.server, refused.reason, pages.failed(flow.server), "refused"
+                user, server, refused.reason, pages.failed(flow.server), "refused"
             )
         except GrantUnavailable as away:
             return await self._callback_refused(
-                flow.user, flow.server, away.reason, pages.unavailable(flow.server), "unavailable"
+                user, server, away.reason, pages.unavailable(flow.server), "unavailable"
             )
         await self.tokens_for(flow.account, flow.server).store(snapshot, actor=flow.user)
-        await self._decide_waiting(flow, state, approved=True)
+        await self._decide_waiting(flow, approved=True)
         _count("connected")
         return Answer(pages.connected(flow.server, late=time.time() >= flow.deadline))
 
-    async def _declined(self, flow: Flow, state: str, error: str) -> Answer:
-        await self._decide_waiting(flow, state, approved=False)
+    async def _declined(self, flow: Flow, error: str) -> Answer:
+        await self._decide_waiting(flow, approved=False)
         word = (
             error if error in ("access_denied", "consent_required", "login_required") else "error"
         )
@@ -408,12 +419,11 @@ class SignIns:
         _count("declined")
         return Answer(pages.declined(flow.server))
 
-    async def _decide_waiting(self, flow: Flow, state: str, *, approved: bool) -> list[str]:
-        """Take the waiting set, delete the flow, and decide every request that waited
-        (each wakes its turn): the ids decided."""
+    async def _decide_waiting(self, flow: Flow, *, approved: bool) -> list[str]:
+        """Take the waiting set and decide every request that waited (each wakes its turn):
+        the ids decided."""
         waiting = self.keys.oauth_waiting(flow.team, flow.user, flow.server)
         taken = [str(i) for i in await self._take_waiting(keys=[waiting])]
-        await self.client.delete(self.keys.oauth_flow(state))
         ids = list(dict.fromkeys([*taken, *([flow.request_id] if flow.request_id else [])]))
         reason = "" if approved else "declined at the sign-in page"
         for request_id in ids:
