@@ -25,6 +25,7 @@ from typing import Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from bot.config.environment import Environment
 from bot.config.errors import ConfigError
 
 KEY_VARIABLE = "SLACK_AGENT_SECRET_KEY"
@@ -126,6 +127,17 @@ class Sealer:
             return aesgcm.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], aad)
         except InvalidTag:
             raise Unreadable("tampered") from None
+
+
+def sealer_from(environment: Environment) -> Sealer:
+    """The sealer of ``SLACK_AGENT_SECRET_KEY`` (and ``..._PREVIOUS``); a ConfigError naming
+    the variable when one is missing or not base64 of 32 bytes."""
+    current = environment.slack_agent_secret_key
+    previous = environment.slack_agent_secret_key_previous
+    return Sealer.from_values(
+        current.get_secret_value() if current is not None else None,
+        previous.get_secret_value() if previous is not None else None,
+    )
 
 
 def _aad(kind: str, *parts: str) -> bytes:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from bot.config.environment import Environment
 from bot.config.schema import AppConfig, oauth_servers
 from bot.oauth.config import OAuthConfig
-from bot.oauth.crypto import Sealer, link_aad
+from bot.oauth.crypto import Sealer, link_aad, sealer_from
 from bot.oauth.flows import CLIENT_DOCUMENT_PATH, SignIns
 from bot.oauth.records import ClientRecords, Connections, TokenRecords
 from bot.state.audit import AuditLog
@@ -25,17 +25,6 @@ from bot.turn.store.approvals import Approvals
 from tools.mcp.config import McpServerConfig
 from tools.mcp.oauth.grants import refresh_grant
 from tools.mcp.oauth.tokens import Account, RefreshOutcome, TokenSnapshot
-
-
-def sealer_from(environment: Environment) -> Sealer:
-    """The sealer of ``SLACK_AGENT_SECRET_KEY`` (and ``..._PREVIOUS``); a ConfigError naming
-    the variable when one is missing or not base64 of 32 bytes."""
-    current = environment.slack_agent_secret_key
-    previous = environment.slack_agent_secret_key_previous
-    return Sealer.from_values(
-        current.get_secret_value() if current is not None else None,
-        previous.get_secret_value() if previous is not None else None,
-    )
 
 
 class OAuthSide:
@@ -68,6 +57,24 @@ class OAuthSide:
             self.tokens_for,
             self.replication,
         )
+
+    @classmethod
+    def of(
+        cls,
+        config: AppConfig,
+        sealer: Sealer | None,
+        client: Redis,
+        keys: Keys,
+        audit: AuditLog,
+        approvals: Approvals,
+        replication: Replication | None = None,
+    ) -> OAuthSide:
+        """The side for ``config``'s servers with ``auth: oauth``. ``sealer``: built at
+        start-up from the environment (``crypto.sealer_from``); None reads it now."""
+        if sealer is None:
+            sealer = sealer_from(Environment())
+        servers = {name: config.mcp.servers[name] for name in oauth_servers(config)}
+        return cls(config.oauth, servers, sealer, client, keys, audit, approvals, replication)
 
     def __repr__(self) -> str:
         return f"OAuthSide(servers={sorted(self.servers)!r}, kid={self.sealer.kid!r})"
@@ -110,23 +117,3 @@ class OAuthSide:
     def open_link(self, account: Account, server: str, sealed: str) -> str:
         """The start link :meth:`seal_link` sealed (``crypto.Unreadable`` otherwise)."""
         return self.sealer.open(sealed, link_aad(account.team, account.user, server)).decode()
-
-
-def build_oauth_side(
-    config: AppConfig,
-    sealer: Sealer | None,
-    client: Redis,
-    keys: Keys,
-    audit: AuditLog,
-    approvals: Approvals,
-    replication: Replication | None = None,
-) -> OAuthSide | None:
-    """The process's sign-in side; None when no MCP server signs people in. ``sealer``:
-    built at start-up from the environment (:func:`sealer_from`); None reads it now."""
-    names = oauth_servers(config)
-    if not names:
-        return None
-    if sealer is None:
-        sealer = sealer_from(Environment())
-    servers = {name: config.mcp.servers[name] for name in names}
-    return OAuthSide(config.oauth, servers, sealer, client, keys, audit, approvals, replication)

@@ -4,12 +4,11 @@ sign-ins to MCP servers, the secret key from the environment)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.budget.ledger import BudgetLedger
 from bot.config.environment import Environment
 from bot.config.schema import AppConfig, oauth_servers
-from bot.oauth.crypto import Sealer
-from bot.oauth.side import OAuthSide, build_oauth_side, sealer_from
 from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
@@ -38,6 +37,10 @@ from bot.turn.store.records import TurnRecords
 from bot.turn.store.stops import StopRequests
 from bot.turn.store.stores import ThreadStores, TurnStores
 from bot.turn.store.waiting_notes import WaitingNotes
+
+if TYPE_CHECKING:  # loaded only with a server that signs people in (it loads the MCP SDK)
+    from bot.oauth.crypto import Sealer
+    from bot.oauth.side import OAuthSide
 
 
 @dataclass
@@ -69,15 +72,20 @@ def build_state(handle: RedisHandle, config: AppConfig, sealer: Sealer | None = 
     keys = Keys(config.redis.key_prefix, Shards(config.redis.shards if config.redis.cluster else 1))
     threads = thread_stores(client, keys, config, handle.replication)
     shared = shared_records(client, keys, handle.replication)
+    oauth = None
+    if oauth_servers(config):
+        from bot.oauth.side import OAuthSide
+
+        oauth = OAuthSide.of(
+            config, sealer, client, keys, shared.audit, threads.approvals, handle.replication
+        )
     return State(
         handle=handle,
         keys=keys,
         threads=threads,
         shared=shared,
         budgets=BudgetLedger(client, keys),
-        oauth=build_oauth_side(
-            config, sealer, client, keys, shared.audit, threads.approvals, handle.replication
-        ),
+        oauth=oauth,
     )
 
 
@@ -151,7 +159,11 @@ def open_state(
     """Connect to ``redis_url`` (or the embedded Redis) and build every part on it. With a
     server that signs people in, a secret key that is missing or not 32 bytes is a
     ConfigError naming its variable, before anything connects."""
-    sealer = sealer_from(environment or Environment()) if oauth_servers(config) else None
+    sealer = None
+    if oauth_servers(config):
+        from bot.oauth.crypto import sealer_from
+
+        sealer = sealer_from(environment or Environment())
     handle = connect(
         redis_url,
         config.redis.max_connections,

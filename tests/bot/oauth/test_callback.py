@@ -69,9 +69,7 @@ async def connection_audit(site: Site, action: str) -> list[AuditEntry]:
 
 
 def callbacks(outcome: str) -> float:
-    value = REGISTRY.get_sample_value(
-        "slack_agent_oauth_callbacks_total", {"outcome": outcome}
-    )
+    value = REGISTRY.get_sample_value("slack_agent_oauth_callbacks_total", {"outcome": outcome})
     return value or 0.0
 
 
@@ -305,9 +303,7 @@ async def test_access_denied_denies_the_waiting_request(
     assert auth_server.authority.grants["authorization_code"] == 0
 
 
-async def test_a_connect_wakes_every_request_waiting_for_it(
-    site: Site, browser: Browser
-) -> None:
+async def test_a_connect_wakes_every_request_waiting_for_it(site: Site, browser: Browser) -> None:
     """Two turns wait on alice's connection; /agent connect's link (no request of its own)
     finishes it, and both are decided."""
     _, first = await waiting_request(site)
@@ -357,4 +353,3 @@ async def test_the_client_metadata_document(site: Site, browser: Browser) -> Non
     assert document["token_endpoint_auth_method"] == "none"
     assert document["response_types"] == ["code"]
     assert document["grant_types"] == ["authorization_code", "refresh_token"]
-
