@@ -1,7 +1,7 @@
 """Per-person sign-in (MCP servers with ``auth: oauth``), as `slack-agent check` sees it
 without the network: the key people's tokens are sealed with, where people's browsers come
-back, and what would expose or forget their connections. (Each server's own line, its authorization server discovered, is in
-``mcp_servers.py``.)"""
+back, and what would expose or forget their connections. (Each server's own line, its
+authorization server discovered, is in ``mcp_servers.py``.)"""
 
 from __future__ import annotations
 
