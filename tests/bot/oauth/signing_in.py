@@ -11,7 +11,6 @@ tests/tools/mcp/oauth do), with the site's callback as redirect URI.
 from __future__ import annotations
 
 import base64
-import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -74,22 +73,6 @@ def signing_in_config(base: str, files_url: str, **oauth: Any) -> dict[str, Any]
         "oauth": {"redirect_base_url": base, **oauth},
         "mcp": {"servers": {"files": {"url": files_url, "auth": "oauth"}}},
     }
-
-
-@contextlib.asynccontextmanager
-async def serving(routes: list[web.RouteDef]) -> AsyncIterator[str]:
-    """``routes`` on a free loopback port, bound before they are built: its base URL."""
-    sock = bound_socket()
-    app = web.Application()
-    app.add_routes(routes)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        await web.SockSite(runner, sock).start()
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        await runner.cleanup()
-        sock.close()
 
 
 @pytest.fixture

@@ -14,6 +14,10 @@ import pytest
 from prometheus_client import REGISTRY
 
 from bot.oauth.flows import COOKIE, Outsider
+from bot.process.slack import start_page_names
+from bot.slack.client import web_client
+from bot.slack.identity import BotIdentity
+from bot.slack.inbox.names import SlackNames
 from bot.state.audit import AuditEntry, AuditKind
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.store.approvals import SIGN_IN, ApprovalRequest, ApprovalState, sign_in_field
@@ -30,7 +34,9 @@ from tests.bot.oauth.signing_in import (
 )
 from tests.bot.turn.store.test_approvals import a_turn
 from tests.fakes.oauth_server import AuthServer
+from tests.fakes.slack_server import FakeSlack
 from tools.mcp.oauth.pending import PendingAuthorization
+from tools.mcp.oauth.tokens import Account
 
 __all__ = ["auth_server", "browser", "files", "other_browser", "site"]  # fixtures
 
@@ -153,7 +159,7 @@ async def test_only_the_browser_that_opened_the_link_can_finish(
     site: Site, browser: Browser, other_browser: Browser, auth_server: AuthServer
 ) -> None:
     _, request = await waiting_request(site)
-    pending, url = await begun(site, request.id)
+    _, url = await begun(site, request.id)
     back = await browser.to_callback(url)
     assert browser.has_cookie()
 
@@ -353,3 +359,24 @@ async def test_the_client_metadata_document(site: Site, browser: Browser) -> Non
     assert document["token_endpoint_auth_method"] == "none"
     assert document["response_types"] == ["code"]
     assert document["grant_types"] == ["authorization_code", "refresh_token"]
+
+
+async def test_the_start_page_names_the_person_and_workspace_as_slack_does(
+    site: Site, browser: Browser, fake_slack: FakeSlack
+) -> None:
+    fake_slack.users["U1"] = {"id": "U1", "profile": {"display_name": "Alice <b>"}}
+    client = web_client("xoxb-test", fake_slack.api_url)
+    try:
+        site.side.sign_ins.describe = start_page_names(
+            SlackNames(client, site.state.shared.cache), BotIdentity(client)
+        )
+        mine = Account("T0TEAM", "U1")
+        pending = await capture(site.files_url, site.callback)
+        url = await site.side.sign_ins.begin(
+            mine, "files", pending, request_id=None, external=False, ttl_s=600
+        )
+        status, body, _ = await browser.get(url)
+    finally:
+        await client.aclose()
+    assert status == 200
+    assert "for <strong>Alice &lt;b&gt;</strong> in <strong>Test</strong>" in body
