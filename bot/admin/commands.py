@@ -1,27 +1,42 @@
 """Running a subcommand for a person, and the ones that change something (switches, grants).
 What the others show is in ``reports.py``. Replies are Slack mrkdwn, shown only to them.
 
-Everyone: ``help``, ``tools``, ``whoami``, ``usage`` (their own). Admins (a role with
-``admin: true``) also: ``tools all``, ``enable``/``disable <tool>``, ``grant``/``revoke <@user>
-<role>``, ``roles``, ``audit [n]``, ``usage [@user]`` (anyone's, and the workspace's). Every
-admin subcommand, and every refused attempt, is written to the audit log.
+Everyone: ``help``, ``tools``, ``whoami``, ``usage`` (their own), and with MCP servers that
+sign each person in: ``connect <server>`` (a start link only they get, which also wakes every
+turn waiting for that connection; people from other workspaces only with
+``oauth.allow_external``), ``connections`` (their own), ``disconnect <server>`` (revoked at the
+authorization server where it can be, then forgotten). Admins (a role with ``admin: true``)
+also: ``tools all``, ``enable``/``disable <tool>``, ``grant``/``revoke <@user> <role>``,
+``roles``, ``audit [n]``, ``usage [@user]`` (anyone's, and the workspace's), ``connections
+all`` (who is connected to what; never a token). Every admin subcommand, every ``connect``
+and every refused attempt is written to the audit log (a connection's own entries too:
+``connected``, ``disconnected``, ``revoke_failed``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from bot.admin.context import AdminStores, Caller, Permalink, plain_link
+from bot.admin.context import AdminStores, Caller, ConnectLink, Permalink, Reply, plain_link
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
-from bot.admin.reports import AdminReports
+from bot.admin.reports import AdminReports, host
 from bot.state.audit import AuditEntry, AuditKind
 from permissions.config import RoleConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
 
-EVERYONE = ("help", "tools", "whoami", "usage")  # usage: a person's own; admins' anyone's
+EVERYONE = (
+    "help",
+    "tools",
+    "whoami",
+    "usage",  # a person's own; admins' anyone's
+    "connect",
+    "connections",  # a person's own
+    "disconnect",
+)
 ADMIN = (
     "tools all",
+    "connections all",
     "enable",
     "disable",
     "grant",
@@ -30,6 +45,8 @@ ADMIN = (
     "audit",
     "feedback",
 )
+CONNECT_TTL_S = 900  # how long /agent connect's link opens
+CONNECT_WITHIN = "15 minutes"
 
 
 class AdminCommands:
@@ -49,7 +66,7 @@ class AdminCommands:
         self.roles = roles
         self.state = state
         self.reports = reports = AdminReports(command, policy, registry, roles, state, permalink)
-        self._handlers: dict[str, Callable[[Caller, list[str]], Awaitable[str]]] = {
+        self._handlers: dict[str, Callable[[Caller, list[str]], Awaitable[str | Reply]]] = {
             "help": self.help,
             "tools": reports.tools,
             "whoami": reports.whoami,
@@ -62,9 +79,17 @@ class AdminCommands:
             "audit": reports.audit,
             "usage": self.usage,
             "feedback": reports.feedback,
+            "connect": self.connect,
+            "connections": reports.connections,
+            "connections all": reports.connections_all,
+            "disconnect": self.disconnect,
         }
 
-    async def run(self, caller: Caller, text: str) -> str:
+    async def run(self, caller: Caller, text: str) -> Reply:
+        reply = await self._run(caller, text)
+        return reply if isinstance(reply, Reply) else Reply(reply)
+
+    async def _run(self, caller: Caller, text: str) -> str | Reply:
         invocation = parse(text)
         handler = self._handlers.get(invocation.name)
         if handler is None:
@@ -106,6 +131,14 @@ class AdminCommands:
             f"• `{c} whoami` — your roles, where each comes from, and your tools",
             f"• `{c} usage` — what you spent today and over 7 days, against your limits",
         ]
+        if self.state.oauth is not None:
+            servers = ", ".join(f"`{name}`" for name in sorted(self.state.oauth.servers))
+            lines += [
+                f"• `{c} connect <server>` — sign in to a server that signs each person in "
+                f"({servers}); the link is yours alone",
+                f"• `{c} connections` — your connections, and whether they renew by themselves",
+                f"• `{c} disconnect <server>` — revoke your access there and forget it here",
+            ]
         if await self.policy.is_admin(caller.person):
             lines += [
                 "*Admin:*",
@@ -117,6 +150,10 @@ class AdminCommands:
                 f"• `{c} usage [@user]` — anyone's spend, or everyone's and the workspace limits",
                 f"• `{c} feedback` — answers rated per day, and the latest bad ones",
             ]
+            if self.state.oauth is not None:
+                lines.append(
+                    f"• `{c} connections all` — who is connected to which server (never a token)"
+                )
         return "\n".join(lines)
 
     async def usage(self, caller: Caller, args: list[str]) -> str:
@@ -192,3 +229,83 @@ class AdminCommands:
             known = ", ".join(self.roles) or "none are configured"
             return f"There is no role *{role}*.{hint} Roles: {known}."
         return user, role
+
+    # --- connections to MCP servers that sign each person in ------------------------------
+
+    def _server(self, args: list[str], verb: str) -> str | tuple[str, str]:
+        """The server named (and no error), or what to say."""
+        oauth = self.state.oauth
+        if oauth is None:
+            return "No MCP server here signs people in."
+        if len(args) != 1:
+            return f"Usage: `{self.command} {verb} <server>`"
+        server = args[0].strip("`")
+        if server not in oauth.servers:
+            hint = did_you_mean(server, oauth.servers)
+            known = ", ".join(f"`{name}`" for name in sorted(oauth.servers))
+            return f"`{server}` is not a server people connect to here.{hint} Servers: {known}."
+        return server, ""
+
+    async def connect(self, caller: Caller, args: list[str]) -> str | Reply:
+        """A start link for the person alone; connecting wakes every turn that waits for
+        this connection."""
+        named = self._server(args, "connect")
+        if isinstance(named, str):
+            return named
+        server, _ = named
+        oauth = self.state.oauth
+        assert oauth is not None  # _server said so
+        invocation = Invocation("connect", args)
+        external = caller.person.external
+        if external and not oauth.config.allow_external:
+            await self._audit(caller, invocation, outcome="refused")
+            return f"People from other workspaces cannot connect `{server}` here."
+        if self.state.begin_sign_in is None:
+            return f"`{self.command} connect` is not available in this process."
+        from tools.mcp.oauth.grants import GrantUnavailable
+        from tools.mcp.oauth.tokens import Account
+
+        account = Account(caller.team, caller.user)
+        try:
+            pending = await self.state.begin_sign_in(account, server)
+        except GrantUnavailable:
+            return f"`{server}`'s sign-in service is unavailable right now. Try again later."
+        if pending is None:
+            return f"`{server}` is already usable without signing in."
+        url = await oauth.sign_ins.begin(
+            account, server, pending, request_id=None, external=external, ttl_s=CONNECT_TTL_S
+        )
+        await self._audit(caller, invocation)
+        return Reply(
+            f"Connect `{server}` with the button below: it is yours alone, and opens once "
+            f"within {CONNECT_WITHIN}.",
+            ConnectLink(server, url, CONNECT_WITHIN),
+        )
+
+    async def disconnect(self, caller: Caller, args: list[str]) -> str:
+        named = self._server(args, "disconnect")
+        if isinstance(named, str):
+            return named
+        server, _ = named
+        oauth = self.state.oauth
+        assert oauth is not None
+        from tools.mcp.oauth.grants import NotRevocable, Revoked, RevokeFailed
+        from tools.mcp.oauth.tokens import Account
+
+        done = await oauth.sign_ins.disconnect(
+            Account(caller.team, caller.user), server, actor=caller.user
+        )
+        if not done.connected:
+            return f"You are not connected to `{server}`."
+        where = host(done.issuer) if done.issuer else "the server's sign-in site"
+        forgot = f"Disconnected `{server}`: the bot forgot your access"
+        if isinstance(done.revoked, Revoked):
+            return f"{forgot}, and {where} revoked it."
+        if isinstance(done.revoked, NotRevocable):
+            return f"{forgot}. {where} cannot revoke it from here: remove the bot's access there."
+        if isinstance(done.revoked, RevokeFailed):
+            return (
+                f"{forgot}, but revoking it at {where} failed ({done.revoked.reason}): remove "
+                "the bot's access there."
+            )
+        return f"{forgot}."

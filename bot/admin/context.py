@@ -1,10 +1,11 @@
-"""What a subcommand runs with: who calls it, the stores it reads and writes, and how it
-links to a message."""
+"""What a subcommand runs with: who calls it, the stores it reads and writes, how it links
+to a message, and what it answers (words, and for ``connect`` the person's start link)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bot.budget.budgets import Budgets
 from bot.state.audit import AuditLog
@@ -13,6 +14,15 @@ from bot.state.grants import RoleGrants
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 from permissions.policy import Person
+
+if TYPE_CHECKING:  # loaded only with a server that signs people in (they load the MCP SDK)
+    from bot.oauth.side import OAuthSide
+    from tools.mcp.oauth.pending import PendingAuthorization
+    from tools.mcp.oauth.tokens import Account
+
+# A person's authorization request for a server, built by the SDK and captured (the
+# personal server's ``begin``); None: the server answers without a sign-in.
+BeginSignIn = Callable[["Account", str], Awaitable["PendingAuthorization | None"]]
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,25 @@ class AdminStores:
     usage: UsageCounters
     feedback: FeedbackLog
     budgets: Budgets  # spending limits, and where each person stands against them
+    oauth: OAuthSide | None = None  # people's connections (None: no server signs people in)
+    begin_sign_in: BeginSignIn | None = None  # what `connect` starts a sign-in with
+
+
+@dataclass(frozen=True)
+class ConnectLink:
+    """A start link for the person alone (it carries the sign-in's state: never logged)."""
+
+    server: str
+    url: str = field(repr=False)
+    within: str  # how long it opens, in words
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A subcommand's answer, shown only to the person: words, and a start link button."""
+
+    text: str
+    link: ConnectLink | None = None
 
 
 Permalink = Callable[[str, str, str], str]  # channel, ts, thread ts -> a link to the message

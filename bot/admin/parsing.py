@@ -12,7 +12,7 @@ _USER = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>$|^([UW][A-Z0-9]{2,})$")
 
 @dataclass(frozen=True)
 class Invocation:
-    name: str  # the subcommand, lower case; "tools all" is one subcommand
+    name: str  # the subcommand, lower case; "tools all", "connections all" are one each
     args: list[str]
 
 
@@ -21,8 +21,8 @@ def parse(text: str) -> Invocation:
     if not words:
         return Invocation("help", [])
     name, args = words[0].lower(), words[1:]
-    if name == "tools" and args and args[0].lower() == "all":
-        return Invocation("tools all", args[1:])
+    if name in ("tools", "connections") and args and args[0].lower() == "all":
+        return Invocation(f"{name} all", args[1:])
     return Invocation(name, args)
 
 

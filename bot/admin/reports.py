@@ -1,11 +1,13 @@
-"""What the slash command shows: a person's tools and roles, and for admins every tool,
-the roles and grants, the audit log, usage and feedback (read only; replies within Slack's
-limits)."""
+"""What the slash command shows: a person's tools, roles and connections to MCP servers,
+and for admins every tool, the roles and grants, the audit log, usage, feedback and who is
+connected to what (read only; never a token; replies within Slack's limits)."""
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from bot.admin.context import AdminStores, Caller, Permalink
 from bot.admin.parsing import user_id
@@ -18,6 +20,9 @@ from permissions.config import RoleConfig
 from permissions.policy import Person, Policy
 from permissions.rules import who_may_use
 from tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tools.mcp.oauth.tokens import TokenSnapshot
 
 FEEDBACK_DAYS = 7
 FEEDBACK_NEGATIVE = 10
@@ -65,7 +70,58 @@ class AdminReports:
         names = ", ".join(limited([f"`{t.name}`" for t in visible], 2_000, ", ")) or "none"
         return f"*Your roles:*\n{roles_text}\n*Your tools here:* {names}"
 
+    async def connections(self, caller: Caller, args: list[str]) -> str:
+        """The person's own connections: where, what scope, since when, and whether they
+        renew by themselves."""
+        if args:
+            hint = " Admins: try `connections all`." if args[0].lower().startswith("al") else ""
+            return f"`{self.command} connections` takes no arguments.{hint}"
+        oauth = self.state.oauth
+        if oauth is None:
+            return "No MCP server here signs people in."
+        from bot.oauth.records import KeyNotHeld
+        from tools.mcp.oauth.tokens import Account
+
+        account = Account(caller.team, caller.user)
+        found = await oauth.connections.connections(account)
+        if not found:
+            servers = ", ".join(f"`{name}`" for name in sorted(oauth.servers))
+            return (
+                f"You have no connections. `{self.command} connect <server>` connects one "
+                f"({servers})."
+            )
+        rows = []
+        for connection in found:
+            try:
+                held = await oauth.tokens_for(account, connection.server).current()
+            except KeyNotHeld:
+                how = "unreadable with this replica's key: ask an admin"
+            else:
+                how = "unreadable: connect again" if held is None else _renewal(held.snapshot)
+            scope = f", scope `{connection.scope}`" if connection.scope else ""
+            rows.append(
+                f"• `{connection.server}` — {host(connection.issuer)}{scope}, since "
+                f"{_when(connection.since)}, {how}"
+            )
+        return "*Your connections:*\n" + "\n".join(limited(rows))
+
     # --- admins --------------------------------------------------------------------------
+
+    async def connections_all(self, caller: Caller, args: list[str]) -> str:
+        """Who is connected to which server, at which issuer, since when (never a token)."""
+        if args:
+            return f"`{self.command} connections all` takes no arguments."
+        oauth = self.state.oauth
+        if oauth is None:
+            return "No MCP server here signs people in."
+        found = await oauth.connections.team_connections(caller.team)
+        if not found:
+            return "Nobody is connected to a server."
+        rows = [
+            f"• <@{c.user}> → `{c.server}` ({host(c.issuer)}, since {_when(c.since)})"
+            for c in found
+        ]
+        return "*Connections:*\n" + "\n".join(limited(rows))
 
     async def tools_all(self, caller: Caller, args: list[str]) -> str:
         switches = await self.state.switches.all()
@@ -192,6 +248,23 @@ def _standing(standing: Standing, none: str) -> list[str]:
         reached = " — *reached*" if spent >= limit.amount else ""
         rows.append(f"• {amount(limit.metric, spent)} used of {limit_words(limit)}{reached}")
     return rows
+
+
+def _renewal(snapshot: TokenSnapshot) -> str:
+    """Whether a connection renews by itself, or must be made again (and when)."""
+    if snapshot.token.refresh_token:
+        return "renews by itself"
+    expires_at = snapshot.expires_at
+    if expires_at is not None and expires_at <= time.time():
+        return "expired: connect again"
+    if expires_at is None:
+        return "lasts until the server ends it: then connect again"
+    return f"expires {_when(expires_at)}: then connect again"
+
+
+def host(issuer: str) -> str:
+    """An issuer's host, as people know the site (pure)."""
+    return urlsplit(issuer).netloc or issuer
 
 
 def _first_line(text: str) -> str:

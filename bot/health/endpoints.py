@@ -19,7 +19,7 @@ Socket Mode nothing public listens, and ``--port`` serves all three).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import prometheus_client
@@ -73,7 +73,8 @@ def add_routes(
 
 
 class HealthServer:
-    """The three endpoints on a listener of their own."""
+    """The three endpoints on a listener of their own (``metrics`` off: /healthz and
+    /readyz only), and ``routes`` beside them (the sign-in's pages in Socket Mode)."""
 
     def __init__(
         self,
@@ -84,9 +85,15 @@ class HealthServer:
         *,
         registry: CollectorRegistry = prometheus_client.REGISTRY,
         workers: Callable[[], dict[str, int] | None] | None = None,
+        metrics: bool = True,
+        routes: Sequence[web.RouteDef] = (),
     ) -> None:
         app = web.Application()
-        add_routes(app, readiness, ping_redis, registry=registry, workers=workers)
+        add_routes(app, readiness, ping_redis, metrics=metrics, registry=registry, workers=workers)
+        app.add_routes(routes)
+        self.served = "/healthz /readyz" + (" /metrics" if metrics else "")
+        if routes:
+            self.served += " /oauth/*"
         self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         self.host, self.port = host, port
         self.started = False
@@ -99,13 +106,11 @@ class HealthServer:
         except OSError as exc:
             await self.runner.cleanup()
             raise ConfigError(
-                f"cannot listen on {self.host}:{self.port} for /healthz, /readyz and /metrics "
+                f"cannot listen on {self.host}:{self.port} for {self.served} "
                 f"({exc.strerror or exc}); choose a free --port or --metrics-port"
             ) from None
         self.started = True
-        log.info(
-            "health and metrics on http://%s:%d (/healthz /readyz /metrics)", self.host, self.port
-        )
+        log.info("health and metrics on http://%s:%d (%s)", self.host, self.port, self.served)
 
     async def stop(self) -> None:
         if self.started:

@@ -8,8 +8,9 @@ does not hold is told apart from one that was tampered with. ``SLACK_AGENT_SECRE
 anyone connecting again.
 
 Each blob is bound to its logical record by the associated data (:func:`token_aad`,
-:func:`client_aad`): whose token, for which server and issuer; which server's registration
-for which redirect. A blob copied onto another person's record does not open. The Redis key
+:func:`client_aad`, :func:`flow_aad`, :func:`link_aad`): whose token, for which server and
+issuer; which server's registration for which redirect; which sign-in under way; whose start
+link for which server. A blob copied onto another person's record does not open. The Redis key
 text is not part of it, so a change of ``redis.key_prefix`` leaves every record readable.
 """
 
@@ -24,6 +25,7 @@ from typing import Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from bot.config.environment import Environment
 from bot.config.errors import ConfigError
 
 KEY_VARIABLE = "SLACK_AGENT_SECRET_KEY"
@@ -127,6 +129,17 @@ class Sealer:
             raise Unreadable("tampered") from None
 
 
+def sealer_from(environment: Environment) -> Sealer:
+    """The sealer of ``SLACK_AGENT_SECRET_KEY`` (and ``..._PREVIOUS``); a ConfigError naming
+    the variable when one is missing or not base64 of 32 bytes."""
+    current = environment.slack_agent_secret_key
+    previous = environment.slack_agent_secret_key_previous
+    return Sealer.from_values(
+        current.get_secret_value() if current is not None else None,
+        previous.get_secret_value() if previous is not None else None,
+    )
+
+
 def _aad(kind: str, *parts: str) -> bytes:
     encoded = [part.encode() for part in (kind, *parts)]
     if any(b"\0" in part for part in encoded):
@@ -142,3 +155,14 @@ def token_aad(team: str, user: str, server: str, issuer: str) -> bytes:
 def client_aad(server: str, redirect_uri: str) -> bytes:
     """What a server's client registration blob is bound to: the server and the redirect."""
     return _aad("client", server, redirect_uri)
+
+
+def flow_aad(state_digest: str) -> bytes:
+    """What a sign-in under way is bound to: the SHA-256 of its state (hex)."""
+    return _aad("flow", state_digest)
+
+
+def link_aad(team: str, user: str, server: str) -> bytes:
+    """What a sign-in's start link (kept on its request) is bound to: whose, for which
+    server."""
+    return _aad("link", team, user, server)

@@ -123,6 +123,15 @@ SLACK_RATE_LIMITED = Counter(
     "HTTP 429 answers from the Slack Web API, by method (each one, retried or not).",
     ["method"],
 )
+OAUTH_CALLBACKS = Counter(
+    PREFIX + "oauth_callbacks",
+    "Sign-in callbacks (GET /oauth/callback) answered, by outcome: connected, declined (the "
+    "person did not allow access), unknown_state, other_browser (no cookie of the browser "
+    "that started it), reload (finished before), refused (the authorization server refused "
+    "the code, or its answer failed a check such as iss), unavailable (it could not be "
+    "reached).",
+    ["outcome"],
+)
 
 
 def label(value: object) -> str:

@@ -10,6 +10,7 @@ import logging
 import signal
 from dataclasses import dataclass
 
+from aiohttp import web
 from prometheus_client import REGISTRY
 
 from bot.agent.cancellation import Interrupted, unless
@@ -76,7 +77,12 @@ async def run(
     /metrics is never public by default: in HTTP mode the app's --port (Slack's events)
     serves /healthz and /readyz only, /metrics is on --metrics-port; in Socket Mode nothing
     public listens, and the endpoints' listener (--metrics-port, else --port) serves all
-    three."""
+    three.
+
+    With a server that signs people in, --port also serves the sign-in's pages (/oauth/*,
+    bot/oauth/web.py): in HTTP mode beside Slack's events; in Socket Mode on the endpoints'
+    listener when it is --port, else on a listener of its own on --port (/healthz and
+    /readyz with them, /metrics staying on --metrics-port)."""
     stop = stop_on_signals()
     services, slack = process.services, process.slack
     env = services.environment
@@ -97,10 +103,24 @@ async def run(
     ping = services.state.client.ping
     registry = workers.registry() if workers is not None else REGISTRY
     reported = workers.health if workers is not None else None
+    sign_in = sign_in_routes(services)
     health_port = (listen.metrics_port or listen.port) if socket_mode else listen.metrics_port
     health = (
-        HealthServer(readiness, ping, listen.host, health_port, registry=registry, workers=reported)
+        HealthServer(
+            readiness,
+            ping,
+            listen.host,
+            health_port,
+            registry=registry,
+            workers=reported,
+            routes=sign_in if health_port == listen.port else (),
+        )
         if health_port is not None and (socket_mode or health_port != listen.port)
+        else None
+    )
+    sign_in_port = (
+        HealthServer(readiness, ping, listen.host, listen.port, metrics=False, routes=sign_in)
+        if socket_mode and sign_in and health_port != listen.port
         else None
     )
     events_port: EventsPort | None = None
@@ -108,6 +128,8 @@ async def run(
     try:
         if health is not None:
             await health.start()
+        if sign_in_port is not None:
+            await sign_in_port.start()
         if isinstance(await unless(verify_tokens(slack.identity, app_token), stop), Interrupted):
             return
         if isinstance(await unless(slack.identity.share_with(slack.app), stop), Interrupted):
@@ -131,6 +153,7 @@ async def run(
                 metrics=metrics_here,
                 registry=registry,
                 workers=reported,
+                routes=sign_in,
             )
             events_port = EventsPort(app, short)
             await events_port.start(listen.host, listen.port)
@@ -150,6 +173,18 @@ async def run(
         await slack.client.aclose()
         if health is not None:
             await health.stop()
+        if sign_in_port is not None:
+            await sign_in_port.stop()
+
+
+def sign_in_routes(services: Services) -> list[web.RouteDef]:
+    """The sign-in's pages this process serves (none without a server that signs people in;
+    the module, which loads the MCP SDK, is loaded only then)."""
+    if services.state.oauth is None:
+        return []
+    from bot.oauth.web import oauth_routes
+
+    return oauth_routes(services.state.oauth)
 
 
 async def run_workers_only(services: Services, workers: Workers, listen: Listen) -> None:

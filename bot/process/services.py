@@ -172,7 +172,7 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     api_key = environment.openai_api_key.get_secret_value() if environment.openai_api_key else None
     model = DeferredChatModel(config.llm, api_key=api_key, base_url=base_url)
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
-    state = open_state(redis_url, config)
+    state = open_state(redis_url, config, environment)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
     resolver = RoleResolver(config.roles, grants=state.shared.grants, cache=state.shared.roles)
     policy = Policy(

@@ -4,7 +4,9 @@ inbox that reads each message whole for the model."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
@@ -29,6 +31,10 @@ from bot.slack.outbound.responder import SlackResponder
 from bot.slack.outbound.waiting_note import SlackWaitingNote
 from bot.turn.store.tool_outputs import ToolOutputs
 from permissions.approval import deciders
+
+if TYPE_CHECKING:  # loaded only with a server that signs people in (they load the MCP SDK)
+    from bot.oauth.flows import Naming
+    from tools.mcp.oauth.tokens import Account
 
 
 @dataclass
@@ -102,9 +108,14 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
             state.shared.usage,
             state.shared.feedback,
             services.budgets,
+            oauth=state.oauth,
         ),
         permalink=identity.permalink,
     )
+    if state.oauth is not None:
+        state.oauth.sign_ins.describe = start_page_names(
+            SlackNames(client, state.shared.cache), identity
+        )
     later = AfterAck()
     refusals = RefusalLog()  # one warning a minute for every request Redis being away refused
     app = build_app(
@@ -139,3 +150,19 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         SlackContext(state.threads.pane),
         SlackWaitingNote(client, identity, deciders(config.approval, config.roles)),
     )
+
+
+def start_page_names(
+    names: SlackNames, identity: BotIdentity
+) -> Callable[[Account], Awaitable[Naming]]:
+    """How the sign-in's start page names the person (their display name) and the workspace
+    (the bot's, from auth.test; another's by its ID)."""
+    from bot.oauth.flows import Naming
+
+    async def describe(account: Account) -> Naming:
+        found = await names.users([account.user])
+        mine = await identity.load()
+        workspace = str(mine.get("team") or "") if mine.get("team_id") == account.team else ""
+        return Naming(found.get(account.user) or account.user, workspace or account.team)
+
+    return describe

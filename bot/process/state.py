@@ -1,11 +1,14 @@
-"""All Redis-backed parts of one process, built together from the config."""
+"""All Redis-backed parts of one process, built together from the config (and, for people's
+sign-ins to MCP servers, the secret key from the environment)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.budget.ledger import BudgetLedger
-from bot.config.schema import AppConfig
+from bot.config.environment import Environment
+from bot.config.schema import AppConfig, oauth_servers
 from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
 from bot.state.feedback import FeedbackLog
@@ -35,6 +38,10 @@ from bot.turn.store.stops import StopRequests
 from bot.turn.store.stores import ThreadStores, TurnStores
 from bot.turn.store.waiting_notes import WaitingNotes
 
+if TYPE_CHECKING:  # loaded only with a server that signs people in (it loads the MCP SDK)
+    from bot.oauth.crypto import Sealer
+    from bot.oauth.side import OAuthSide
+
 
 @dataclass
 class State:
@@ -43,6 +50,7 @@ class State:
     threads: ThreadStores  # keyed by a thread or a turn (bot/turn/store/)
     shared: SharedRecords  # across threads (bot/state/)
     budgets: BudgetLedger  # the spending limits' counters (bot/budget/)
+    oauth: OAuthSide | None = None  # people's sign-ins (None: no server with auth: oauth)
 
     @property
     def client(self) -> Redis:
@@ -57,15 +65,27 @@ class State:
         await self.handle.aclose()
 
 
-def build_state(handle: RedisHandle, config: AppConfig) -> State:
+def build_state(handle: RedisHandle, config: AppConfig, sealer: Sealer | None = None) -> State:
+    """``sealer``: people's sign-ins' (read from the environment when None and a server
+    signs people in)."""
     client = handle.client
     keys = Keys(config.redis.key_prefix, Shards(config.redis.shards if config.redis.cluster else 1))
+    threads = thread_stores(client, keys, config, handle.replication)
+    shared = shared_records(client, keys, handle.replication)
+    oauth = None
+    if oauth_servers(config):
+        from bot.oauth.side import OAuthSide
+
+        oauth = OAuthSide.of(
+            config, sealer, client, keys, shared.audit, threads.approvals, handle.replication
+        )
     return State(
         handle=handle,
         keys=keys,
-        threads=thread_stores(client, keys, config, handle.replication),
-        shared=shared_records(client, keys, handle.replication),
+        threads=threads,
+        shared=shared,
         budgets=BudgetLedger(client, keys),
+        oauth=oauth,
     )
 
 
@@ -133,8 +153,17 @@ def busy_connections(config: AppConfig) -> int:
     return 2 * config.queue.concurrency + 16
 
 
-def open_state(redis_url: str | None, config: AppConfig) -> State:
-    """Connect to ``redis_url`` (or the embedded Redis) and build every part on it."""
+def open_state(
+    redis_url: str | None, config: AppConfig, environment: Environment | None = None
+) -> State:
+    """Connect to ``redis_url`` (or the embedded Redis) and build every part on it. With a
+    server that signs people in, a secret key that is missing or not 32 bytes is a
+    ConfigError naming its variable, before anything connects."""
+    sealer = None
+    if oauth_servers(config):
+        from bot.oauth.crypto import sealer_from
+
+        sealer = sealer_from(environment or Environment())
     handle = connect(
         redis_url,
         config.redis.max_connections,
@@ -142,4 +171,4 @@ def open_state(redis_url: str | None, config: AppConfig) -> State:
         replica_acks=config.redis.replica_acks,
         replica_ack_timeout_ms=config.redis.replica_ack_timeout_ms,
     )
-    return build_state(handle, config)
+    return build_state(handle, config, sealer)

@@ -3,11 +3,12 @@
 ``create_auth_routes`` serves the metadata, ``/authorize``, ``/token`` (PKCE checked by the
 SDK's token handler), ``/register`` and ``/revoke``; ``Authority`` is its provider, in memory.
 The test plays the person: ``/authorize`` redirects to ``/login?request=...``, and the test's
-"browser" adds ``&user=alice`` (or ``&deny=1``) to pick who signs in; the login page issues a
-code for that subject and redirects to the client's ``redirect_uri`` with ``state`` and
-``iss``. Access tokens live ``expires_in`` seconds; refresh tokens rotate, and one presented
-again after its rotation revokes its whole family (a double refresh shows). For the resource
-server and the tests: ``/_test/introspect`` (POST ``token``), ``/_test/revoke?user=``,
+"browser" adds ``&user=alice`` (or ``&deny=1``) to pick who signs in (with ``default_user``,
+``/authorize`` skips the page); the login page issues a code for that subject and redirects
+to the client's ``redirect_uri`` with ``state`` and ``iss``. Access tokens live
+``expires_in`` seconds; refresh tokens rotate, and one presented again after its rotation
+revokes its whole family (a double refresh shows). Every switch is read per request. For the
+resource server and the tests: ``/_test/introspect`` (POST ``token``), ``/_test/revoke?user=``,
 ``/_test/counts``, ``/_test/requests`` (what the authorization and token requests carried, no
 secret), ``/_test/status/<code>`` (answers with that status: an endpoint that fails),
 ``/_test/client-metadata`` (POST a client ID metadata document, as if the server had fetched
@@ -16,7 +17,7 @@ it: tests have no https).
 In-process (a thread, for fast tests): ``with AuthServer(Switches(...)) as server:``.
 As a process: ``python -m tests.fakes.oauth_server PORT [--expires-in S] [--cimd] [--iss
 send|omit|wrong] [--no-advertise-iss] [--no-registration] [--no-revocation] [--client
-ID:SECRET:METHOD] [--user NAME]`` (``AuthServerProcess``).
+ID:SECRET:METHOD:REDIRECT] [--user NAME]`` (``AuthServerProcess``).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class Switches:
     advertise_iss: bool = True  # authorization_response_iss_parameter_supported
     registration: bool = True  # dynamic client registration
     revocation: bool = True  # a revocation endpoint
-    default_user: str | None = None  # who signs in when the browser names nobody
+    default_user: str | None = None  # set: /authorize signs this person in at once
     scopes: list[str] = field(default_factory=lambda: list(SCOPES))
 
 
@@ -165,6 +166,10 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
         )
         if params.state:
             self.secrets_seen.add(params.state)
+        if self.switches.default_user is not None:  # signs in at once, as that person
+            location = self.login(request, self.switches.default_user, deny=False)
+            assert location is not None
+            return location
         return f"{self.issuer}/login?request={request}"
 
     def login(self, request: str, user: str | None, deny: bool) -> str | None:
@@ -588,7 +593,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--no-advertise-iss", action="store_true")
     parser.add_argument("--no-registration", action="store_true")
     parser.add_argument("--no-revocation", action="store_true")
-    parser.add_argument("--user", default=None, help="who signs in when the browser names nobody")
+    parser.add_argument("--user", default=None, help="/authorize signs this person in at once")
     parser.add_argument(
         "--client", action="append", default=[], help="ID:SECRET:METHOD:REDIRECT (pre-registered)"
     )

@@ -7,7 +7,8 @@
 - The card where only the person reads it (a DM, the agent pane): the same words pointing at
   its own link button "Connect server" (``oauth_connect``, the start link as its url), and
   "Not now".
-- The ephemeral message to the person in a channel: the link button and one line.
+- The ephemeral message to the person in a channel: the link button and one line; and
+  ``/agent connect``'s reply, its words and the same button.
 - Once decided, the card says so: "✓ @U connected server", "@U chose not to connect server",
   "Sign-in to server expired", without buttons.
 
@@ -96,6 +97,22 @@ def ephemeral_blocks(server: str, link: str) -> list[dict[str, Any]]:
             _Text(text="I need you to connect "),
             _server(server),
             _Text(text=" to continue. This button is yours alone; it opens once."),
+        ]
+    )
+    return [
+        _dict(RichTextBlock(elements=[line])),
+        _dict(ActionsBlock(elements=[_connect(server, link)])),
+    ]
+
+
+def connect_blocks(server: str, link: str, within: str) -> list[dict[str, Any]]:
+    """``/agent connect``'s reply, which only the person sees: one line and the link button
+    (``within``: how long the link opens, in words)."""
+    line = RichTextSectionElement(
+        elements=[
+            _Text(text="Connect "),
+            _server(server),
+            _Text(text=f" with this button: it is yours alone, and opens once within {within}."),
         ]
     )
     return [

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -26,6 +27,24 @@ REPLY_IN_ACK_S = 2.0  # a reply ready by then goes in the ack; later ones throug
 FAILED_TEXT = "Sorry, that did not work. Please try again in a minute."
 
 
+@dataclass(frozen=True)
+class Ephemeral:
+    """A reply only its person sees: text, and Block Kit when it has more than words."""
+
+    text: str
+    blocks: list[dict[str, Any]] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"text": self.text, "response_type": "ephemeral"}
+        if self.blocks is not None:
+            found["blocks"] = self.blocks
+        return found
+
+
+def _ephemeral(reply: str | Ephemeral) -> Ephemeral:
+    return reply if isinstance(reply, Ephemeral) else Ephemeral(reply)
+
+
 class AfterAck:
     def __init__(self) -> None:
         self.background = Background()
@@ -38,14 +57,14 @@ class AfterAck:
         return self.background.spawn(self._guarded(work, respond, what))
 
     async def reply_in_time(
-        self, ack: AsyncAck, respond: AsyncRespond, reply: Awaitable[str]
+        self, ack: AsyncAck, respond: AsyncRespond, reply: Awaitable[str | Ephemeral]
     ) -> None:
         """Ack with ``reply`` if it is ready within REPLY_IN_ACK_S (its errors then go to
         the app's error handler), else ack now and send it through the response_url."""
         task = asyncio.ensure_future(reply)
         await asyncio.wait({task}, timeout=REPLY_IN_ACK_S)
         if task.done():
-            await ack(text=task.result(), response_type="ephemeral")
+            await ack(**_ephemeral(task.result()).fields())
             return
         await ack()
         self.spawn(_respond(task, respond), respond=respond, what="a slash command")
@@ -77,6 +96,6 @@ class AfterAck:
                     log.warning("could not tell the person either: %s", type(told).__name__)
 
 
-async def _respond(reply: asyncio.Future[str], respond: AsyncRespond) -> None:
-    text = await reply
-    await respond(text=text, response_type="ephemeral", replace_original=False)
+async def _respond(reply: asyncio.Future[str | Ephemeral], respond: AsyncRespond) -> None:
+    answer = _ephemeral(await reply)
+    await respond(**answer.fields(), replace_original=False)

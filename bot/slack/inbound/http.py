@@ -1,5 +1,6 @@
 """HTTP mode: Slack's requests on POST /slack/events; /healthz and /readyz
-(bot/health/endpoints.py) on the same port. This port is public (Slack reaches it), so
+(bot/health/endpoints.py) on the same port, and the sign-in's /oauth/* pages when a server
+signs people in (``routes``: bot/oauth/web.py). This port is public (Slack reaches it), so
 /metrics is not served here unless asked for (``metrics``: ``--metrics-port`` given as
 the same port).
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -70,7 +71,10 @@ def http_app(
     metrics: bool = False,
     registry: CollectorRegistry = REGISTRY,
     workers: Callable[[], dict[str, int] | None] | None = None,
+    routes: Sequence[web.RouteDef] = (),
 ) -> web.Application:
+    """``routes``: more on the same port (the sign-in's pages)."""
+
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         answer = await short(raw, request.headers)
@@ -94,4 +98,5 @@ def http_app(
     if readiness is None:
         readiness = Readiness({"redis": redis_check(ping_redis)})
     add_routes(app, readiness, ping_redis, metrics=metrics, registry=registry, workers=workers)
+    app.add_routes(routes)
     return app

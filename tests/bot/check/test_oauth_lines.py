@@ -3,15 +3,17 @@ an http:// base URL, Socket Mode's public --port, and Redis that may forget conn
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.check.findings import ok, warn
+from bot.check.findings import fail, ok, warn
 from bot.check.oauth import check_oauth
 from bot.config.environment import Environment
 from bot.config.schema import AppConfig
+from bot.oauth.crypto import key_id
 from tests.bot.check.test_check_command import check, lines
 from tests.fakes.redis_server import free_port
 
@@ -101,3 +103,24 @@ async def test_slack_agent_check_shows_them(tmp_path: Path) -> None:
         "environment: SLACK_AGENT_SECRET_KEY is not set: mcp.servers.linear has auth: oauth: "
         in "\n".join(lines(checks, "fail"))
     )
+
+
+def test_the_secret_key_named_by_its_id_or_what_is_wrong_with_it(http_mode: Environment) -> None:
+    key = bytes(range(32))
+    good = Environment(slack_agent_secret_key=base64.b64encode(key).decode())
+    assert check_oauth(signing_in(), good)[0] == ok(
+        "oauth", f"SLACK_AGENT_SECRET_KEY holds 32 bytes (key id {key_id(key)})"
+    )
+    short = Environment(slack_agent_secret_key=base64.b64encode(key[:16]).decode())
+    assert check_oauth(signing_in(), short)[0] == fail(
+        "oauth", "SLACK_AGENT_SECRET_KEY decodes to 16 bytes, needs 32"
+    )
+    bad_previous = Environment(
+        slack_agent_secret_key=base64.b64encode(key).decode(),
+        slack_agent_secret_key_previous="not base64!",
+    )
+    [line] = [f for f in check_oauth(signing_in(), bad_previous) if f.status == "fail"]
+    assert "SLACK_AGENT_SECRET_KEY_PREVIOUS is not base64" in line.line
+    # Nothing when no server signs people in; unset, the environment's line says it.
+    assert check_oauth(AppConfig(), good) == []
+    assert all("SECRET_KEY" not in f.line for f in check_oauth(signing_in(), http_mode))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -33,8 +32,6 @@ from tools.mcp.oauth.tokens import (
     Refused,
     TokenSnapshot,
 )
-
-log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")

@@ -24,7 +24,6 @@ When ``PersonTokens`` cannot answer (``Unavailable``), the flow reports it to
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -43,8 +42,6 @@ from pydantic import AnyUrl
 
 from tools.mcp.oauth.pending import PendingAuthorization
 from tools.mcp.oauth.tokens import Freshness, Gone, Held, PersonTokens, TokenSnapshot, Unavailable
-
-log = logging.getLogger(__name__)
 
 
 class ClientStore(Protocol):
@@ -135,7 +132,9 @@ class BotOAuthProvider(OAuthClientProvider):
         self.on_unavailable = on_unavailable
         self.extra_scopes = extra_scopes
         self._held: Held | None = None  # the token loaded for the request in flight
-        self._step_up = False  # the response handed to the SDK asked for more scope
+        # Whether the response last handed to the SDK asked for more scope (set under the
+        # SDK's lock, read by the capture of the same flow).
+        self._step_up = False
 
     @classmethod
     def restored(
@@ -223,7 +222,6 @@ class BotOAuthProvider(OAuthClientProvider):
         # The SDK loads storage only when not initialized, under its lock: so it loads the
         # person's token for every request, one request at a time.
         self._initialized = False
-        self._step_up = False
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()

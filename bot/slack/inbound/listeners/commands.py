@@ -1,5 +1,6 @@
 """The slash command (``slack.command``, default ``/agent``). Replies are ephemeral: in the
-ack when ready within two seconds, else through the response_url as soon as they are."""
+ack when ready within two seconds, else through the response_url as soon as they are; a
+``connect`` reply carries the person's start link as a link button."""
 
 from __future__ import annotations
 
@@ -11,8 +12,17 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.admin.commands import AdminCommands
-from bot.admin.context import Caller
-from bot.slack.inbound.after_ack import AfterAck
+from bot.admin.context import Caller, Reply
+from bot.slack.blocks.sign_in import connect_blocks
+from bot.slack.inbound.after_ack import AfterAck, Ephemeral
+
+
+def ephemeral(reply: Reply) -> Ephemeral:
+    """A subcommand's reply as Slack shows it."""
+    if reply.link is None:
+        return Ephemeral(reply.text)
+    link = reply.link
+    return Ephemeral(reply.text, connect_blocks(link.server, link.url, link.within))
 
 
 def register(app: AsyncApp, command: str, commands: AdminCommands, later: AfterAck) -> None:
@@ -31,4 +41,8 @@ def register(app: AsyncApp, command: str, commands: AdminCommands, later: AfterA
             channel=body.get("channel_id") or None,
             user_team=caller_team,
         )
-        await later.reply_in_time(ack, respond, commands.run(caller, body.get("text") or ""))
+
+        async def answer() -> Ephemeral:
+            return ephemeral(await commands.run(caller, body.get("text") or ""))
+
+        await later.reply_in_time(ack, respond, answer())
