@@ -8,7 +8,7 @@ authorization request is built with the console's own callback
 sign-in's pages (the same routes a replica serves) while it waits, and the console prints
 "Sign in to <server>: <link>". The call's clock is stopped while it waits for the connection,
 ``approval.timeout_s`` at most; Ctrl-C gives up the sign-in (not the turn): the model is told
-the person did not connect. From a pipe nobody can follow a link: the model is told to run
+the person chose not to connect. From a pipe nobody can follow a link: the model is told to run
 ``slack-agent chat`` on a terminal once. Tokens are kept as a Slack person's are, under team
 ``console`` and the ``--user``, so scripted runs work afterwards.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn, Protocol, TextIO
 
@@ -41,6 +41,10 @@ CALLBACK_PATH = "/oauth/callback"
 NO_TERMINAL = (
     "{tool} did not run: {server} needs a sign-in, and nobody is at a terminal to sign in; "
     "run slack-agent chat on a terminal once."
+)
+PORT_TAKEN = (
+    "{tool} did not run: {server} needs a sign-in, and the console's sign-in address "
+    "(127.0.0.1:{port}, oauth.console_port) is taken."
 )
 CONNECTED_NOW = (
     "{tool} did not run: {server} asked for a new sign-in, which is done now; call {tool} again."
@@ -126,7 +130,12 @@ class ConsoleSignIn:
             pending = await self._begin(tool, server)
             if pending is None:
                 return
-        async with self._site():
+        try:
+            site = await self._site()
+        except OSError:  # the port is taken (another console signing in?)
+            port = PORT_TAKEN.format(tool=tool.name, server=server, port=self.port)
+            raise NotConnected(tool.name, server, port) from None
+        try:
             url = await self.side.sign_ins.begin(
                 self.account,
                 server,
@@ -140,6 +149,10 @@ class ConsoleSignIn:
             err.write(f"  Sign in to {server}: {url}\n")
             err.flush()
             connected = await self._wait(server)
+        finally:
+            await site.cleanup()
+        if connected is None:  # Ctrl-C
+            raise NotConnected.declined(tool.name, self.account.user, server)
         if not connected:
             within = duration(self.timeout_s)
             raise NotConnected.expired(tool.name, self.account.user, server, within)
@@ -157,9 +170,9 @@ class ConsoleSignIn:
         except GrantRefused:
             raise SignInFailed(tool.name, self.account.user, server) from None
 
-    async def _wait(self, server: str) -> bool:
-        """Whether the person connects within the time; Ctrl-C: they did not. The call's
-        clock is stopped meanwhile."""
+    async def _wait(self, server: str) -> bool | None:
+        """Whether the person connects within the time (None: they pressed Ctrl-C). The
+        call's clock is stopped meanwhile."""
         given_up = asyncio.Event()
         call = current_call()
         with (
@@ -176,19 +189,20 @@ class ConsoleSignIn:
                 for task in (waiting, interrupted):
                     task.cancel()
                 await asyncio.gather(waiting, interrupted, return_exceptions=True)
-            if given_up.is_set() or waiting.cancelled():
-                return False
+            if given_up.is_set():
+                return None
             return waiting.result()
 
-    @contextlib.asynccontextmanager
-    async def _site(self) -> AsyncIterator[None]:
-        """The sign-in's pages on the loopback address, while the sign-in waits."""
+    async def _site(self) -> web.AppRunner:
+        """The sign-in's pages on the loopback address (cleaned up once the sign-in is
+        over)."""
         app = web.Application()
         app.add_routes(self.routes)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         try:
             await web.TCPSite(runner, LOOPBACK, self.port).start()
-            yield
-        finally:
+        except BaseException:
             await runner.cleanup()
+            raise
+        return runner

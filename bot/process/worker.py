@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from functools import partial
 
+from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
+
 from bot.config.schema import QueueConfig
 from bot.llm.model import ChatModel
 from bot.process.services import Services
@@ -13,17 +15,16 @@ from bot.process.state import State
 from bot.slack.client import TurnClient
 from bot.slack.outbound.asker import SlackAsker
 from bot.turn.approval import TurnApprover
-from bot.turn.sign_in import TurnSignIn
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
 from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor, WaitingNote
+from bot.turn.sign_in import TurnSignIn
 from bot.turn.waiting_note import WaitingTeller
 from bot.turn.worker.consumer import EXPIRY_EVERY_S, Worker, consumer_name, expiry_every
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
 from permissions.policy import Person
 from tools.call_context import Requester, for_requester
-from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
 from tools.mcp.oauth.tokens import Account
 from tools.toolset import Toolset
 

@@ -30,6 +30,7 @@ from tools.mcp.oauth.tokens import Account
 
 KEY = base64.b64encode(bytes(range(32))).decode()
 START = "/oauth/start?state="
+PREFIX = "files_"
 ROLES = {
     "admin": {"admin": True, "members": ["U0ADMIN"], "tools": ["*"]},
     "member": {"default": True, "tools": ["*"]},
@@ -64,7 +65,7 @@ class SignInApp:
         oauth = {"redirect_base_url": self.base, **config.pop("oauth", {})}
         await harness.start(
             roles=ROLES,
-            mcp={"servers": {"files": {"url": self.files.url, "auth": "oauth", "prefix": "files_"}}},
+            mcp={"servers": {"files": {"url": self.files.url, "auth": "oauth", "prefix": PREFIX}}},
             oauth=oauth,
             slack={"streaming": False},
             environment={"SLACK_AGENT_SECRET_KEY": KEY},
@@ -178,7 +179,8 @@ async def requests_of(app: SlackHarness, card: Message) -> list[ApprovalRequest]
 
 
 async def audited(app: SlackHarness, kind: str = "connection") -> list[tuple[str, str]]:
-    return [(e.action, e.outcome) for e in await app.state.shared.audit.latest(50) if e.kind == kind]
+    entries = await app.state.shared.audit.latest(50)
+    return [(e.action, e.outcome) for e in entries if e.kind == kind]
 
 
 def answer_text(request: Request, call_id: str) -> dict[str, Any]:
