@@ -23,7 +23,14 @@ from tests.fakes import trading_tools
 from tests.fakes.llm_server import Request, calls, text, tool_results
 from tests.fakes.oauth_server import AuthServer, bound_socket
 from tests.fakes.personal_mcp import PersonalMcp
-from tests.fakes.slack_harness import SlackHarness, direct_message, is_approval_card, mention
+from tests.fakes.slack_harness import (
+    SlackHarness,
+    channel_message,
+    direct_message,
+    is_approval_card,
+    is_waiting_note,
+    mention,
+)
 from tests.fakes.slack_server import Message
 from tests.waiting import until, until_true
 from tools.mcp.oauth.tokens import Account
@@ -120,6 +127,10 @@ async def connect(start_url: str, user: str = "alice") -> str:
             return await back.text()
 
 
+def notes(app: SlackHarness, thread: str) -> list[Message]:
+    return [m for m in app.slack.thread("C0CHAN", thread) if is_waiting_note(m)]
+
+
 def kind_of(message: Message) -> str:
     return str(((message.metadata or {}).get("event_payload") or {}).get("kind") or "")
 
@@ -208,11 +219,20 @@ async def test_turn_parks_and_only_the_person_gets_the_link(signing_in: SignInAp
     assert START not in everything_posted(app)  # nowhere but the ephemeral
     [request] = await requests_of(app, card)
     assert request.open and request.shown and request.link and link not in request.link
+    # A later message in the thread waits behind it, and the thread is told why.
+    app.llm.add(text("And later."))
+    later = channel_message("and then?", "800.000002", thread_ts="800.000001")
+    await app.post(app.envelope(later))
+    await until(lambda: bool(notes(app, "800.000001")))
+    [note] = notes(app, "800.000001")
+    assert "waits for <@U0ALICE> to connect *files*" in note.text
+    assert START not in everything_posted(app)
 
     page = await connect(link)
     assert "files" in page
-    [answer] = await app.answered("C0CHAN", "800.000001", within=20)
-    assert answer.shown == "You are alice."
+    first, then = await app.answered("C0CHAN", "800.000001", count=2, within=20)
+    assert (first.shown, then.shown) == ("You are alice.", "And later.")
+    answer = first
     card = sign_in_cards(app, "C0CHAN", "800.000001")[-1]
     assert "connected" in json.dumps(card.blocks) and not values(card.blocks)
     assert float(answer.ts) > float(card.ts)
