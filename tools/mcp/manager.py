@@ -7,7 +7,7 @@ warning.
 A server that signs each person in (``auth: oauth``) has no shared connection: it is a
 ``PersonalServer`` in :attr:`McpManager.personal` (``tools/mcp/oauth/personal.py``), whose
 tools are each person's own and come through ``PersonalToolset``, never the registry.
-
+"""
 
 from __future__ import annotations
 

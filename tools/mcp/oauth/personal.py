@@ -206,7 +206,10 @@ class PersonalServer:
                 self._lists.move_to_end(account)
                 return known.tools
             remotes = await listed(client, first)
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS and first.cache_scope == "public":
+            if (
+                client.protocol_version in MODERN_PROTOCOL_VERSIONS
+                and first.cache_scope == "public"
+            ):
                 self._public = remotes  # the server said anyone may see it
             tools = self._personal(self.listing.offered(remotes, self._call_for(account)))
             self._lists[account] = _Listed(first, tools)
@@ -227,7 +230,9 @@ class PersonalServer:
             try:
                 return await self.pool.run(account, run)
             except TokensUnavailable:
-                raise SignInUnavailable(exposed_name(self.config.prefix, remote), self.name) from None
+                raise SignInUnavailable(
+                    exposed_name(self.config.prefix, remote), self.name
+                ) from None
 
         return call
 
@@ -402,7 +407,9 @@ class PersonalServer:
                 default_ttl_ms=int(self.wiring.list_ttl_s * 1000),
             )
             transport = open_transport(self.config, "streamable_http", self._stderr, auth=provider)
-            async with new_client(transport, "streamable_http", self.requests, cache=cache) as client:
+            async with new_client(
+                transport, "streamable_http", self.requests, cache=cache
+            ) as client:
                 yield client
 
         return connect
@@ -469,4 +476,3 @@ def _missing(provider: BotOAuthProvider | None, url: str, reason: str) -> str:
     if context is None or context.oauth_metadata is None:
         return f"no authorization server found ({where})"
     return where
-

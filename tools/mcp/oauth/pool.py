@@ -226,7 +226,9 @@ class SessionPool:
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
 
-    async def run(self, account: Account, operation: Callable[[PersonalSession], Awaitable[T]]) -> T:
+    async def run(
+        self, account: Account, operation: Callable[[PersonalSession], Awaitable[T]]
+    ) -> T:
         """``operation`` on ``account``'s session (opened if needed). Raises
         ``SignInRequired``, :class:`TokensUnavailable` or ``McpUnavailable``."""
         async with self.using(account) as session:
