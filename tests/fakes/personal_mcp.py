@@ -8,6 +8,7 @@ file (alice's and bob's differ); ``write_note(text)``, not read-only, which need
 ``files:write``: without it the HTTP request is refused with 403 ``insufficient_scope`` (a
 step-up), before the call starts. ``tools/list`` differs per subject (bob has no
 ``write_note``); its cache hints (``ttlMs``, ``cacheScope``, 2026-07-28) come from flags.
+``PersonalMcp.listed`` counts the ``tools/list`` requests it answered, per subject.
 
 In-process (a thread): ``with PersonalMcp(auth_server_url) as server:``.
 As a process: ``python -m tests.fakes.personal_mcp PORT AS_URL [--list-ttl-ms N]
@@ -22,6 +23,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections import Counter
 from types import TracebackType
 from typing import Literal
 
@@ -83,8 +85,11 @@ class IntrospectingVerifier:
 
 
 class Files(MCPServer):
+    listed: Counter[str]  # tools/list requests answered, per subject
+
     async def list_tools(self) -> list[types.Tool]:
         """Each person is offered their own tools."""
+        self.listed[_subject()] += 1
         offered = LISTED.get(_subject(), {"whoami"})
         return [tool for tool in await super().list_tools() if tool.name in offered]
 
@@ -101,6 +106,7 @@ def build_server(auth_server_url: str, resource_url: str, cache: CacheHint | Non
         token_verifier=IntrospectingVerifier(auth_server_url),
         cache_hints={"tools/list": cache} if cache is not None else None,
     )
+    server.listed = Counter()
     notes: dict[str, list[str]] = {}
 
     @server.tool(annotations=types.ToolAnnotations(readOnlyHint=True))
@@ -210,6 +216,7 @@ def build_app(
             "server/discover", types.RequestParams, _no_discover
         )
     app = server.streamable_http_app(host="127.0.0.1")
+    app.state.files = server
     metadata_url = str(build_resource_metadata_url(AnyHttpUrl(resource_url)))
     for route in app.routes:
         if isinstance(route, Route) and route.path == "/mcp":
@@ -235,6 +242,7 @@ class PersonalMcp:
             auth_server_url, base, list_ttl_ms=list_ttl_ms, list_scope=list_scope, legacy=legacy
         )
         self._server = ThreadedServer(app, sock)
+        self.listed: Counter[str] = app.state.files.listed  # tools/list answered, per subject
 
     def __enter__(self) -> PersonalMcp:
         self._server.start()
