@@ -11,6 +11,7 @@ from tests.tools.mcp.oauth.people import REDIRECT, follow
 from tools.mcp.config import McpServerConfig
 from tools.mcp.oauth.grants import complete_authorization
 from tools.mcp.oauth.memory import MemoryTokens
+from tools.mcp.oauth.pending import PendingAuthorization
 from tools.mcp.oauth.personal import PersonalServer, PersonalWiring
 from tools.mcp.oauth.tokens import Account
 
@@ -62,5 +63,11 @@ class People:
         """``account`` signs in to ``server`` as ``user`` at the test authorization server."""
         pending = await server.begin(account)
         assert pending is not None
+        await self.finish(server, account, pending, user)
+
+    async def finish(
+        self, server: PersonalServer, account: Account, pending: PendingAuthorization, user: str
+    ) -> None:
+        """The browser signs in as ``user`` for ``pending``; the token is kept."""
         code, iss = await follow(pending, user)
         self.tokens_for(account, server.name).keep(await complete_authorization(pending, code, iss))
