@@ -86,7 +86,7 @@ def register(
 
         async def show() -> None:  # may ask Slack who the clicker is (users.info)
             person = Person(button.team, clicker, button.channel, user_team=clicker_team)
-            look = await look(
+            look = await look_at(
                 outputs,
                 policy,
                 button,
@@ -126,7 +126,7 @@ async def requester_of(outputs: ToolOutputs, button: OutputButton) -> str | None
     return None
 
 
-async def look(
+async def look_at(
     outputs: ToolOutputs,
     policy: Policy,
     button: OutputButton,

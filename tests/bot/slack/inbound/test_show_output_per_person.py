@@ -1,6 +1,7 @@
-"""What "Show output" shows of a tool that ran as its person (an MCP server each person signs in to):
-its output is for the turn's requester alone, whoever else may use a tool of that name; the
-shared tools' outputs follow the policy as before (the real Redis keeps the turn)."""
+"""What "Show output" shows of a tool that ran as its person (an MCP server each person
+signs in to): its output is for the turn's requester alone, whoever else may use a tool of
+that name; the shared tools' outputs follow the policy as before (the real Redis keeps the
+turn)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from bot.process.state import State
 from bot.slack.blocks.tool_output import OutputButton
-from bot.slack.inbound.listeners.tool_output import look, per_person, requester_of
+from bot.slack.inbound.listeners.tool_output import look_at, per_person, requester_of
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn.store.tool_outputs import ToolOutputs
 from permissions import Person, Policy, RoleConfig, RoleResolver
@@ -50,7 +51,7 @@ async def test_a_per_person_output_is_shown_to_the_requester_alone(state: State)
     assert await requester_of(outputs, OutputButton("T1", "C1", "100.1", "9-9")) is None
 
     async def look(user: str, requester: str | None) -> tuple[list[str], list[str]]:
-        found = await look(
+        found = await look_at(
             outputs,
             policy,
             BUTTON,
