@@ -9,7 +9,8 @@ admin subcommand, and every refused attempt, is written to the audit log.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from bot.admin.context import AdminStores, Caller, Permalink, plain_link
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
@@ -18,6 +19,9 @@ from bot.state.audit import AuditEntry, AuditKind
 from permissions.config import RoleConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tools.mcp.oauth.personal import PersonalServer
 
 EVERYONE = ("help", "tools", "whoami", "usage")  # usage: a person's own; admins' anyone's
 ADMIN = (
@@ -42,13 +46,16 @@ class AdminCommands:
         state: AdminStores,
         *,
         permalink: Permalink = plain_link,
+        personal: Mapping[str, PersonalServer] | None = None,
     ) -> None:
         self.command = command
         self.policy = policy
         self.registry = registry
         self.roles = roles
         self.state = state
-        self.reports = reports = AdminReports(command, policy, registry, roles, state, permalink)
+        self.reports = reports = AdminReports(
+            command, policy, registry, roles, state, permalink, personal
+        )
         self._handlers: dict[str, Callable[[Caller, list[str]], Awaitable[str]]] = {
             "help": self.help,
             "tools": reports.tools,

@@ -103,6 +103,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
             services.budgets,
         ),
         permalink=identity.permalink,
+        personal=services.tools.mcp.personal,
     )
     later = AfterAck()
     refusals = RefusalLog()  # one warning a minute for every request Redis being away refused

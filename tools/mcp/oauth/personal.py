@@ -66,6 +66,7 @@ from tools.mcp.transports import HttpAnswers, new_client, open_transport
 
 log = logging.getLogger(__name__)
 
+NOBODY = Account("", "")  # whom `slack-agent tools` and `/agent tools` list for
 BEGIN_TIMEOUT_S = 30.0  # discovery, registration and the capture of one sign-in
 CHECK_CLIENT_ID = "slack-agent-check"  # the stand-in client of `slack-agent check`
 REFUSALS = (401, 403)  # a token-less listing refused: "lists nothing without a token"
@@ -252,6 +253,11 @@ class PersonalServer:
             for tool in copies.values()
         ]
 
+    async def listed_for_nobody(self) -> list[Tool]:
+        """What a person who is not connected is offered (for listings: no session is
+        opened, no person's token read)."""
+        return await self.connect_to_use(NOBODY)
+
     def _copy_call(self, account: Account) -> Callable[[str, dict[str, Any]], Any]:
         """A connect-to-use copy's call, once its person is connected: the tool of that name
         on their own session."""
@@ -344,23 +350,27 @@ class PersonalServer:
         """Discovery as :meth:`begin` does it, with a stand-in client (the configured one
         when pre-registered) so that nothing registers; and the token-less listing."""
         seen: list[BotOAuthProvider] = []
+        answers = HttpAnswers()
         redirect = self.wiring.redirect_uri
         stand_in = self._pre_registered(redirect) or OAuthClientInformationFull(
             client_id=CHECK_CLIENT_ID,
             redirect_uris=[AnyUrl(redirect)],
             token_endpoint_auth_method="none",
         )
-        connect = self._connector(redirect, MemoryTokens(), client_info=stand_in, seen=seen)
-        account = Account("check", "check")
+        connect = self._connector(
+            redirect, MemoryTokens(), client_info=stand_in, seen=seen, answers=answers
+        )
         try:
-            pending = await self._capture(account, connect)
-        except GrantUnavailable as exc:
-            return Survey(problem=_missing(seen[0] if seen else None, self.url, exc.reason))
+            pending = await self._capture(Account("check", "check"), connect)
+        except GrantUnavailable:
+            if answers.last_status is None:
+                return Survey(problem=f"could not be reached at {self.url}")
+            return Survey(problem=_missing(seen[0] if seen else None, self.url))
         tools = tuple(tool.name for tool in await self.anonymous())
         if pending is None:
             return Survey(answered=True, tools=tools)
         if pending.oauth_metadata is None:
-            return Survey(pending, problem=_missing(seen[0] if seen else None, self.url, ""))
+            return Survey(pending, problem=_missing(seen[0] if seen else None, self.url))
         return Survey(pending, tools=tools)
 
     async def _capture(self, account: Account, connect: Connect) -> PendingAuthorization | None:
@@ -387,6 +397,7 @@ class PersonalServer:
         *,
         client_info: OAuthClientInformationFull | None = None,
         seen: list[BotOAuthProvider] | None = None,
+        answers: HttpAnswers | None = None,
     ) -> Connect:
         """How a session's client is opened: the person's tokens (``tokens``: instead of
         theirs) in a provider signing its requests, the response cache in their partition."""
@@ -464,15 +475,12 @@ def _open(session: PersonalSession) -> Client:
     return session.client
 
 
-def _missing(provider: BotOAuthProvider | None, url: str, reason: str) -> str:
+def _missing(provider: BotOAuthProvider | None, url: str) -> str:
     """What discovery did not find, in words (`slack-agent check`)."""
     context = provider.context if provider is not None else None
     if context is None or context.protected_resource_metadata is None:
-        where = f"no protected resource metadata for {url}"
-    elif context.oauth_metadata is None:
-        where = f"no authorization server metadata at {context.auth_server_url or url}"
-    else:
-        where = f"the sign-in request could not be built ({reason or 'unknown'})"
-    if context is None or context.oauth_metadata is None:
-        return f"no authorization server found ({where})"
-    return where
+        return f"no authorization server found (no protected resource metadata for {url})"
+    if context.oauth_metadata is None:
+        where = context.auth_server_url or url
+        return f"no authorization server found (no authorization server metadata at {where})"
+    return "its sign-in request could not be built"

@@ -8,8 +8,9 @@ by tool, whether the clicker may use it here (their roles, the switches, this ch
 that runs as its person (``Tool.per_person``: an MCP server each person signs in to, and any
 tool the registry no longer has as a shared one) read the requester's own account: its
 output is shown to the turn's requester alone (as the thread's history names them; unknown:
-to nobody). Nothing of it is written to the channel. Each look is in the audit log (kind ``output``: who, which
-turn, the tools shown and those refused), as a read of what may be restricted.
+to nobody). Nothing of it is written to the channel. Each look is in the audit log (kind
+``output``: who, which turn, the tools shown and those refused), as a read of what may be
+restricted.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from tests.fakes.oauth_server import AuthServer
 from tests.fakes.personal_mcp import PersonalMcp
 from tests.tools.mcp.oauth.people import REDIRECT
 from tests.tools.mcp.oauth.wiring import ALICE, BOB, People
-from tools.approval import Approved, ApprovalToolset, Verdict
+from tools.approval import ApprovalToolset, Approved, Verdict
 from tools.definition import Tool, tool
 from tools.errors import CallDeferred, ToolArgumentsError
 from tools.mcp.oauth.gate import PersonalToolset, SignInToolset

@@ -91,7 +91,7 @@ async def test_a_2025_server_is_kept_list_ttl_s(auth_server: AuthServer) -> None
             for _ in range(3):
                 assert await names(server, ALICE) == [ALICE_TOOLS]
             assert files.listed["alice"] == 1
-            assert server.pool.sessions[ALICE].client is not None
-            assert server.pool.sessions[ALICE].client.protocol_version == "2025-11-25"
+            client = server.pool.sessions[ALICE].client
+            assert client is not None and client.protocol_version == "2025-11-25"
         finally:
             await server.close()
