@@ -5,6 +5,7 @@ against the test authorization and resource servers."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -34,9 +35,7 @@ def tools_for(url: str, *, client_metadata_url: str | None = None, **server: Any
             "mcp": {"servers": {"files": {"url": url, "auth": "oauth", **server}}},
         }
     )
-    wiring = People().wiring()
-    if client_metadata_url is not None:
-        wiring = type(wiring)(**{**wiring.__dict__, "client_metadata_url": client_metadata_url})
+    wiring = replace(People().wiring(), client_metadata_url=client_metadata_url)
     return Tools(config, ToolRegistry(), McpManager(config.mcp, personal=wiring))
 
 
@@ -86,7 +85,9 @@ async def test_dynamic_registration_nothing_registered() -> None:
         ),
     ],
 )
-async def test_how_the_client_is_known(switches: Switches, options: dict[str, Any], said: str) -> None:
+async def test_how_the_client_is_known(
+    switches: Switches, options: dict[str, Any], said: str
+) -> None:
     with AuthServer(switches) as auth_server, PersonalMcp(auth_server.url) as files:
         found = await line_for(tools_for(files.url, **options))
     assert found.status == "ok", found.line
@@ -97,9 +98,11 @@ async def test_how_the_client_is_known(switches: Switches, options: dict[str, An
 
 
 async def test_no_way_to_register_fails() -> None:
-    with AuthServer(Switches(registration=False)) as auth_server:
-        with PersonalMcp(auth_server.url) as files:
-            found = await line_for(tools_for(files.url))
+    with (
+        AuthServer(Switches(registration=False)) as auth_server,
+        PersonalMcp(auth_server.url) as files,
+    ):
+        found = await line_for(tools_for(files.url))
     assert found.line == (
         f"[FAIL] mcp files: signs each person in, but its authorization server {auth_server.url} "
         "offers no way to register the bot (no registration endpoint, no client ID metadata "
@@ -128,4 +131,6 @@ async def test_no_resource_metadata_fails_naming_it(no_metadata: str) -> None:
 async def test_a_server_away_fails() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     found = await line_for(tools_for(url, connect_timeout_s=1))
-    assert found.line == f"[FAIL] mcp files: signs each person in, but could not be reached at {url}"
+    assert found.line == (
+        f"[FAIL] mcp files: signs each person in, but could not be reached at {url}"
+    )
