@@ -16,10 +16,11 @@ from mcp.client import Client
 from tests.fakes.oauth_server import AuthServer
 from tests.fakes.personal_mcp import PersonalMcp
 from tests.tools.mcp.oauth.wiring import ALICE, BOB, People
+from tools.mcp.oauth.errors import SignInUnavailable
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.pending import SignInRequired
 from tools.mcp.oauth.pool import PersonalSession, SessionPool
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.tokens import Account, Freshness, Unavailable
 
 CAROL = Account("T1", "U_CAROL")
 
@@ -171,3 +172,23 @@ async def test_a_gone_token_closes_the_session_after_its_request() -> None:
         assert opened.closed == [ALICE] and ALICE not in pool.sessions
     finally:
         await pool.close()
+
+
+async def test_tokens_that_cannot_be_read_send_nothing(files: PersonalMcp) -> None:
+    class Away:
+        async def fresh(self, *, after_401_of: int | None = None) -> Freshness:
+            return Unavailable("redis")
+
+    people = People()
+    people.tokens[(ALICE, "files")] = cast(MemoryTokens, Away())
+    server = people.server(files.url)
+    try:
+        (connect,) = await server.tools_for(ALICE)  # not known to be connected: the connect tool
+
+        with pytest.raises(SignInUnavailable, match="files's sign-in service is unavailable"):
+            await connect.invoke({})
+
+        assert ALICE not in server.pool.sessions
+        assert files.listed == {}  # nothing reached the server's tools
+    finally:
+        await server.close()
