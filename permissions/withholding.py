@@ -20,6 +20,9 @@ tool names on the task cards) stays as it is, and every call keeps a result, so 
 call/result pairing stays intact. The requester's own turns stay whole: their model was
 given what they may see.
 
+A tool that runs as its person (``Tool.per_person``: an MCP server each person signs in to)
+is never usable in another person's turn: two people calling it read two accounts.
+
 ``withheld`` is the rule (pure); ``requester_scope`` applies it with the tools the
 requester's toolset hands out, the same toolset (and so the same policy) their calls go
 through. Every surface builds the model's input with it: the Slack turn's owner and the
@@ -171,13 +174,17 @@ def _without_arguments(message: Message, usable: Collection[str]) -> Message:
 async def usable_tools(tools: Toolset, names: Iterable[str]) -> frozenset[str]:
     """Of ``names``, the tools ``tools`` hands out now, each asked once. For a toolset
     wrapped by the policy: registered, and allowed for its person (roles, switches, the
-    channel); a name no longer registered is not usable. Asked one after another: the first
+    channel); a name no longer registered is not usable; nor is a tool that runs as its
+    person (``per_person``: an MCP server that signs each person in), whatever the roles say,
+    since another's call of it read their own account. Asked one after another: the first
     answer caches the person's roles, so Slack is asked about them once at most."""
     usable = set()
     for name in sorted(set(names)):
         try:
-            await tools.get_tool(name)
+            found = await tools.get_tool(name)
         except ToolError:  # unknown, forbidden, or any other refusal: not usable
+            continue
+        if found.per_person:  # another's call ran as them: what it read is theirs alone
             continue
         usable.add(name)
     return frozenset(usable)

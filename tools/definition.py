@@ -63,6 +63,9 @@ class Tool:
     ``check`` validates the arguments alone, without running anything (``check_arguments``),
     so a call can be refused before a person is asked to approve it.
 
+    ``per_person``: it runs as the person who calls it, with their own connection (a tool
+    of an MCP server that signs each person in): what it returns is theirs alone.
+
     ``confirm``: the tool itself asks for a person's approval (``confirm_reason`` says why, in
     words for people: ``confirm=True``, or what an MCP server's annotations and setting
     said). ``idempotent``: safe to run again when a worker died mid-call; when not given it
@@ -87,6 +90,7 @@ class Tool:
         remote_name: str | None = None,
         check: ArgumentsCheck | None = None,
         confirm_reason: str | None = None,
+        per_person: bool = False,
     ) -> None:
         check_name(name)
         if timeout_s is not None and timeout_s <= 0:
@@ -111,6 +115,9 @@ class Tool:
         self.output_schema = output_schema  # the shape of its structured result, if declared
         # The name its source knows it by (an MCP server's own name), when it has one.
         self.remote_name = remote_name
+        # It runs as its person (an MCP server that signs each person in): its results are
+        # that person's alone, whoever else may use a tool of that name.
+        self.per_person = per_person
 
     def spec(self) -> dict[str, Any]:
         """The Chat Completions ``tools`` entry for this tool."""
@@ -150,6 +157,7 @@ class Tool:
             "remote_name": self.remote_name,
             "check": self.check,
             "confirm_reason": self.confirm_reason,
+            "per_person": self.per_person,
         }
         fields.update(changes)
         return Tool(**fields)

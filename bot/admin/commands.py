@@ -15,7 +15,8 @@ and every refused attempt is written to the audit log (a connection's own entrie
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from bot.admin.context import AdminStores, Caller, ConnectLink, Permalink, Reply, plain_link
 from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
@@ -24,6 +25,9 @@ from bot.state.audit import AuditEntry, AuditKind
 from permissions.config import RoleConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tools.mcp.oauth.personal import PersonalServer
 
 EVERYONE = (
     "help",
@@ -59,13 +63,16 @@ class AdminCommands:
         state: AdminStores,
         *,
         permalink: Permalink = plain_link,
+        personal: Mapping[str, PersonalServer] | None = None,
     ) -> None:
         self.command = command
         self.policy = policy
         self.registry = registry
         self.roles = roles
         self.state = state
-        self.reports = reports = AdminReports(command, policy, registry, roles, state, permalink)
+        self.reports = reports = AdminReports(
+            command, policy, registry, roles, state, permalink, personal
+        )
         self._handlers: dict[str, Callable[[Caller, list[str]], Awaitable[str | Reply]]] = {
             "help": self.help,
             "tools": reports.tools,

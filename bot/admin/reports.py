@@ -1,10 +1,12 @@
-"""What the slash command shows: a person's tools, roles and connections to MCP servers,
-and for admins every tool, the roles and grants, the audit log, usage, feedback and who is
-connected to what (read only; never a token; replies within Slack's limits)."""
+"""What the slash command shows: a person's tools (a server that signs each person in as
+such, with what is offered until they connect), roles and connections to MCP servers, and for
+admins every tool, the roles and grants, the audit log, usage, feedback and who is connected
+to what (read only; never a token; replies within Slack's limits)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -22,6 +24,7 @@ from permissions.rules import who_may_use
 from tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from tools.mcp.oauth.personal import PersonalServer
     from tools.mcp.oauth.tokens import TokenSnapshot
 
 FEEDBACK_DAYS = 7
@@ -38,6 +41,7 @@ class AdminReports:
         roles: dict[str, RoleConfig],
         state: AdminStores,
         permalink: Permalink,
+        personal: Mapping[str, PersonalServer] | None = None,
     ) -> None:
         self.command = command
         self.policy = policy
@@ -45,6 +49,7 @@ class AdminReports:
         self.roles = roles
         self.state = state
         self.permalink = permalink
+        self.personal = personal or {}  # the MCP servers that sign each person in
 
     # --- everyone ------------------------------------------------------------------------
 
@@ -53,10 +58,27 @@ class AdminReports:
             hint = " Admins: try `tools all`." if args[0].lower().startswith("al") else ""
             return f"`{self.command} tools` takes no arguments.{hint}"
         visible = await self.policy.visible(caller.person, await self.registry.list_tools())
-        if not visible:
-            return "No tools are available to you here."
         rows = [f"• `{t.name}` — {shorten(_first_line(t.description), 150)}" for t in visible]
-        return "*Your tools here:*\n" + "\n".join(limited(rows))
+        signing = await self._signs_in(caller)
+        if not rows and not signing:
+            return "No tools are available to you here."
+        lines = ["*Your tools here:*", *rows] if rows else []
+        if signing:
+            lines += ["*Sign in to use:*", *signing]
+        return "\n".join(limited(lines))
+
+    async def _signs_in(self, caller: Caller) -> list[str]:
+        """Each server that signs each person in, with what it offers until they connect
+        (their own tools once connected are not listed here: no session is opened)."""
+        rows = []
+        for name, server in self.personal.items():
+            offered = await self.policy.visible(caller.person, await server.listed_for_nobody())
+            shown = ", ".join(f"`{t.name}`" for t in offered) or "nothing yet"
+            rows.append(
+                f"• *{name}* signs each person in: connect with `{self.command} connect {name}`"
+                f" — offered until then: {shown}"
+            )
+        return rows
 
     async def whoami(self, caller: Caller, args: list[str]) -> str:
         held = await self.policy.held(caller.person)

@@ -27,7 +27,7 @@ from bot.process.listen import Listen
 from bot.process.services import Services, build_services, load
 from bot.process.state import busy_connections
 from bot.process.supervisor import Supervisor, WorkerLaunch
-from bot.process.tool_listing import tool_lines, tool_row
+from bot.process.tool_listing import personal_lines, signs_in, tool_lines, tool_row
 from bot.process.worker_count import cpu_count, worker_processes
 from bot.state.redis.mode import check_cluster_mode
 from bot.state.redis.persistence import check_persistence
@@ -235,12 +235,17 @@ def _start_tracing(services: Services) -> TracerProvider | None:
 async def list_tools(config_file: Path | None, as_json: bool) -> int:
     """Every tool (built-in, module, MCP) with its source, title, hints, schema, the name its
     MCP server knows it by, the roles that may use it and whether its calls wait for a
-    person's approval, and why (``tool_listing.py``). Exits 1, after printing everything
-    else, when a configured MCP server could not be listed. Needs no model credentials."""
+    person's approval, and why (``tool_listing.py``); a server that signs each person in
+    with what a person who has not connected is offered (no person's session is opened).
+    Exits 1, after printing everything else, when a configured MCP server could not be
+    listed. Needs no model credentials."""
     config, _, tools = load(config_file)
     await tools.start()
     try:
         listed = await tools.registry.list_tools()
+        personal = {
+            name: await server.listed_for_nobody() for name, server in tools.mcp.personal.items()
+        }
         down = {
             c.name: tools.mcp.not_listed(c)
             for c in tools.mcp.connections.values()
@@ -251,9 +256,19 @@ async def list_tools(config_file: Path | None, as_json: bool) -> int:
 
     if as_json:
         rows = [tool_row(t, config.approval, config.roles) for t in listed]
+        rows += [
+            {**tool_row(t, config.approval, config.roles), "signs_in": signs_in(name)}
+            for name, offered in personal.items()
+            for t in offered
+        ]
         print_redacted(json.dumps(rows, indent=2))
     else:
         lines = [line for t in listed for line in tool_lines(t, config.approval, config.roles)]
+        for name, offered in personal.items():
+            lines += personal_lines(name, [t.name for t in offered])
+            lines += [
+                line for t in offered for line in tool_lines(t, config.approval, config.roles)
+            ]
         if lines:
             print_redacted("\n".join(lines))
     sys.stdout.flush()

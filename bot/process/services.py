@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.agent.loop import LoopSettings
 from bot.budget.budgets import Budgets
@@ -17,7 +17,7 @@ from bot.config.errors import ConfigError
 from bot.config.loading import load_config
 from bot.config.model_url import model_base_url
 from bot.config.requirements import Command, missing_message, missing_settings
-from bot.config.schema import AppConfig
+from bot.config.schema import AppConfig, oauth_servers
 from bot.llm.deferred import DeferredChatModel
 from bot.llm.pricing import Price, cost_of, price_for
 from bot.llm.usage import Usage
@@ -42,6 +42,9 @@ from tools.mcp.servers_file import (
 )
 from tools.registry import ToolRegistry, build_registry
 
+if TYPE_CHECKING:
+    from bot.oauth.wiring import SignInStores
+
 log = logging.getLogger(__name__)
 
 
@@ -52,17 +55,21 @@ class Tools:
     config: AppConfig
     registry: ToolRegistry
     mcp: McpManager
+    # where the servers that sign each person in find people's tokens (None: no such server);
+    # bound to Redis once the process's state is open
+    sign_in_stores: SignInStores | None = None
 
     async def start(self) -> None:
         """Connect the MCP servers (each waited for at most its connect timeout), then warn
         about role patterns that match no tool (warnings, never a stop: `slack-agent check`
         shows them too). Two servers offering one tool name is a :class:`ConfigError`."""
-        if self.mcp.connections:
+        if self.mcp.connections or self.mcp.personal:
             try:
                 await self.mcp.start()
             except McpNameClash as exc:
                 raise ConfigError(str(exc)) from None
-        later = " (an MCP server may list it later)" if self.mcp.connections else ""
+        servers = self.mcp.connections or self.mcp.personal
+        later = " (an MCP server may list it later)" if servers else ""
         for pattern in self.unmatched_patterns():
             log.warning("%s%s", pattern, later)
 
@@ -130,7 +137,14 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
         REDACTOR.add(named_in_file(path))
         raise
     REDACTOR.add(configured_secrets(environment, config))
-    mcp = McpManager(config.mcp)
+    stores = None
+    personal = None
+    if oauth_servers(config):  # the SDK's OAuth client is loaded only for such a server
+        from bot.oauth.wiring import SignInStores, personal_wiring
+
+        stores = SignInStores()
+        personal = personal_wiring(config, stores)
+    mcp = McpManager(config.mcp, personal=personal)
     try:
         registry = build_registry(config.tools)
         if config.mcp.servers:
@@ -146,7 +160,7 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
         if unpriced:
             raise ConfigError("invalid budgets\n" + "\n".join(f"  {p}" for p in unpriced))
     registry.add_source(mcp)
-    return config, environment, Tools(config, registry, mcp)
+    return config, environment, Tools(config, registry, mcp, stores)
 
 
 def mcp_servers(config: McpConfig, base: Path | None) -> McpConfig:
@@ -173,6 +187,8 @@ def build_services(cli_config: Path | None = None, command: Command = "chat") ->
     model = DeferredChatModel(config.llm, api_key=api_key, base_url=base_url)
     redis_url = environment.redis_url.get_secret_value() if environment.redis_url else None
     state = open_state(redis_url, config, environment)
+    if tools.sign_in_stores is not None:
+        tools.sign_in_stores.use(state.oauth)
     # The Slack directory (user groups, workspace admins) is added with the Slack side.
     resolver = RoleResolver(config.roles, grants=state.shared.grants, cache=state.shared.roles)
     policy = Policy(

@@ -4,14 +4,14 @@ inbox that reads each message whole for the model."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
 from bot.admin.commands import AdminCommands
-from bot.admin.context import AdminStores
+from bot.admin.context import AdminStores, BeginSignIn
 from bot.config.errors import ConfigError
 from bot.config.requirements import missing_message, missing_settings
 from bot.process.services import Services
@@ -34,6 +34,8 @@ from permissions.approval import deciders
 
 if TYPE_CHECKING:  # loaded only with a server that signs people in (they load the MCP SDK)
     from bot.oauth.flows import Naming
+    from tools.mcp.oauth.pending import PendingAuthorization
+    from tools.mcp.oauth.personal import PersonalServer
     from tools.mcp.oauth.tokens import Account
 
 
@@ -109,8 +111,10 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
             state.shared.feedback,
             services.budgets,
             oauth=state.oauth,
+            begin_sign_in=begin_sign_in(services.tools.mcp.personal),
         ),
         permalink=identity.permalink,
+        personal=services.tools.mcp.personal,
     )
     if state.oauth is not None:
         state.oauth.sign_ins.describe = start_page_names(
@@ -166,3 +170,15 @@ def start_page_names(
         return Naming(found.get(account.user) or account.user, workspace or account.team)
 
     return describe
+
+
+def begin_sign_in(personal: Mapping[str, PersonalServer]) -> BeginSignIn | None:
+    """What `/agent connect <server>` starts a sign-in with: the server's authorization
+    request for the person, built by the SDK (None: no server signs people in)."""
+    if not personal:
+        return None
+
+    async def begin(account: Account, server: str) -> PendingAuthorization | None:
+        return await personal[server].begin(account)
+
+    return begin

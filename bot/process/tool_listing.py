@@ -1,12 +1,14 @@
 """What `slack-agent tools` shows of each tool (pure): its row for ``--json`` and its lines for
 people, with who may use it and whether its calls wait for a person's approval, and why,
 asked of the same rules the turns run by (``permissions/rules.py``, ``permissions/approval.py``).
+An MCP server that signs each person in shows as such, with the tools offered to a person
+who has not connected (``personal_lines``); what each person gets once connected is theirs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +62,7 @@ def tool_row(
         "output_schema": tool.output_schema,
         "timeout_s": tool.timeout_s,
         "confirm": tool.confirm,
+        "per_person": tool.per_person,
         "approval": approval_shown(tool, approval, roles).as_json(),
         "roles": who_may_use(tool.name, roles),
     }
@@ -86,3 +89,17 @@ def tool_lines(tool: Tool, approval: ApprovalConfig, roles: Mapping[str, RoleCon
     if tool.output_schema:
         lines.append(f"    returns: {json.dumps(tool.output_schema)}")
     return lines
+
+
+def signs_in(server: str) -> str:
+    """How a server that signs each person in is introduced, in words."""
+    return f"signs each person in: connect with `/agent connect {server}`"
+
+
+def personal_lines(server: str, offered: Sequence[str]) -> list[str]:
+    """A server that signs each person in, as `slack-agent tools` prints it: then each tool
+    offered to a person who has not connected (its lines follow, from ``tool_lines``)."""
+    return [
+        f"MCP server {server}: {signs_in(server)}",
+        f"    offered until then: {', '.join(offered) or 'nothing'}",
+    ]

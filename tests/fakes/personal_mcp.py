@@ -8,6 +8,9 @@ file (alice's and bob's differ); ``write_note(text)``, not read-only, which need
 ``files:write``: without it the HTTP request is refused with 403 ``insufficient_scope`` (a
 step-up), before the call starts. ``tools/list`` differs per subject (bob has no
 ``write_note``); its cache hints (``ttlMs``, ``cacheScope``, 2026-07-28) come from flags.
+``PersonalMcp.listed`` counts the ``tools/list`` requests it answered, per subject. With
+``anonymous_list`` (``--anonymous-list``), connecting and ``tools/list`` need no token (a
+token-less caller is offered ``whoami`` and ``write_note``); everything else still does.
 
 In-process (a thread): ``with PersonalMcp(auth_server_url) as server:``.
 As a process: ``python -m tests.fakes.personal_mcp PORT AS_URL [--list-ttl-ms N]
@@ -22,6 +25,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections import Counter
 from types import TracebackType
 from typing import Literal
 
@@ -52,6 +56,7 @@ FILES = {
 LISTED = {
     "alice": {"whoami", "read_private", "write_note"},
     "bob": {"whoami", "read_private"},
+    "nobody": {"whoami", "write_note"},  # without a token (anonymous_list)
 }
 
 
@@ -83,8 +88,11 @@ class IntrospectingVerifier:
 
 
 class Files(MCPServer):
+    listed: Counter[str]  # tools/list requests answered, per subject
+
     async def list_tools(self) -> list[types.Tool]:
         """Each person is offered their own tools."""
+        self.listed[_subject()] += 1
         offered = LISTED.get(_subject(), {"whoami"})
         return [tool for tool in await super().list_tools() if tool.name in offered]
 
@@ -101,6 +109,7 @@ def build_server(auth_server_url: str, resource_url: str, cache: CacheHint | Non
         token_verifier=IntrospectingVerifier(auth_server_url),
         cache_hints={"tools/list": cache} if cache is not None else None,
     )
+    server.listed = Counter()
     notes: dict[str, list[str]] = {}
 
     @server.tool(annotations=types.ToolAnnotations(readOnlyHint=True))
@@ -125,13 +134,21 @@ def build_server(auth_server_url: str, resource_url: str, cache: CacheHint | Non
     return server
 
 
+ANONYMOUS = {"initialize", "notifications/initialized", "server/discover", "tools/list"}
+
+
 class StepUp:
     """Refuses a ``tools/call`` of ``write_note`` at the HTTP level (403
-    ``insufficient_scope``, naming ``files:write``) when the token lacks that scope."""
+    ``insufficient_scope``, naming ``files:write``) when the token lacks that scope; with
+    ``anonymous_list``, lets a token-less POST of only the ``ANONYMOUS`` methods past the
+    token check (``app`` is the SDK's ``RequireAuthMiddleware``)."""
 
-    def __init__(self, app: ASGIApp, resource_metadata_url: str) -> None:
+    def __init__(
+        self, app: ASGIApp, resource_metadata_url: str, *, anonymous_list: bool = False
+    ) -> None:
         self.app = app
         self.resource_metadata_url = resource_metadata_url
+        self.anonymous_list = anonymous_list
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         user = scope.get("user")
@@ -144,6 +161,10 @@ class StepUp:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
+        anonymous = not isinstance(user, AuthenticatedUser)
+        if self.anonymous_list and anonymous and _methods(body) <= ANONYMOUS:
+            await _replayed(getattr(self.app, "app", self.app), scope, receive, send, body)
+            return
         if isinstance(user, AuthenticatedUser) and WRITE not in user.scopes and _calls_write(body):
             challenge = (
                 f'Bearer error="insufficient_scope", scope="{WRITE}", '
@@ -162,16 +183,31 @@ class StepUp:
             )
             await send({"type": "http.response.body", "body": b'{"error": "insufficient_scope"}'})
             return
-        sent = False
+        await _replayed(self.app, scope, receive, send, body)
 
-        async def replay() -> Message:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+async def _replayed(app: ASGIApp, scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
+    """``app`` handles the request whose body was already read."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    await app(scope, replay, send)
+
+
+def _methods(body: bytes) -> set[str]:
+    """The JSON-RPC methods a POST body carries (a method-less message counts as "")."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return {""}
+    messages = message if isinstance(message, list) else [message]
+    return {str(m.get("method") or "") if isinstance(m, dict) else "" for m in messages}
 
 
 def _calls_write(body: bytes) -> bool:
@@ -201,6 +237,7 @@ def build_app(
     list_ttl_ms: int | None = None,
     list_scope: Literal["public", "private"] = "private",
     legacy: bool = False,
+    anonymous_list: bool = False,
 ) -> Starlette:
     resource_url = f"{base_url}/mcp"
     cache = CacheHint(ttl_ms=list_ttl_ms, scope=list_scope) if list_ttl_ms is not None else None
@@ -210,10 +247,11 @@ def build_app(
             "server/discover", types.RequestParams, _no_discover
         )
     app = server.streamable_http_app(host="127.0.0.1")
+    app.state.files = server
     metadata_url = str(build_resource_metadata_url(AnyHttpUrl(resource_url)))
     for route in app.routes:
         if isinstance(route, Route) and route.path == "/mcp":
-            route.app = StepUp(route.app, metadata_url)
+            route.app = StepUp(route.app, metadata_url, anonymous_list=anonymous_list)
     return app
 
 
@@ -227,14 +265,21 @@ class PersonalMcp:
         list_ttl_ms: int | None = None,
         list_scope: Literal["public", "private"] = "private",
         legacy: bool = False,
+        anonymous_list: bool = False,
     ) -> None:
         sock = bound_socket()
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
         self.url = f"{base}/mcp"
         app = build_app(
-            auth_server_url, base, list_ttl_ms=list_ttl_ms, list_scope=list_scope, legacy=legacy
+            auth_server_url,
+            base,
+            list_ttl_ms=list_ttl_ms,
+            list_scope=list_scope,
+            legacy=legacy,
+            anonymous_list=anonymous_list,
         )
         self._server = ThreadedServer(app, sock)
+        self.listed: Counter[str] = app.state.files.listed  # tools/list answered, per subject
 
     def __enter__(self) -> PersonalMcp:
         self._server.start()
@@ -290,6 +335,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--list-ttl-ms", type=int, default=None)
     parser.add_argument("--list-scope", choices=["public", "private"], default="private")
     parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--anonymous-list", action="store_true")
     args = parser.parse_args(argv[1:])
     app = build_app(
         args.auth_server_url,
@@ -297,6 +343,7 @@ def main(argv: list[str]) -> None:
         list_ttl_ms=args.list_ttl_ms,
         list_scope=args.list_scope,
         legacy=args.legacy,
+        anonymous_list=args.anonymous_list,
     )
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
     asyncio.run(uvicorn.Server(config).serve([bound_socket(args.port)]))

@@ -21,6 +21,7 @@ from permissions.withholding import (
     withheld,
 )
 from tools import StaticToolset, tool
+from tools.definition import Tool
 
 Message = dict[str, Any]
 
@@ -311,3 +312,28 @@ async def test_requester_scope_asks_each_tool_once() -> None:
     assert sorted(asked) == ["get_time", "search_payroll"]
     assert contents(shown).count(note("search_payroll")) == 2
     assert "10:05" in contents(shown)  # her own turn's result
+
+
+async def test_per_person_results_are_never_shared() -> None:
+    async def read_private(arguments: dict[str, Any]) -> str:
+        return "alice's plan"
+
+    mine = Tool(
+        name="search_payroll",  # allowed to everyone by roles, and run as each person
+        description="Reads your own files.",
+        parameters={"type": "object", "properties": {}},
+        invoke=read_private,
+        source="mcp files",
+        per_person=True,
+    )
+    policy = Policy(ROLES, RoleResolver(ROLES), Switches())
+    tools = policy.toolset(StaticToolset([mine, get_time]), Person("T", "U0ADMIN", "C0CHAN"))
+
+    assert await usable_tools(tools, ["search_payroll", "get_time"]) == {"get_time"}
+    # Another admin's turn that called it: withheld from this admin, who may use the tool.
+    shown = await requester_scope("U0ADMIN2", tools)([payroll_turn("U0ADMIN")])
+    assert "Bob: 7,000 a month" not in contents(shown)
+    assert note("search_payroll") in contents(shown)
+    # The person's own turn stays whole.
+    own = await requester_scope("U0ADMIN", tools)([payroll_turn("U0ADMIN")])
+    assert "Bob: 7,000 a month" in contents(own)

@@ -1,5 +1,6 @@
-"""Calls to one MCP server: a tool or a resource, made on the supervised client from the
-caller's own task with the SDK's ``Client.call_tool`` / ``read_resource``, the result in text.
+"""Calls to one MCP server: a tool or a resource, made on a live client (the supervised
+shared one, or a person's own session: :class:`Session`) from the caller's own task with the
+SDK's ``Client.call_tool`` / ``read_resource``, the result in text.
 
 The SDK runs the 2026 multi-round-trip loop (SEP-2322: a result that says ``input_required``
 is answered, here through the same person-facing elicitation and sampling as a request the
@@ -14,10 +15,10 @@ result is a :class:`ToolError` in words for the model.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types
-from mcp.client import InputRequiredRoundsExceededError
+from mcp.client import Client, InputRequiredRoundsExceededError
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -25,24 +26,33 @@ from tools.errors import ToolError
 from tools.mcp.failures import describe, is_transport_failure
 from tools.mcp.results import render_contents, render_result
 from tools.mcp.server_requests import ServerRequests
-from tools.mcp.supervisor import Supervisor
 
 
 class McpUnavailable(ToolError):
     kind = "McpServerUnavailable"
 
 
+class Session(Protocol):
+    """Where calls are made: the live client (None: not connected now), and what to tell
+    when a call finds the connection dead (``Supervisor``, ``PersonalSession``)."""
+
+    @property
+    def client(self) -> Client | None: ...
+
+    def mark_broken(self, reason: str) -> None: ...
+
+
 class Caller:
-    def __init__(self, name: str, supervisor: Supervisor, requests: ServerRequests) -> None:
+    def __init__(self, name: str, session: Session, requests: ServerRequests) -> None:
         self.name = name
-        self.supervisor = supervisor
+        self.session = session
         self.requests = requests
 
     def unavailable(self) -> McpUnavailable:
         return McpUnavailable(f"The MCP server {self.name} is unavailable right now.")
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
-        client = self.supervisor.client
+        client = self.session.client
         if client is None:
             raise self.unavailable()
         with self.requests.serving(tool) as progress:
@@ -53,7 +63,7 @@ class Caller:
         return render_result(result, self.name)
 
     async def read_resource(self, uri: str) -> str:
-        client = self.supervisor.client
+        client = self.session.client
         if client is None:
             raise self.unavailable()
         try:
@@ -66,12 +76,12 @@ class Caller:
         """What a request that raised ``exc`` tells the model; a dead connection is marked
         broken at once."""
         if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
-            self.supervisor.mark_broken(f"a call found the connection closed ({exc.message})")
+            self.session.mark_broken(f"a call found the connection closed ({exc.message})")
             return self.unavailable()
         if isinstance(exc, MCPError):
             return ToolError(f"The MCP server {self.name} refused the call: {exc.message}")
         if is_transport_failure(exc):
-            self.supervisor.mark_broken(f"a call failed: {describe(exc)}")
+            self.session.mark_broken(f"a call failed: {describe(exc)}")
             return self.unavailable()
         if isinstance(exc, InputRequiredRoundsExceededError):
             return ToolError(

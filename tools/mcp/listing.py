@@ -8,8 +8,10 @@ keeps its first tool.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
+import mcp_types
 from mcp.client import Client
 
 from tools.definition import Tool
@@ -35,16 +37,13 @@ class ToolListing:
         """The tools to offer, by the name the model sees (the SDK has already dropped a tool
         whose ``x-mcp-header`` declarations are invalid, and noted the rest, so a call
         mirrors them into its headers)."""
-        listed: list[Any] = []
-        cursor: str | None = None
-        while True:
-            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-            listed.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        return self.offered(await listed(client))
+
+    def offered(self, remotes: Sequence[Any], call: Call | None = None) -> dict[str, Tool]:
+        """``remotes`` (a server's listed ``mcp_types.Tool``s) as the tools to offer, kept to
+        the rules above; each invocation runs ``call`` (default: this listing's)."""
         tools: dict[str, Tool] = {}
-        for remote in listed:
+        for remote in remotes:
             config = self.config
             if not taken(config.allow, config.deny, config.prefix, remote.name):
                 continue
@@ -63,7 +62,7 @@ class ToolListing:
                 self.config.prefix,
                 self.config.call_timeout_s,
                 self.source,
-                self.call,
+                call or self.call,
                 self.config.approval,
             )
             if tool.name in tools:
@@ -71,3 +70,16 @@ class ToolListing:
                 continue
             tools[tool.name] = tool
         return tools
+
+
+async def listed(
+    client: Client, first: mcp_types.ListToolsResult | None = None
+) -> list[mcp_types.Tool]:
+    """Every page of the server's ``tools/list``, fetched afresh; after ``first`` (a first
+    page already in hand) only the pages that follow it."""
+    page = first or await client.list_tools(cache_mode="refresh")
+    found = list(page.tools)
+    while page.next_cursor:
+        page = await client.list_tools(cursor=page.next_cursor, cache_mode="refresh")
+        found.extend(page.tools)
+    return found

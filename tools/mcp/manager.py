@@ -3,6 +3,10 @@
 Tool names are owned per server (``tools/mcp/names.py``): two servers offering the same name
 at start-up is an error; a clash that appears later leaves the newer tool out, with one
 warning.
+
+A server that signs each person in (``auth: oauth``) has no shared connection: it is a
+``PersonalServer`` in :attr:`McpManager.personal` (``tools/mcp/oauth/personal.py``), whose
+tools are each person's own and come through ``PersonalToolset``, never the registry.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from tools.mcp.connection import McpConnection
+    from tools.mcp.oauth.personal import PersonalServer, PersonalWiring
     from tools.mcp.sampling import Sampler
 
 log = logging.getLogger(__name__)
@@ -31,12 +36,43 @@ class McpNameClash(ToolDefinitionError):
     """Two servers offer the same tool name and no prefix separates them."""
 
 
+class SignInNotWired(ToolDefinitionError):
+    """A server signs each person in, and this process was given no way to sign them in."""
+
+
 class McpManager:
-    def __init__(self, config: McpConfig, auth: Mapping[str, httpx2.Auth] | None = None) -> None:
+    def __init__(
+        self,
+        config: McpConfig,
+        auth: Mapping[str, httpx2.Auth] | None = None,
+        personal: PersonalWiring | None = None,
+    ) -> None:
         """``auth``: by server name, what signs that server's HTTP requests (e.g. the SDK's
-        ``mcp.client.auth.OAuthClientProvider``); a server not named there sends none."""
+        ``mcp.client.auth.OAuthClientProvider``); a server not named there sends none.
+        ``personal``: how people sign in to the servers with ``auth: oauth`` (needed when
+        there is one: :class:`SignInNotWired` otherwise)."""
         auth = auth or {}
-        if config.servers:  # the MCP SDK is loaded only for a configured server
+        oauth = {name: s for name, s in config.servers.items() if s.auth == "oauth"}
+        shared = {name: s for name, s in config.servers.items() if s.auth != "oauth"}
+        if oauth and personal is None:
+            raise SignInNotWired(
+                f"MCP server {', '.join(oauth)} signs each person in (auth: oauth), and this "
+                "process was started without the sign-in wiring for it"
+            )
+        self.personal: dict[str, PersonalServer] = {}
+        if oauth and personal is not None:
+            from tools.mcp.oauth.personal import PersonalServer
+
+            self.personal = {
+                name: PersonalServer(
+                    name,
+                    server,
+                    personal,
+                    elicitation_timeout_s=config.elicitation_timeout_s,
+                )
+                for name, server in oauth.items()
+            }
+        if shared:  # the MCP SDK is loaded only for a configured server
             from tools.mcp.connection import McpConnection
         self.connections = {
             name: McpConnection(
@@ -47,7 +83,7 @@ class McpManager:
                 elicitation_timeout_s=config.elicitation_timeout_s,
                 auth=auth.get(name),
             )
-            for name, server in config.servers.items()
+            for name, server in shared.items()
         }
         self.owners: dict[str, str] = {}  # tool name -> the server whose tool it is
         self._warned: set[tuple[str, str]] = set()
@@ -59,13 +95,17 @@ class McpManager:
         :meth:`start`)."""
         for connection in self.connections.values():
             connection.sampler = sampler
+        for server in self.personal.values():
+            server.sampler = sampler
 
     async def start(self) -> None:
-        """Connect every server; wait for each at most its ``connect_timeout_s``.
+        """Connect every server; wait for each at most its ``connect_timeout_s``. A server
+        that signs each person in is asked for its token-less listing (as long).
 
         A slow or absent server does not hold up start-up: it keeps trying in the background.
         Raises :class:`McpNameClash` when servers that listed their tools offer one name.
         """
+        listings = [asyncio.ensure_future(s.anonymous()) for s in self.personal.values()]
         self._starting = True
         for connection in self.connections.values():
             connection.start()
@@ -87,11 +127,15 @@ class McpManager:
                     connection.name,
                     self.not_listed(connection),
                 )
+        await asyncio.gather(*listings)
         if self._clashes:
             raise McpNameClash(clash_message(self._clashes))
 
     async def stop(self) -> None:
-        await asyncio.gather(*(c.stop() for c in self.connections.values()))
+        await asyncio.gather(
+            *(c.stop() for c in self.connections.values()),
+            *(s.close() for s in self.personal.values()),
+        )
 
     def not_listed(self, connection: McpConnection) -> str:
         """Why a server's tools are not there, in words."""
@@ -117,6 +161,11 @@ class McpManager:
         return connection.tools.get(name) or connection.known.get(name)
 
     async def read_resource(self, server: str, uri: str) -> str:
+        if server in self.personal:
+            raise ToolError(
+                f"The MCP server {server} signs each person in; its resources are read through "
+                "its tools."
+            )
         connection = self.connections.get(server)
         if connection is None:
             names = ", ".join(self.connections) or "none"

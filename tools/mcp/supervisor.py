@@ -51,11 +51,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from tools.definition import Tool
 from tools.mcp.config import McpServerConfig, Transport
 from tools.mcp.failures import could_not_connect, describe
-from tools.mcp.identity import client_info
 from tools.mcp.listing import ToolListing
 from tools.mcp.server_requests import ServerRequests
 from tools.mcp.stderr import ServerStderr, server_log
-from tools.mcp.transports import HttpAnswers, WatchedReadStream, open_transport, reachable
+from tools.mcp.transports import (
+    HttpAnswers,
+    WatchedReadStream,
+    new_client,
+    open_transport,
+    reachable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -194,15 +199,12 @@ class Supervisor:
         self._answers = HttpAnswers()
         self.stderr.last_lines.clear()
         self.starting_since = time.monotonic()
-        client = Client(
+        client = new_client(
             self._transport(kind),
-            mode="legacy" if kind == "sse" else "auto",
+            kind,
+            self.requests,
             message_handler=self._on_message,
             logging_callback=self._on_log,
-            log_level="info",
-            client_info=client_info(),
-            sampling_callback=self.requests.sampling_callback(),
-            elicitation_callback=self.requests.elicit,
             cache=None,  # the tool list is fetched when it changes; results are never reused
         )
         async with client:

@@ -1,5 +1,7 @@
 """Reaching an MCP server: stdio (the bot starts the program), streamable HTTP, or the
-legacy SSE transport, all through the SDK's clients.
+legacy SSE transport, all through the SDK's clients; and the SDK ``Client`` over one
+(:func:`new_client`), built the same way for the shared connection (``supervisor.py``) and a
+person's own session (``oauth/pool.py``).
 
 The read stream handed to the session is watched: when the server's side ends (a stdio
 program exited, a stream closed), ``closed`` is set at once, so the connection's owner
@@ -23,12 +25,17 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+from mcp.client import Client
+from mcp.client.caching import CacheConfig
+from mcp.client.session import LoggingFnT, MessageHandlerFnT
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tools.mcp.config import McpServerConfig, Transport, substitute
+from tools.mcp.identity import client_info
+from tools.mcp.server_requests import ServerRequests
 from tools.mcp.stderr import ServerStderr
 
 Streams = tuple[Any, Any]
@@ -146,6 +153,34 @@ async def open_transport(
         http.event_hooks["response"].append(answers.record)
     async with http, streamable_http_client(url, http_client=http) as streams:
         yield streams
+
+
+def new_client(
+    transport: Any,
+    kind: Transport,
+    requests: ServerRequests,
+    *,
+    cache: CacheConfig | None = None,
+    message_handler: MessageHandlerFnT | None = None,
+    logging_callback: LoggingFnT | None = None,
+) -> Client:
+    """The SDK's client over ``transport`` (entered by the caller): it negotiates the
+    protocol (``server/discover`` for a 2026-07-28 server, else the ``initialize`` handshake;
+    SSE always uses the handshake), introduces itself with the bot's name and version, and
+    offers what ``requests`` serves (elicitation, sampling, progress). ``cache``: the SDK's
+    response cache (None: nothing is reused); ``logging_callback``: the server's log
+    messages, opted in at ``info``."""
+    return Client(
+        transport,
+        mode="legacy" if kind == "sse" else "auto",
+        message_handler=message_handler,
+        logging_callback=logging_callback,
+        log_level="info" if logging_callback is not None else None,
+        client_info=client_info(),
+        sampling_callback=requests.sampling_callback(),
+        elicitation_callback=requests.elicit,
+        cache=cache,
+    )
 
 
 async def reachable(url: str) -> bool:

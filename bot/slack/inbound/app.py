@@ -99,7 +99,7 @@ def build_app(
     if elicitations is not None:
         elicitation.register(app, elicitations)
     if outputs is not None and audit is not None:
-        output_clicks.register(app, outputs, policy, audit, later)
+        output_clicks.register(app, outputs, policy, audit, later, registry)
     if approvals is not None and audit is not None:
         approval_clicks.register(app, approvals, audit, policy, approval or ApprovalConfig(), later)
         sign_in_clicks.register(app, approvals, audit, settings.command, later)
