@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
-
 from bot.budget.budgets import Spender
 from bot.config.errors import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
@@ -34,6 +32,7 @@ from bot.state.redis.persistence import check_persistence
 from permissions.policy import Person
 from permissions.sources import role_names
 from tools.approval import Approver
+from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
 from tools.mcp.oauth.tokens import Account
 from tools.toolset import Toolset
 
