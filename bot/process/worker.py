@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
-
 from bot.config.schema import QueueConfig
 from bot.llm.model import ChatModel
 from bot.process.services import Services
@@ -25,6 +23,7 @@ from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
 from permissions.policy import Person
 from tools.call_context import Requester, for_requester
+from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
 from tools.mcp.oauth.tokens import Account
 from tools.toolset import Toolset
 

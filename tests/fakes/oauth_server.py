@@ -12,7 +12,9 @@ resource server and the tests: ``/_test/introspect`` (POST ``token``), ``/_test/
 ``/_test/counts``, ``/_test/requests`` (what the authorization and token requests carried, no
 secret), ``/_test/status/<code>`` (answers with that status: an endpoint that fails),
 ``/_test/client-metadata`` (POST a client ID metadata document, as if the server had fetched
-it: tests have no https).
+it: tests have no https), ``/_test/secrets`` (every secret it issued or was sent: tokens,
+codes, states, verifiers, client secrets; for a test that looks for them where they must not
+be), ``/_test/switches`` (POST ``expires_in=S``: the life of the tokens issued from now on).
 
 In-process (a thread, for fast tests): ``with AuthServer(Switches(...)) as server:``.
 As a process: ``python -m tests.fakes.oauth_server PORT [--expires-in S] [--cimd] [--iss
@@ -465,6 +467,15 @@ def build_app(authority: Authority) -> Starlette:
         authority.add_document(json.loads(await request.body()))
         return JSONResponse({"ok": True})
 
+    async def secrets_seen(request: Request) -> Response:
+        return JSONResponse({"secrets": sorted(authority.secrets_seen)})
+
+    async def switch(request: Request) -> Response:
+        form = await request.form()
+        if "expires_in" in form:
+            switches.expires_in = int(str(form["expires_in"]))
+        return JSONResponse({"expires_in": switches.expires_in})
+
     async def status(request: Request) -> Response:
         code = int(request.path_params["code"])
         return JSONResponse({"error": "server_error", "error_description": "told to"}, code)
@@ -477,6 +488,8 @@ def build_app(authority: Authority) -> Starlette:
         Route("/_test/counts", counts),
         Route("/_test/requests", requests),
         Route("/_test/client-metadata", client_metadata, methods=["POST"]),
+        Route("/_test/secrets", secrets_seen),
+        Route("/_test/switches", switch, methods=["POST"]),
     ]
     app = Starlette(routes=routes)
     app.add_middleware(TokenRequestLog, authority=authority)

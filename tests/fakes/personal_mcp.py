@@ -10,12 +10,14 @@ step-up), before the call starts. ``tools/list`` differs per subject (bob has no
 ``write_note``); its cache hints (``ttlMs``, ``cacheScope``, 2026-07-28) come from flags.
 ``PersonalMcp.listed`` counts the ``tools/list`` requests it answered, per subject. With
 ``anonymous_list`` (``--anonymous-list``), connecting and ``tools/list`` need no token (a
-token-less caller is offered ``whoami`` and ``write_note``); everything else still does.
+token-less caller is offered ``whoami`` and ``write_note``, or the tools named by
+``anonymous_offer``, ``--anonymous-offer whoami,read_private``, which implies it);
+everything else still does.
 
 In-process (a thread): ``with PersonalMcp(auth_server_url) as server:``.
 As a process: ``python -m tests.fakes.personal_mcp PORT AS_URL [--list-ttl-ms N]
-[--list-scope public|private] [--legacy]`` (``--legacy``: a 2025-11-25 server, no
-``server/discover``).
+[--list-scope public|private] [--legacy] [--anonymous-list] [--anonymous-offer NAMES]``
+(``--legacy``: a 2025-11-25 server, no ``server/discover``).
 """
 
 from __future__ import annotations
@@ -89,15 +91,21 @@ class IntrospectingVerifier:
 
 class Files(MCPServer):
     listed: Counter[str]  # tools/list requests answered, per subject
+    offers: dict[str, set[str]]  # what each subject is offered (LISTED, or as told)
 
     async def list_tools(self) -> list[types.Tool]:
         """Each person is offered their own tools."""
         self.listed[_subject()] += 1
-        offered = LISTED.get(_subject(), {"whoami"})
+        offered = self.offers.get(_subject(), {"whoami"})
         return [tool for tool in await super().list_tools() if tool.name in offered]
 
 
-def build_server(auth_server_url: str, resource_url: str, cache: CacheHint | None) -> Files:
+def build_server(
+    auth_server_url: str,
+    resource_url: str,
+    cache: CacheHint | None,
+    anonymous_offer: frozenset[str] | None = None,
+) -> Files:
     server = Files(
         "files",
         auth=AuthSettings(
@@ -110,6 +118,9 @@ def build_server(auth_server_url: str, resource_url: str, cache: CacheHint | Non
         cache_hints={"tools/list": cache} if cache is not None else None,
     )
     server.listed = Counter()
+    server.offers = {subject: set(names) for subject, names in LISTED.items()}
+    if anonymous_offer is not None:
+        server.offers["nobody"] = set(anonymous_offer)
     notes: dict[str, list[str]] = {}
 
     @server.tool(annotations=types.ToolAnnotations(readOnlyHint=True))
@@ -238,10 +249,13 @@ def build_app(
     list_scope: Literal["public", "private"] = "private",
     legacy: bool = False,
     anonymous_list: bool = False,
+    anonymous_offer: frozenset[str] | None = None,
 ) -> Starlette:
+    """``anonymous_offer``: what a token-less caller is offered (implies ``anonymous_list``)."""
     resource_url = f"{base_url}/mcp"
     cache = CacheHint(ttl_ms=list_ttl_ms, scope=list_scope) if list_ttl_ms is not None else None
-    server = build_server(auth_server_url, resource_url, cache)
+    server = build_server(auth_server_url, resource_url, cache, anonymous_offer)
+    anonymous_list = anonymous_list or anonymous_offer is not None
     if legacy:
         server._lowlevel_server.add_request_handler(
             "server/discover", types.RequestParams, _no_discover
@@ -336,6 +350,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--list-scope", choices=["public", "private"], default="private")
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--anonymous-list", action="store_true")
+    parser.add_argument(
+        "--anonymous-offer", default=None, help="NAME,NAME: what a token-less caller is offered"
+    )
     args = parser.parse_args(argv[1:])
     app = build_app(
         args.auth_server_url,
@@ -344,6 +361,9 @@ def main(argv: list[str]) -> None:
         list_scope=args.list_scope,
         legacy=args.legacy,
         anonymous_list=args.anonymous_list,
+        anonymous_offer=frozenset(args.anonymous_offer.split(","))
+        if args.anonymous_offer is not None
+        else None,
     )
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
     asyncio.run(uvicorn.Server(config).serve([bound_socket(args.port)]))

@@ -1,0 +1,666 @@
+"""Each person signs in (issue 32), end to end: two real ``slack-agent run`` replicas on the
+shared Redis (this test's own key prefix), the fake Slack and model, the test authorization
+server and its MCP server ``files`` as processes (tests/fakes/oauth_server.py,
+tests/fakes/personal_mcp.py), and browsers that follow the start link the way a person does:
+the start page on the replica the link names, Continue, the authorization server's sign-in
+as the person chosen, and back to the callback on the OTHER replica (what a load balancer
+may do), with the browser's cookie.
+
+``files`` offers ``whoami`` and ``read_private`` to a caller without a token, so a person
+who never connected is offered them as "connect to use" copies: the model calls
+``files_read_private`` at once, the server refuses the call (401), and the person is asked
+to connect. Each test has a deployment of its own (``worlds``): its own servers, replicas and
+keys, so each shows one thing from a clean start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+import aiohttp
+import pytest
+import yaml
+
+from bot.oauth.records import FRESH_FOR_S
+from bot.observability.redaction import forms
+from bot.process.state import State
+from bot.state.redis.connection import Redis
+from tests.bot.observability.test_trace_processes import Collector
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import FakeLLM, Reply, Request, calls, text, tool_results
+from tests.fakes.oauth_server import AuthServerProcess
+from tests.fakes.personal_mcp import FILES, PersonalMcpProcess
+from tests.fakes.slack_harness import (
+    app_environment,
+    command_fields,
+    event_envelope,
+    is_progress,
+    is_sign_in_card,
+    is_waiting_note,
+    mention,
+    signed_headers,
+)
+from tests.fakes.slack_server import TEAM, FakeSlack, Message
+from tests.faults.replicas import Replica
+from tests.waiting import until, until_true
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(58)]
+
+KEY = base64.b64encode(bytes(range(32))).decode()  # SLACK_AGENT_SECRET_KEY
+ALICE, BOB = "U0ALICE", "U0BOB"
+SIGNS_IN_AS = {ALICE: "alice", BOB: "bob"}  # who each Slack user is at the authorization server
+PLAN = {ALICE: FILES["alice"]["plan"], BOB: FILES["bob"]["plan"]}
+SAID = "Your plan: "  # the scripted model's answer, then the call's result
+START = "/oauth/start?state="
+WAIT_S = 30.0  # for a turn, a link or an answer, on a loaded 2-CPU machine
+
+
+def model(request: Request) -> Reply:
+    """The scripted model, for any turn on any replica: read the person's plan (a tool of
+    ``files``), then say what came back."""
+    results = tool_results(request)
+    if "plan" not in results:
+        return calls(("files_read_private", {"name": "plan"}, "plan"))
+    return text(SAID + results["plan"])
+
+
+def question(user: str) -> str:
+    return f"{SIGNS_IN_AS[user]} asks: what is in my plan?"
+
+
+def blocks_of(args: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = args.get("blocks") or []
+    return list(json.loads(blocks) if isinstance(blocks, str) else blocks)
+
+
+def link_in(args: dict[str, Any]) -> str:
+    """The link button's url in a message's blocks."""
+    [link] = [
+        str(element["url"])
+        for block in blocks_of(args)
+        if block.get("type") == "actions"
+        for element in block.get("elements") or ()
+        if element.get("url")
+    ]
+    return link
+
+
+def state_of(link: str) -> str:
+    return parse_qs(urlsplit(link).query)["state"][0]
+
+
+def on(url: str, replica: Replica) -> str:
+    """``url`` with its host and port those of ``replica`` (a load balancer's choice)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"127.0.0.1:{replica.port}"))
+
+
+class Browser:
+    """A person's browser: a cookie jar that keeps what the bot's pages set."""
+
+    def __init__(self) -> None:
+        self.jar = aiohttp.CookieJar(unsafe=True)  # cookies for 127.0.0.1
+        self.session = aiohttp.ClientSession(cookie_jar=self.jar)
+
+    async def sign_in(self, link: str, person: str) -> str:
+        """Follow the start link up to the authorization server's answer: the start page,
+        Continue (the cookie is set), the authorization request, the sign-in as ``person``.
+        Returns the callback URL the authorization server sends the browser to."""
+        async with self.session.get(link, allow_redirects=False) as page:
+            assert page.status == 200, await page.text()
+        parts = urlsplit(link)
+        action = urlunsplit(parts._replace(query=""))
+        form = {"state": state_of(link)}
+        async with self.session.post(action, data=form, allow_redirects=False) as started:
+            assert started.status == 303, await started.text()
+            authorize = started.headers["Location"]
+        async with self.session.get(authorize, allow_redirects=False) as asked:
+            assert asked.status == 302, await asked.text()
+            login = asked.headers["Location"]
+        async with self.session.get(f"{login}&user={person}", allow_redirects=False) as signed:
+            assert signed.status == 302, await signed.text()
+            return signed.headers["Location"]
+
+    async def get(self, url: str) -> tuple[int, str]:
+        async with self.session.get(url, allow_redirects=False) as response:
+            return response.status, await response.text()
+
+    def cookies(self) -> list[str]:
+        return [cookie.value for cookie in self.jar]
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+class World:
+    """One deployment: the authorization server and ``files`` (processes), the fake Slack and
+    model, two ``slack-agent run`` replicas (A, whose address is
+    ``oauth.redirect_base_url``, and B) on the shared Redis under ``prefix``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        prefix: str,
+        auth_options: Iterable[str] = (),
+        collector: Collector | None = None,
+    ) -> None:
+        self.directory = directory
+        self.prefix = prefix
+        self.auth = AuthServerProcess(*auth_options)
+        self.files = PersonalMcpProcess(self.auth.url, "--anonymous-offer", "whoami,read_private")
+        self.slack = FakeSlack()
+        self.llm = FakeLLM()
+        self.llm.otherwise = model
+        self.collector = collector
+        self.replicas = [Replica(i, directory / f"replica-{i}.log") for i in (1, 2)]
+        self.browsers: list[Browser] = []
+        self.followed: dict[str, str] = {}  # start link -> the Slack user it was followed for
+        self.said: list[str] = []  # what the bot answered slash commands
+        self._envs: dict[int, dict[str, str]] = {}
+
+    @property
+    def a(self) -> Replica:
+        return self.replicas[0]
+
+    @property
+    def b(self) -> Replica:
+        return self.replicas[1]
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.slack.start()
+        await self.llm.start()
+        self.slack.users = {user: {"id": user} for user in SIGNS_IN_AS}
+        await asyncio.gather(
+            asyncio.to_thread(self.auth.start), asyncio.to_thread(self.files.start)
+        )
+        config = {
+            "redis": {"key_prefix": self.prefix},
+            "llm": {"model": "fake-model", "max_retries": 0},
+            "slack": {"streaming": False},
+            "queue": {"claim_idle_s": 10, "lock_ttl_s": 10},
+            "tools": {"builtins": []},
+            "mcp": {
+                "servers": {
+                    "files": {
+                        "url": self.files.url,
+                        "auth": "oauth",
+                        "prefix": "files_",
+                        "approval": "writes",
+                    }
+                }
+            },
+            "oauth": {"redirect_base_url": f"http://127.0.0.1:{self.a.port}"},
+            "approval": {"timeout_s": 30},
+        }
+        path = self.directory / "agent.yaml"
+        path.write_text(yaml.safe_dump(config))
+        extra = {"SLACK_AGENT_SECRET_KEY": KEY, "LOG_LEVEL": "DEBUG"}
+        if self.collector is not None:
+            extra.update(
+                OTEL_EXPORTER_OTLP_ENDPOINT=self.collector.url, OTEL_BSP_SCHEDULE_DELAY="200"
+            )
+        env = app_environment(self.slack.api_url, self.llm.base_url, REDIS_URL, path, **extra)
+        for replica in self.replicas:
+            own = {"SLACK_BOT_TOKEN": replica.token, "OPENAI_API_KEY": replica.llm_key}
+            self._envs[replica.index] = {**env, **own}
+        await self.start_replicas()
+
+    async def start_replicas(self) -> None:
+        named = self.a.port  # oauth.redirect_base_url's
+        for replica in self.replicas:
+            await replica.start(self._envs[replica.index])
+        await asyncio.gather(*(replica.healthy(40) for replica in self.replicas))
+        assert self.a.port == named, "replica A had to move to another port"
+
+    async def kill_replicas(self) -> None:
+        await asyncio.gather(*(replica.kill() for replica in self.replicas))
+
+    async def stop_replicas(self) -> None:
+        """SIGTERM both (their spans are exported as they exit) and wait for them."""
+        for replica in self.replicas:
+            replica.signal(signal.SIGTERM)
+        for replica in self.replicas:
+            assert await replica.exited(30), f"{replica.name} did not stop"
+
+    async def stop(self) -> None:
+        for browser in self.browsers:
+            await browser.close()
+        await asyncio.gather(*(r.kill() for r in self.replicas), return_exceptions=True)
+        for replica in self.replicas:
+            replica.kill_now()
+        self.files.kill()
+        self.auth.kill()
+        await self.llm.stop()
+        await self.slack.stop()
+
+    def logs(self) -> str:
+        return "\n".join(r.log_path.read_text(errors="replace") for r in self.replicas)
+
+    # --- Slack's side ----------------------------------------------------------------------
+
+    async def _post(self, replica: Replica, body: str, content_type: str) -> aiohttp.ClientResponse:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"http://127.0.0.1:{replica.port}/slack/events",
+                data=body,
+                headers=signed_headers(body, content_type),
+            ) as response,
+        ):
+            await response.read()
+            return response
+
+    async def ask(self, replica: Replica, user: str, thread: str) -> None:
+        """``user`` mentions the bot in a new thread ``thread``, delivered to ``replica``."""
+        event = mention(question(user), thread, user=user)
+        body = json.dumps(event_envelope(event, f"Ev{thread}"))
+        response = await self._post(replica, body, "application/json")
+        assert response.status == 200
+
+    async def command(self, replica: Replica, user: str, words: str) -> str:
+        """``/agent <words>`` by ``user``; what the bot answered."""
+        body = urlencode(command_fields(words, user))
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"http://127.0.0.1:{replica.port}/slack/events",
+                data=body,
+                headers=signed_headers(body, "application/x-www-form-urlencoded"),
+            ) as response,
+        ):
+            assert response.status == 200, await response.text()
+            said = await response.text()
+        self.said.append(said)
+        return said
+
+    def ephemerals(
+        self, user: str | None = None, thread: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The arguments of every chat.postEphemeral (to ``user``, in ``thread``)."""
+        return [
+            call.args
+            for call in self.slack.calls_to("chat.postEphemeral")
+            if (user is None or call.args.get("user") == user)
+            and (thread is None or call.args.get("thread_ts") == thread)
+        ]
+
+    async def link_for(self, user: str, thread: str, count: int = 1) -> str:
+        """The start link of the ``count``-th ephemeral to ``user`` in ``thread``."""
+        await until(lambda: len(self.ephemerals(user, thread)) >= count, WAIT_S)
+        link = link_in(self.ephemerals(user, thread)[count - 1])
+        assert link.startswith(f"http://127.0.0.1:{self.a.port}{START}")
+        return link
+
+    def cards(self, thread: str) -> list[Message]:
+        return [m for m in self.slack.thread("C0CHAN", thread) if is_sign_in_card(m)]
+
+    def said_in(self, thread: str) -> list[str]:
+        """What the thread shows as the bot's answers (no card, note or progress)."""
+        return [
+            m.shown
+            for m in self.slack.thread("C0CHAN", thread)
+            if not m.streaming
+            and not is_progress(m)
+            and not is_sign_in_card(m)
+            and not is_waiting_note(m)
+        ]
+
+    async def answer(self, thread: str) -> str:
+        """The turn's answer, once the thread shows it."""
+        await until(lambda: any(s.startswith(SAID) for s in self.said_in(thread)), WAIT_S)
+        return next(s for s in self.said_in(thread) if s.startswith(SAID))
+
+    # --- the person's browser --------------------------------------------------------------
+
+    def browser(self) -> Browser:
+        browser = Browser()
+        self.browsers.append(browser)
+        return browser
+
+    async def connect(self, link: str, user: str) -> None:
+        """``user`` follows ``link`` and signs in as themself; the callback goes to B."""
+        self.followed[link] = user
+        browser = self.browser()
+        callback = await browser.sign_in(link, SIGNS_IN_AS[user])
+        status, page = await browser.get(on(callback, self.b))
+        assert status == 200, page
+
+    # --- the authorization server ----------------------------------------------------------
+
+    async def _auth(self, method: str, path: str, **form: str) -> Any:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(method, self.auth.url + path, data=form or None) as response,
+        ):
+            assert response.status == 200, await response.text()
+            return await response.json()
+
+    async def counts(self) -> dict[str, Any]:
+        return dict(await self._auth("GET", "/_test/counts"))
+
+    async def grants(self, kind: str) -> int:
+        return int((await self.counts())["grants"].get(kind, 0))
+
+    async def revoke(self, person: str) -> int:
+        return int((await self._auth("POST", f"/_test/revoke?user={person}"))["revoked"])
+
+    async def tokens_live(self, seconds: int) -> None:
+        await self._auth("POST", "/_test/switches", expires_in=str(seconds))
+
+    async def issued(self) -> set[str]:
+        """Every secret the authorization server issued or was sent."""
+        return set((await self._auth("GET", "/_test/secrets"))["secrets"])
+
+
+@pytest.fixture
+async def worlds(
+    tmp_path: Path, key_prefix: str, make_state: Callable[..., State]
+) -> AsyncIterator[Callable[..., Awaitable[World]]]:
+    """Makes this test's deployment (started); stops it afterwards whatever happened, and
+    prints the replicas' logs (pytest shows them when the test failed)."""
+    made: list[World] = []
+    make_state()  # this test's keys are removed afterwards
+
+    async def make(*auth_options: str, collector: Collector | None = None) -> World:
+        world = World(tmp_path, key_prefix, auth_options, collector)
+        made.append(world)
+        await world.start()
+        return world
+
+    try:
+        yield make
+    finally:
+        for world in made:
+            await world.stop()
+            for replica in world.replicas:
+                print(f"--- {replica.name}\n{replica.tail(80)}")
+
+
+async def token_of(state: State, user: str) -> tuple[int, float]:
+    """The version and expiry (epoch seconds) of ``user``'s token for ``files``, as the
+    record says in plain."""
+    client, keys = state.client, state.keys
+    named = await client.hget(keys.oauth_conns(TEAM, user), "files")
+    assert named is not None, f"{user} is not connected"
+    record = await client.hgetall(keys.oauth_token(TEAM, user, "files", json.loads(named)["iss8"]))
+    return int(record["ver"]), float(record["exp"])
+
+
+async def audited(state: State, action: str) -> list[str]:
+    """The outcomes of the ``connection`` audit entries with ``action``."""
+    entries = await state.shared.audit.latest(200)
+    return [e.outcome for e in entries if e.kind == "connection" and e.action == action]
+
+
+async def connected_by_a_turn(world: World, replica: Replica, user: str, thread: str) -> None:
+    """``user`` asks on ``replica``, gets the link, connects, and is answered."""
+    await world.ask(replica, user, thread)
+    await world.connect(await world.link_for(user, thread), user)
+    assert await world.answer(thread) == SAID + PLAN[user]
+
+
+# --- 1 --------------------------------------------------------------------------------------
+
+
+async def test_two_people_see_different_results(worlds: Callable[..., Awaitable[World]]) -> None:
+    world = await worlds()
+    await world.ask(world.a, ALICE, "901.000001")
+    await world.ask(world.b, BOB, "901.000002")
+    links = {
+        ALICE: await world.link_for(ALICE, "901.000001"),
+        BOB: await world.link_for(BOB, "901.000002"),
+    }
+    assert all(world.cards(thread) for thread in ("901.000001", "901.000002"))
+    await asyncio.gather(*(world.connect(link, user) for user, link in links.items()))
+
+    answers = {ALICE: await world.answer("901.000001"), BOB: await world.answer("901.000002")}
+    assert answers == {ALICE: SAID + PLAN[ALICE], BOB: SAID + PLAN[BOB]}
+    # What one person's call returned never reached the other's turn.
+    for user, other in ((ALICE, BOB), (BOB, ALICE)):
+        theirs = [json.dumps(r) for r in world.llm.requests if question(user) in json.dumps(r)]
+        assert len(theirs) == 2  # the call, then the answer
+        assert PLAN[user] in theirs[1]
+        assert not any(PLAN[other] in request for request in theirs)
+    # Each answer delivered once, in its own thread.
+    assert world.said_in("901.000001") == [answers[ALICE]]
+    assert world.said_in("901.000002") == [answers[BOB]]
+    for plan in PLAN.values():
+        shown = [m for m in world.slack.messages.values() if plan in m.shown]
+        assert len(shown) == 1
+    # Each was asked once, alone; both signed in through the other replica's callback.
+    assert sorted(e["user"] for e in world.ephemerals()) == [ALICE, BOB]
+    assert await world.grants("authorization_code") == 2
+
+
+# --- 2 --------------------------------------------------------------------------------------
+
+
+async def test_revoked_token_asks_again(
+    worlds: Callable[..., Awaitable[World]], state: State
+) -> None:
+    world = await worlds()
+    await connected_by_a_turn(world, world.a, ALICE, "902.000001")
+
+    assert await world.revoke("alice") == 1  # as alice would on the server's own site
+    await world.ask(world.b, ALICE, "902.000002")
+    # The call was refused (401), the refresh too: she is asked again, in the new thread.
+    link = await world.link_for(ALICE, "902.000002")
+    assert world.cards("902.000002")
+    assert (await world.counts())["refused_refreshes"] == 1
+    assert await audited(state, "refresh_failed") == ["invalid_grant"]
+    assert await world.grants("authorization_code") == 1
+    await world.connect(link, ALICE)
+
+    assert await world.answer("902.000002") == SAID + PLAN[ALICE]
+    assert await world.grants("authorization_code") == 2
+    assert len(world.ephemerals(ALICE)) == 2
+
+
+# --- 3 --------------------------------------------------------------------------------------
+
+
+async def test_two_replicas_refresh_once(
+    worlds: Callable[..., Awaitable[World]], state: State
+) -> None:
+    world = await worlds("--expires-in", "12")  # alice's first token lives 12 s
+    await connected_by_a_turn(world, world.a, ALICE, "903.000001")
+    await world.tokens_live(3600)  # what the refresh gives lives long: one refresh is needed
+    ver, expires_at = await token_of(state, ALICE)
+
+    async def stale() -> bool:  # fewer than FRESH_FOR_S seconds left: refreshed before use
+        return expires_at - time.time() < FRESH_FOR_S - 1
+
+    await until_true(stale, WAIT_S)
+    assert await token_of(state, ALICE) == (ver, expires_at)  # nobody refreshed it yet
+    refreshed_before = await world.grants("refresh_token")
+
+    # Her turns on A and on B, at once; each lists her tools and calls one.
+    await asyncio.gather(
+        world.ask(world.a, ALICE, "903.000002"), world.ask(world.b, ALICE, "903.000003")
+    )
+    assert await world.answer("903.000002") == SAID + PLAN[ALICE]
+    assert await world.answer("903.000003") == SAID + PLAN[ALICE]
+
+    assert await world.grants("refresh_token") == refreshed_before + 1
+    counts = await world.counts()
+    assert counts.get("replayed_refreshes", 0) == 0 and counts["refused_refreshes"] == 0
+    new_ver, new_expiry = await token_of(state, ALICE)
+    assert new_ver == ver + 1 and new_expiry > time.time() + 3000
+    assert len(world.ephemerals(ALICE)) == 1  # no sign-in again
+
+
+# --- 4 --------------------------------------------------------------------------------------
+
+
+async def test_restart_keeps_connections(
+    worlds: Callable[..., Awaitable[World]], state: State
+) -> None:
+    world = await worlds("--expires-in", "12")  # so the turn after the restart refreshes
+    await connected_by_a_turn(world, world.a, ALICE, "904.000001")
+    _, expires_at = await token_of(state, ALICE)
+
+    await world.kill_replicas()  # SIGKILL: nothing of the connection is in a process
+
+    async def stale() -> bool:
+        return expires_at - time.time() < FRESH_FOR_S - 1
+
+    await until_true(stale, WAIT_S)
+    refreshed_before = await world.grants("refresh_token")
+    await world.start_replicas()
+
+    await world.ask(world.b, ALICE, "904.000002")
+    assert await world.answer("904.000002") == SAID + PLAN[ALICE]
+    assert len(world.ephemerals(ALICE)) == 1 and not world.cards("904.000002")
+    assert await world.grants("authorization_code") == 1
+    # Refreshed from what was kept sealed in Redis (the token endpoint found at sign-in).
+    assert await world.grants("refresh_token") >= refreshed_before + 1
+
+
+# --- 5 --------------------------------------------------------------------------------------
+
+
+async def test_forged_state_refused(worlds: Callable[..., Awaitable[World]], state: State) -> None:
+    world = await worlds()
+    await world.ask(world.a, ALICE, "905.000001")
+    link = await world.link_for(ALICE, "905.000001")
+    alices = world.browser()
+    callback = await alices.sign_in(link, "alice")  # her code, not yet brought back
+
+    forger = world.browser()
+    forged = on(callback, world.b).replace(state_of(link), "forged-" + "x" * 40)
+    status, _ = await forger.get(forged)
+    assert status == 400  # no such sign-in
+    status, _ = await forger.get(on(callback, world.b))
+    assert status == 403  # her state and code, from a browser that did not start it
+    assert await world.grants("authorization_code") == 0
+    assert sorted(await audited(state, "callback_refused")) == ["other_browser", "unknown_state"]
+
+    # Neither spent her sign-in: her own browser finishes it.
+    status, page = await alices.get(on(callback, world.b))
+    assert status == 200, page
+    assert await world.answer("905.000001") == SAID + PLAN[ALICE]
+    assert await world.grants("authorization_code") == 1
+
+
+# --- 6 --------------------------------------------------------------------------------------
+
+
+async def values_under(client: Redis, prefix: str) -> list[str]:
+    """Every key under ``prefix`` and everything it holds, as text."""
+    found = []
+    async for key in client.scan_iter(match=f"{prefix}*", count=500):
+        kind = await client.type(key)
+        value: Any
+        if kind == "string":
+            value = await client.get(key)
+        elif kind == "hash":
+            value = await client.hgetall(key)
+        elif kind == "set":
+            value = sorted(await client.smembers(key))
+        elif kind == "list":
+            value = await client.lrange(key, 0, -1)
+        elif kind == "zset":
+            value = await client.zrange(key, 0, -1, withscores=True)
+        elif kind == "stream":
+            value = await client.xrange(key)
+        else:
+            value = f"<{kind}>"
+        found.append(f"{key} {kind} {value!r} {json.dumps(value, default=str)}")
+    return found
+
+
+def leaked(secrets: Iterable[str], *places: str) -> set[str]:
+    """The secrets found, in any form, in any of ``places``."""
+    return {
+        secret
+        for secret in secrets
+        for place in places
+        if any(form in place for form in forms(secret))
+    }
+
+
+async def test_nothing_secret_anywhere(
+    worlds: Callable[..., Awaitable[World]], state: State, key_prefix: str
+) -> None:
+    collector = Collector()
+    await collector.start()
+    try:
+        world = await worlds("--expires-in", "12", collector=collector)
+        # Two sign-ins, a refresh, a revoked grant and a sign-in again (with a forged
+        # callback on the way), and a disconnect revoking at the authorization server.
+        await connected_by_a_turn(world, world.a, ALICE, "906.000001")
+        await connected_by_a_turn(world, world.b, BOB, "906.000002")
+        _, expires_at = await token_of(state, ALICE)
+
+        async def stale() -> bool:
+            return expires_at - time.time() < FRESH_FOR_S - 1
+
+        await until_true(stale, WAIT_S)
+        refreshed = await world.grants("refresh_token")
+        await world.ask(world.b, ALICE, "906.000003")
+        assert await world.answer("906.000003") == SAID + PLAN[ALICE]
+        assert await world.grants("refresh_token") > refreshed
+
+        assert await world.revoke("alice") >= 1
+        await world.ask(world.a, ALICE, "906.000004")
+        link = await world.link_for(ALICE, "906.000004")
+        world.followed[link] = ALICE
+        browser = world.browser()
+        callback = await browser.sign_in(link, "alice")
+        assert (await world.browser().get(on(callback, world.b)))[0] == 403
+        assert (await browser.get(on(callback, world.b)))[0] == 200
+        assert await world.answer("906.000004") == SAID + PLAN[ALICE]
+
+        said = await world.command(world.a, BOB, "disconnect files")
+        assert "revoked it" in said
+        assert (await world.counts())["revocations"] >= 1
+
+        await until(
+            lambda: any(span[1] == "execute_tool files_read_private" for span in collector.spans),
+            WAIT_S,
+        )
+        await world.stop_replicas()  # what is left of the spans is exported now
+        secrets = await world.issued()
+    finally:
+        await collector.stop()
+
+    links = {link_in(args): args for args in world.ephemerals()}
+    states = {state_of(link) for link in links}
+    cookies = {value for browser in world.browsers for value in browser.cookies()}
+    assert len(links) == 3 and len(cookies) == 3  # alice twice, bob once
+    assert states <= secrets  # each start link's state reached the authorization server
+    everything = secrets | cookies
+    assert len(everything) > 20  # tokens, codes, states, verifiers, a client secret
+
+    # The logs (DEBUG) saw the sign-ins and the token requests, and say none of them.
+    logs = world.logs()
+    assert f"{world.auth.url}/token" in logs and "waits for its person to connect files" in logs
+    assert leaked(everything, logs) == set()
+    # Redis: every key under the prefix and all it holds.
+    stored = await values_under(state.client, key_prefix)
+    assert any(":oauth:token:" in line for line in stored)
+    assert leaked(everything, *stored) == set()
+    # Slack: the start link only in the ephemeral to the person it was for.
+    for call in world.slack.calls:
+        shown = json.dumps(call.args)
+        if call.method == "chat.postEphemeral":
+            link = link_in(call.args)
+            assert world.followed[link] == call.args["user"]
+            for form in forms(link):
+                shown = shown.replace(form, "")
+        assert leaked(everything, shown) == set(), call.method
+    assert leaked(everything, *world.said) == set()
+    # The model, and every span exported.
+    assert leaked(everything, *(json.dumps(r) for r in world.llm.requests)) == set()
+    bodies = [body.decode(errors="replace") for body in collector.bodies]
+    assert bodies and leaked(everything, *bodies) == set()
