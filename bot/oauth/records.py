@@ -1,12 +1,16 @@
 """People's tokens for MCP servers in Redis, sealed, refreshed once across replicas; and each
 server's client registration.
 
-A person's connection to a server is three records in the team's shard (one slot on a Redis
+A person's connection to a server is four records in the team's shard (one slot on a Redis
 Cluster, so each step below is one Lua script):
 
 - the token hash (``Keys.oauth_token``): ``ct``, the sealed :class:`TokenSnapshot`; ``ver``,
   counting its writes; ``exp``, when the token expires (epoch seconds, "" when unknown) and
   ``at``, when it was written, both in plain, so the gate reads them without decrypting;
+- the last version written (``Keys.oauth_version``), kept when the connection is forgotten:
+  a reconnection's token gets a version never used before, so a process still holding the
+  forgotten token (its cache, a refresh under way) cannot take the new one for it, nor
+  overwrite or forget it;
 - the person's field in ``Keys.oauth_conns`` (server -> issuer, since, scope) and in the
   team's ``Keys.oauth_team_conns`` (``<user>/<server>`` -> issuer, since): what lists
   connections, never a secret.
@@ -64,12 +68,14 @@ LOCK_WAIT_S = 35  # how long a process waits for another's refresh before giving
 Refresh = Callable[[TokenSnapshot], Awaitable[RefreshOutcome]]
 
 # KEYS: the new token hash, the person's conns, the team's conns, the team shard's audit,
-#       the token hash of the issuer the conns field names now (KEYS[1] when the same or none)
+#       the token hash of the issuer the conns field names now (KEYS[1] when the same or none),
+#       the last version written
 # ARGV: ct, exp, now, server, conns JSON, team-conns field, team-conns JSON, audit length,
 #       the issuer id the caller read from the conns field ('' none), then the audit fields
-# Writes the connection (version: one more than either record's), replacing that of another
-# issuer; returns {version, ''}, or {-1, the issuer id found} when the conns field moved on
-# since the caller read it (the caller reads again).
+# Writes the connection (version: one more than any written before, this connection's, the
+# one it replaces or one forgotten), replacing that of another issuer; returns {version, ''},
+# or {-1, the issuer id found} when the conns field moved on since the caller read it (the
+# caller reads again).
 STORE = """
 local named = redis.call('HGET', KEYS[2], ARGV[4])
 local found = ''
@@ -81,7 +87,10 @@ if KEYS[5] ~= KEYS[1] then
   if old > ver then ver = old end
   redis.call('DEL', KEYS[5])
 end
+local last = tonumber(redis.call('GET', KEYS[6]) or '0')
+if last > ver then ver = last end
 ver = ver + 1
+redis.call('SET', KEYS[6], ver)
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'ct', ARGV[1], 'ver', ver, 'exp', ARGV[2], 'at', ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[4], ARGV[5])
@@ -90,14 +99,17 @@ redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', unpack(ARGV, 10))
 return {ver, ''}
 """
 
-# KEYS: the token hash; ARGV: the version read, ct, exp, now
+# KEYS: the token hash, the last version written; ARGV: the version read, ct, exp, now
 # Writes a refreshed token only over the version it was refreshed from: the new version, or
 # 0 when the record moved on (another process wrote a newer one) or is gone.
 CAS_TOKEN = """
 local ver = redis.call('HGET', KEYS[1], 'ver')
 if not ver or tonumber(ver) ~= tonumber(ARGV[1]) then return 0 end
 ver = tonumber(ver) + 1
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+if last >= ver then ver = last + 1 end
 redis.call('HSET', KEYS[1], 'ct', ARGV[2], 'ver', ver, 'exp', ARGV[3], 'at', ARGV[4])
+redis.call('SET', KEYS[2], ver)
 return ver
 """
 
@@ -252,6 +264,11 @@ class TokenRecords:
         return self._c.keys.oauth_token(a.team, a.user, self.server, iss8)
 
     @property
+    def _version_key(self) -> str:
+        a = self.account
+        return self._c.keys.oauth_version(a.team, a.user, self.server)
+
+    @property
     def _conns_key(self) -> str:
         return self._c.keys.oauth_conns(self.account.team, self.account.user)
 
@@ -394,7 +411,7 @@ class TokenRecords:
         aad = token_aad(a.team, a.user, self.server, issuer.issuer)
         written = int(
             await self._c.cas_token(
-                keys=[self._token_key(issuer.iss8)],
+                keys=[self._token_key(issuer.iss8), self._version_key],
                 args=[
                     held.ver,
                     self._c.sealer.seal(snapshot.model_dump_json().encode(), aad),
@@ -441,6 +458,7 @@ class TokenRecords:
                     self._team_conns_key,
                     self._audit_key,
                     self._token_key(before or issuer.iss8),
+                    self._version_key,
                 ],
                 args=[
                     sealed,

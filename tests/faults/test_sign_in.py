@@ -509,14 +509,15 @@ async def test_restart_keeps_connections(
     await connected_by_a_turn(world, world.a, ALICE, "904.000001")
     _, expires_at = await token_of(state, ALICE)
 
+    refreshed_before = await world.grants("refresh_token")
     await world.kill_replicas()  # SIGKILL: nothing of the connection is in a process
+    await world.start_replicas()
 
-    async def stale() -> bool:
+    async def stale() -> bool:  # the next use refreshes it
         return expires_at - time.time() < FRESH_FOR_S - 1
 
     await until_true(stale, WAIT_S)
-    refreshed_before = await world.grants("refresh_token")
-    await world.start_replicas()
+    assert await world.grants("refresh_token") == refreshed_before
 
     await world.ask(world.b, ALICE, "904.000002")
     assert await world.answer("904.000002") == SAID + PLAN[ALICE]

@@ -198,6 +198,12 @@ class Keys:
         with its version and expiry in plain."""
         return f"{self._team(team)}oauth:token:{team}:{user}:{server}:{iss8}"
 
+    def oauth_version(self, team: str, user: str, server: str) -> str:
+        """The last version written of a person's token for a server, whichever its issuer;
+        kept when the connection is forgotten, so that a version is never written twice (a
+        process still holding a forgotten token never takes a newer one for it)."""
+        return f"{self._team(team)}oauth:ver:{team}:{user}:{server}"
+
     def oauth_conns(self, team: str, user: str) -> str:
         """A person's connections: server -> which issuer, since when, what scope (no
         secret)."""

@@ -1,7 +1,7 @@
-"""Where a connection's records live: every key one step writes (the token, the person's and
-the team's lists, the refresh lock, the waiting set, the team's audit) in the team's slot; a
-sign-in under way in the slot its state names, under the state's hash; a registration in its
-server's shard."""
+"""Where a connection's records live: every key one step writes (the token, its last
+version, the person's and the team's lists, the refresh lock, the waiting set, the team's
+audit) in the team's slot; a sign-in under way in the slot its state names, under the
+state's hash; a registration in its server's shard."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def test_a_connections_keys_and_its_teams_audit_share_one_slot() -> None:
     assert iss8 == hashlib.sha256(b"https://as.example.com").hexdigest()[:16]
     together = [
         keys.oauth_token("T1", "U1", "files", iss8),
+        keys.oauth_version("T1", "U1", "files"),
         keys.oauth_conns("T1", "U1"),
         keys.oauth_team_conns("T1"),
         keys.oauth_refresh("T1", "U1", "files", iss8),

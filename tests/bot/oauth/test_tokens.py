@@ -250,6 +250,52 @@ async def test_a_lapsed_lock_cannot_overwrite_a_newer_token(
 
 
 @pytest.mark.cluster
+async def test_a_process_holding_a_forgotten_token_takes_the_new_connection(
+    replicas: tuple[State, State],
+) -> None:
+    """A connection forgotten and made again gets a version never used before: a process
+    that still holds the forgotten token takes the new one (not its old one by the same
+    version), and its refresh of the old one, refused, forgets nothing. (The sign-in test of
+    tests/faults found it: a replica used her revoked token after she connected again, had
+    its refresh refused, and forgot her new connection.)"""
+    a, b = replicas
+    server = AuthorizationServer()
+    on_a = connections(a).tokens(ALICE, "files", server.refresh)
+    on_b = connections(b).tokens(ALICE, "files", server.refresh)
+    await on_a.store(snapshot(1, 3600), actor="U1")
+    assert isinstance(await on_b.fresh(), Held)  # B holds version 1
+
+    assert await on_a.forget(actor="U1")
+    second = await on_a.store(snapshot(2, 3600), actor="U1")  # she connects again
+    held = await on_b.fresh()
+    assert isinstance(held, Held)
+    assert (held.ver, held.snapshot.token.access_token) == (second.ver, "at-secret-2")
+
+    # B refreshes it (the server refused it: 401) while it is forgotten and made again.
+    refusing = AuthorizationServer()
+    refusing.refuse_with = "invalid_grant"
+    refusing.go_on = asyncio.Event()
+    late = asyncio.create_task(
+        connections(b).tokens(ALICE, "files", refusing.refresh).fresh(after_401_of=held.ver)
+    )
+    await asyncio.wait_for(refusing.started.wait(), 10)
+    assert await on_a.forget(actor="U1")
+    third = await on_a.store(snapshot(3, 3600), actor="U1")
+    refusing.go_on.set()
+
+    taken = await late
+    assert isinstance(taken, Held)
+    assert (taken.ver, taken.snapshot.token.access_token) == (third.ver, "at-secret-3")
+    assert len({1, second.ver, third.ver}) == 3
+    assert [c.server for c in await connections(a).connections(ALICE)] == ["files"]
+    actions = [e.action for e in await a.shared.audit.latest(20)]
+    assert "refresh_failed" not in actions  # the refused refresh forgot nothing
+    server.latest = "rt-secret-3"  # refreshed, its version goes on from there
+    refreshed = await on_b.fresh(after_401_of=third.ver)
+    assert isinstance(refreshed, Held) and refreshed.ver == third.ver + 1
+
+
+@pytest.mark.cluster
 async def test_a_new_process_knows_the_expiry_another_wrote(
     make_state: Callable[..., State],
 ) -> None:
