@@ -267,9 +267,12 @@ class World:
         response = await self._post(replica, body, "application/json")
         assert response.status == 200
 
-    async def command(self, replica: Replica, user: str, words: str) -> str:
-        """``/agent <words>`` by ``user``; what the bot answered."""
-        body = urlencode(command_fields(words, user))
+    async def command(self, replica: Replica, user: str, words: str) -> dict[str, Any]:
+        """``/agent <words>`` by ``user``; the bot's reply (in the ack, or when it took
+        longer, through the response_url)."""
+        fields = {**command_fields(words, user), "response_url": self.slack.response_url}
+        body = urlencode(fields)
+        late = len(self.slack.calls_to("response_url"))
         async with (
             aiohttp.ClientSession() as session,
             session.post(
@@ -280,8 +283,11 @@ class World:
         ):
             assert response.status == 200, await response.text()
             said = await response.text()
+        if not said:
+            await until(lambda: len(self.slack.calls_to("response_url")) > late, WAIT_S)
+            said = json.dumps(self.slack.calls_to("response_url")[late].args)
         self.said.append(said)
-        return said
+        return dict(json.loads(said))
 
     def ephemerals(
         self, user: str | None = None, thread: str | None = None
@@ -300,6 +306,27 @@ class World:
         link = link_in(self.ephemerals(user, thread)[count - 1])
         assert link.startswith(f"http://127.0.0.1:{self.a.port}{START}")
         return link
+
+    def ran_on(self, thread: str) -> set[str]:
+        """The bot tokens of the replicas that posted in ``thread`` (who ran its turns)."""
+        return {
+            call.token
+            for call in self.slack.calls_to("chat.postMessage")
+            if call.args.get("thread_ts") == thread
+        }
+
+    async def turns_on_both(self, user: str, base: str) -> None:
+        """``user`` asks in new threads (``<base>00001``, ...), alternately on A and B, until
+        each replica has run one of the turns; each is answered with their plan."""
+        ran: set[str] = set()
+        for number in range(1, 7):
+            thread = f"{base}{number:05d}"
+            await self.ask(self.replicas[number % 2], user, thread)
+            assert await self.answer(thread) == SAID + PLAN[user]
+            ran |= self.ran_on(thread)
+            if ran == {self.a.token, self.b.token}:
+                return
+        raise AssertionError(f"{user}'s turns ran on one replica only: {ran}")
 
     def cards(self, thread: str) -> list[Message]:
         return [m for m in self.slack.thread("C0CHAN", thread) if is_sign_in_card(m)]
@@ -466,6 +493,29 @@ async def test_revoked_token_asks_again(
     assert len(world.ephemerals(ALICE)) == 2
 
 
+async def test_connecting_again_reaches_every_replica(
+    worlds: Callable[..., Awaitable[World]], state: State
+) -> None:
+    """Disconnected (``/agent disconnect``: revoked at the server) while both replicas hold
+    a session with her token, then connected again through a turn: each replica's next calls
+    use the new connection. (Test 2 found it, when its turns fell that way: a replica still
+    holding her old token took it for the new connection's, had its refresh refused and
+    forgot her new connection.)"""
+    world = await worlds()
+    await connected_by_a_turn(world, world.a, ALICE, "908.000001")
+    await world.turns_on_both(ALICE, "908.1")  # each replica keeps a session with her token
+
+    said = await world.command(world.b, ALICE, "disconnect files")
+    assert "revoked it" in said["text"]
+    await connected_by_a_turn(world, world.a, ALICE, "908.200001")
+    await world.turns_on_both(ALICE, "908.3")
+
+    assert len(world.ephemerals(ALICE)) == 2  # never asked again once connected
+    assert await world.grants("authorization_code") == 2
+    assert await audited(state, "refresh_failed") == []
+    assert await audited(state, "disconnected") == ["ok"]
+
+
 # --- 3 --------------------------------------------------------------------------------------
 
 
@@ -623,7 +673,7 @@ async def test_nothing_secret_anywhere(
         assert await world.answer("906.000004") == SAID + PLAN[ALICE]
 
         said = await world.command(world.a, BOB, "disconnect files")
-        assert "revoked it" in said
+        assert "revoked it" in said["text"]
         assert (await world.counts())["revocations"] >= 1
 
         await until(
