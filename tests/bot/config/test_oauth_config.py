@@ -1,6 +1,5 @@
 """Per-person sign-in's config: the ``oauth:`` section, ``auth: oauth`` and ``oauth:`` on an
-MCP server, and the rules that stop start-up naming the key (docs/plans/per-person-sign-in.md
-§6.1)."""
+MCP server, and the rules that stop start-up naming the key."""
 
 from __future__ import annotations
 
