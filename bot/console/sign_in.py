@@ -29,10 +29,11 @@ from bot.turn.approval import duration
 from bot.turn.sign_in import Flows, PersonalBegin
 from tools.call_context import current_call
 from tools.definition import Tool
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.errors import NotConnected, SignInFailed, SignInUnavailable
 from tools.mcp.oauth.grants import GrantRefused, GrantUnavailable
 from tools.mcp.oauth.pending import PendingAuthorization, SignInRequired
-from tools.mcp.oauth.tokens import Account, Held, PersonTokens, Unavailable
+from tools.mcp.oauth.tokens import Held, PersonTokens, Unavailable
 
 log = logging.getLogger(__name__)
 

@@ -57,6 +57,7 @@ from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
 from bot.turn.store.approvals import Approvals
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.grants import (
     GrantRefused,
     GrantUnavailable,
@@ -67,7 +68,6 @@ from tools.mcp.oauth.grants import (
     revoke,
 )
 from tools.mcp.oauth.pending import PendingAuthorization
-from tools.mcp.oauth.tokens import Account
 
 log = logging.getLogger(__name__)
 

@@ -42,8 +42,8 @@ from bot.state.redis.connection import Redis
 from bot.state.redis.errors import REDIS_DOWN
 from bot.state.redis.keys import Keys, issuer_id
 from bot.state.redis.replication import Replication
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.tokens import (
-    Account,
     Freshness,
     Gone,
     Held,

@@ -23,8 +23,9 @@ from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
 from bot.turn.store.approvals import Approvals
 from tools.mcp.config import McpServerConfig
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.grants import refresh_grant
-from tools.mcp.oauth.tokens import Account, RefreshOutcome, TokenSnapshot
+from tools.mcp.oauth.tokens import RefreshOutcome, TokenSnapshot
 
 
 class OAuthSide:

@@ -16,10 +16,11 @@ from mcp.shared.auth import OAuthClientInformationFull
 
 from bot.config.schema import AppConfig
 from bot.oauth.flows import CLIENT_DOCUMENT_PATH
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.personal import PersonalWiring
 from tools.mcp.oauth.provider import ClientStore
-from tools.mcp.oauth.tokens import Account, PersonTokens
+from tools.mcp.oauth.tokens import PersonTokens
 
 if TYPE_CHECKING:
     from bot.oauth.side import OAuthSide

@@ -19,8 +19,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
-from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
-from tools.mcp.oauth.personal import PersonalWiring
 
 from bot.console.chat import CONSOLE_TEAM
 from bot.console.interrupt import CtrlC
@@ -33,8 +31,10 @@ from tests.fakes.personal_mcp import PersonalMcp
 from tools.call_context import CallScope, calling
 from tools.mcp.config import McpConfig
 from tools.mcp.manager import McpManager
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.errors import NotConnected
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
+from tools.mcp.oauth.personal import PersonalWiring
 from tools.registry import ToolRegistry
 from tools.toolset import Toolset
 

@@ -28,9 +28,9 @@ from bot.process.state import State
 from tests.fakes.oauth_server import AuthServer, bound_socket
 from tests.fakes.personal_mcp import PersonalMcp
 from tests.tools.mcp.oauth.people import Person, whoami
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.pending import PendingAuthorization
-from tools.mcp.oauth.tokens import Account
 
 KEY = bytes(range(32))
 KEY_TEXT = base64.b64encode(KEY).decode()

@@ -26,8 +26,8 @@ from bot.state.audit import AuditKind, AuditLog
 from bot.state.redis.errors import NotReplicated
 from bot.state.redis.keys import Keys, issuer_id
 from bot.state.redis.replication import Replication
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.tokens import (
-    Account,
     Gone,
     Held,
     Refreshed,

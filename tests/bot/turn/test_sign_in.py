@@ -33,7 +33,7 @@ from tests.fakes.slack_harness import (
 )
 from tests.fakes.slack_server import Message
 from tests.waiting import until, until_true
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.account import Account
 
 KEY = base64.b64encode(bytes(range(32))).decode()
 START = "/oauth/start?state="

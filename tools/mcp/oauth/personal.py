@@ -51,13 +51,14 @@ from tools.mcp.calls import Caller, McpUnavailable
 from tools.mcp.config import McpServerConfig, substitute
 from tools.mcp.failures import describe
 from tools.mcp.listing import ToolListing, listed
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.errors import SignInUnavailable
 from tools.mcp.oauth.grants import GrantUnavailable, client_metadata
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.pending import PendingAuthorization, SignInRequired
 from tools.mcp.oauth.pool import Connect, PersonalSession, SessionPool, TokensUnavailable
 from tools.mcp.oauth.provider import BotOAuthProvider, ClientStore
-from tools.mcp.oauth.tokens import Account, Held, PersonTokens
+from tools.mcp.oauth.tokens import Held, PersonTokens
 from tools.mcp.remote_tools import exposed_name
 from tools.mcp.sampling import Sampler
 from tools.mcp.server_requests import ServerRequests

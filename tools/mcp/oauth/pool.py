@@ -37,8 +37,9 @@ from mcp.client import Client
 
 from tools.mcp.calls import McpUnavailable
 from tools.mcp.failures import describe
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.pending import PendingAuthorization, SignInRequired
-from tools.mcp.oauth.tokens import Account, Freshness, Gone, PersonTokens, Unavailable
+from tools.mcp.oauth.tokens import Freshness, Gone, PersonTokens, Unavailable
 
 log = logging.getLogger(__name__)
 
