@@ -68,8 +68,12 @@ from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
-from bot.turn.sign_in import DECLINED, FAILED, UNAVAILABLE
-from bot.turn.store.approvals import Approvals
+from bot.turn.store.approvals import (
+    SIGNIN_DECLINED,
+    SIGNIN_FAILED,
+    SIGNIN_UNAVAILABLE,
+    Approvals,
+)
 from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.grants import (
     GrantRefused,
@@ -511,7 +515,7 @@ class SignIns:
         return Answer(pages.connected(flow.server, late=time.time() >= flow.deadline))
 
     async def _declined(self, flow: Flow, error: str) -> Answer:
-        await self._decide_waiting(flow, approved=False, reason=DECLINED)
+        await self._decide_waiting(flow, approved=False, reason=SIGNIN_DECLINED)
         await self._ended(flow.pending.state, "declined")
         word = (
             error if error in ("access_denied", "consent_required", "login_required") else "error"
@@ -526,7 +530,7 @@ class SignIns:
         """The code was not exchanged (``reason``: a fixed word, for the audit): the waiting
         requests are decided denied now, so their turns tell the model at once."""
         await self._decide_waiting(
-            flow, approved=False, reason=FAILED if end == "failed" else UNAVAILABLE
+            flow, approved=False, reason=SIGNIN_FAILED if end == "failed" else SIGNIN_UNAVAILABLE
         )
         await self._ended(flow.pending.state, end)
         await self._refused(flow.user, flow.server, reason, "callback")

@@ -16,9 +16,9 @@ until then the turn parks on a sign-in request, as it does for an approval.
    the flow is stored (``SignIns.begin``), its start link sealed into the request, the audit
    says ``signin_requested``, and the turn parks (``CallDeferred``). Still open: it parks
    again. Expired, declined: the model is told (``NotConnected``). Denied because the
-   sign-in failed at the callback (the request's reason :data:`FAILED`: the authorization
+   sign-in failed at the callback (the request's reason ``SIGNIN_FAILED``: the authorization
    server refused the code or its answer failed a check) or could not be finished
-   (:data:`UNAVAILABLE`: it could not be reached): ``SignInFailed`` or ``SignInUnavailable``,
+   (``SIGNIN_UNAVAILABLE``: it could not be reached): ``SignInFailed`` or ``SignInUnavailable``,
    at once (the callback decides the request then). The cap reached: "keeps failing".
 
 ``sign_in(tool, server, needed)``: the server refused the running call at the HTTP level
@@ -42,6 +42,8 @@ from bot.turn.approval import duration, facts
 from bot.turn.model import QueuedTurn
 from bot.turn.store.approvals import (
     SIGN_IN,
+    SIGNIN_FAILED,
+    SIGNIN_UNAVAILABLE,
     ApprovalRequest,
     Approvals,
     ApprovalState,
@@ -61,10 +63,6 @@ from tools.mcp.oauth.tokens import Held, PersonTokens, Unavailable
 log = logging.getLogger(__name__)
 
 MAX_SIGN_INS = 3  # sign-in requests one call may open: past it, "keeps failing" (no loop)
-# The reason a sign-in request denied by its callback keeps (bot/oauth/flows.py decides it).
-DECLINED = "declined"  # the person did not allow access at the authorization server
-FAILED = "failed"  # the authorization server refused the code, or its answer failed a check
-UNAVAILABLE = "unavailable"  # the authorization server could not be reached
 CONNECT = "waiting for {person} to connect {server}"
 MORE_ACCESS = "{server} needs more access: waiting for {person} to connect it again"
 NOBODY = (
@@ -203,9 +201,9 @@ class TurnSignIn:
             within = duration(newest.timeout_s or self.timeout_s)
             raise NotConnected.expired(tool.name, self._who, server, within)
         if newest is not None and newest.state is ApprovalState.DENIED:
-            if newest.reason == FAILED:
+            if newest.reason == SIGNIN_FAILED:
                 raise SignInFailed(tool.name, self._who, server)
-            if newest.reason == UNAVAILABLE:
+            if newest.reason == SIGNIN_UNAVAILABLE:
                 raise SignInUnavailable(tool.name, server)
             raise NotConnected.declined(tool.name, self._who, server)
         # None yet, or the person connected and the server wants a sign-in again.
