@@ -122,6 +122,13 @@ redis.call('HSET', KEYS[1], 'done', '1')
 return 1
 """
 
+# KEYS: the flow; ARGV: how it ended. Says so on a flow still kept (never makes one again).
+SET_END = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'end', ARGV[1])
+return 1
+"""
+
 # KEYS: a waiting set. Takes it whole: its members, and it is gone.
 TAKE_WAITING = """
 local ids = redis.call('SMEMBERS', KEYS[1])
@@ -305,6 +312,7 @@ class SignIns:
         self._start_once = replication.register(client, START_ONCE)
         self._finish_once = replication.register(client, FINISH_ONCE)
         self._take_waiting = replication.register(client, TAKE_WAITING)
+        self._set_end = replication.register(client, SET_END)
 
     # --- starting ----------------------------------------------------------------------------
 
@@ -542,7 +550,7 @@ class SignIns:
 
     async def _ended(self, state: str, end: End) -> None:
         """Say on the finished flow how it ended (what the console's wait reads)."""
-        await self.client.hset(self.keys.oauth_flow(state), "end", end)
+        await self._set_end(keys=[self.keys.oauth_flow(state)], args=[end])
 
     async def _decide_waiting(self, flow: Flow, *, approved: bool, reason: str = "") -> list[str]:
         """Take the waiting set and decide every request that waited (each wakes its turn;
