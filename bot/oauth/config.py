@@ -19,7 +19,7 @@ class OAuthConfig(BaseModel):
         default=None,
         description="The bot's public address; the sign-in callback is "
         "<redirect_base_url>/oauth/callback. Needed by any MCP server with auth: oauth. "
-        "https://, or http:// on localhost or 127.0.0.1 only.",
+        "https://, or http:// on localhost or 127.0.0.1 only; no path.",
     )
     allow_external: bool = Field(
         default=False, description="People of other workspaces (Slack Connect) may connect."
@@ -58,6 +58,11 @@ class OAuthConfig(BaseModel):
         if parts.scheme == "http" and host not in LOOPBACK_HOSTS:
             raise ValueError(
                 "http:// is allowed only on localhost or 127.0.0.1; give an https:// URL"
+            )
+        if parts.path not in ("", "/"):
+            raise ValueError(
+                "give the base URL with no path: the sign-in pages are served at /oauth/... "
+                "on the bot's port (like https://bot.example.com)"
             )
         if parts.query or parts.fragment or text.endswith(("?", "#")):
             raise ValueError("give the base URL without a query (?...) or fragment (#...)")

@@ -39,8 +39,11 @@ class OAuthSide:
         audit: AuditLog,
         approvals: Approvals,
         replication: Replication | None = None,
+        *,
+        command: str = "/agent",
     ) -> None:
-        """``servers``: the MCP servers each person signs in to, by name."""
+        """``servers``: the MCP servers each person signs in to, by name; ``command``: the
+        slash command (``slack.command``) the sign-in pages point at."""
         self.config = config
         self.servers = dict(servers)
         self.sealer = sealer
@@ -57,6 +60,7 @@ class OAuthSide:
             audit,
             self.tokens_for,
             self.replication,
+            command=command,
         )
 
     @classmethod
@@ -75,7 +79,17 @@ class OAuthSide:
         if sealer is None:
             sealer = sealer_from(Environment())
         servers = {name: config.mcp.servers[name] for name in oauth_servers(config)}
-        return cls(config.oauth, servers, sealer, client, keys, audit, approvals, replication)
+        return cls(
+            config.oauth,
+            servers,
+            sealer,
+            client,
+            keys,
+            audit,
+            approvals,
+            replication,
+            command=config.slack.command,
+        )
 
     def __repr__(self) -> str:
         return f"OAuthSide(servers={sorted(self.servers)!r}, kid={self.sealer.kid!r})"

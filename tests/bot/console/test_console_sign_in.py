@@ -15,7 +15,7 @@ import re
 import signal
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -26,13 +26,14 @@ from bot.console.sign_in import ConsoleSignIn, ConsoleTerminal
 from bot.oauth.side import OAuthSide
 from bot.oauth.web import oauth_routes
 from bot.process.state import State
+from tests.bot.oauth.signing_in import start_form
 from tests.fakes.oauth_server import AuthServer, bound_socket
 from tests.fakes.personal_mcp import PersonalMcp
 from tools.call_context import CallScope, calling
 from tools.mcp.config import McpConfig
 from tools.mcp.manager import McpManager
 from tools.mcp.oauth.account import Account
-from tools.mcp.oauth.errors import NotConnected
+from tools.mcp.oauth.errors import NotConnected, SignInFailed
 from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
 from tools.mcp.oauth.personal import PersonalWiring
 from tools.registry import ToolRegistry
@@ -128,17 +129,20 @@ async def call(toolset: Toolset, name: str, arguments: dict[str, Any] | None = N
         return await tool.invoke(arguments or {})
 
 
-async def follow(link: str, user: str = "alice") -> None:
-    """The person opens the printed link: the start page, Continue, the authorization
-    server's sign-in, back to the console's callback."""
+async def follow(link: str, user: str = "alice", status: int = 200) -> None:
+    """The person opens the printed link: the start page, Continue (its form), the
+    authorization server's sign-in, back to the console's callback (answered ``status``)."""
     assert link.startswith("http://127.0.0.1:")
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
         async with browser.get(link, allow_redirects=False) as page:
             assert page.status == 200, await page.text()
+            form = start_form(await page.text())
         parts = urlsplit(link)
-        form = {"state": parse_qs(parts.query)["state"][0]}
         action = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        async with browser.post(action, data=form, allow_redirects=False) as started:
+        origin = {"Origin": f"{parts.scheme}://{parts.netloc}", "Sec-Fetch-Site": "same-origin"}
+        async with browser.post(
+            action, data=form, headers=origin, allow_redirects=False
+        ) as started:
             assert started.status == 303, await started.text()
             authorize = started.headers["Location"]
         async with browser.get(authorize, allow_redirects=False) as asked:
@@ -147,7 +151,7 @@ async def follow(link: str, user: str = "alice") -> None:
             callback = signed.headers["Location"]
         assert callback.startswith(link.split("/oauth/")[0] + "/oauth/callback?")
         async with browser.get(callback, allow_redirects=False) as back:
-            assert back.status == 200, await back.text()
+            assert back.status == status, await back.text()
 
 
 async def test_from_a_pipe_the_model_is_told_to_use_a_terminal(console: Console) -> None:
@@ -189,3 +193,27 @@ async def test_ctrl_c_gives_up_the_sign_in(console: Console) -> None:
     with pytest.raises(NotConnected) as refused:
         await asyncio.wait_for(connecting, 20)
     assert str(refused.value) == "files_connect did not run: alice chose not to connect files."
+
+
+async def test_a_sign_in_that_fails_at_the_callback_tells_the_model_at_once(
+    console: Console, auth_server: AuthServer
+) -> None:
+    """The authorization server's answer fails a check (a wrong ``iss``): the console stops
+    waiting then and the model is told SignInFailed (not "did not connect within ..."); the
+    next call asks again, and connects."""
+    terminal = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, terminal, CtrlC()), timeout_s=600)
+    connecting = asyncio.ensure_future(call(toolset, "files_connect"))
+    auth_server.switches.iss = "wrong"
+    await follow(await asyncio.wait_for(terminal.link, 20), status=400)
+    with pytest.raises(SignInFailed) as failed:
+        await asyncio.wait_for(connecting, 20)
+    assert str(failed.value) == (
+        "files_connect did not run: the sign-in to files failed; alice can try again."
+    )
+    auth_server.switches.iss = "send"
+    again = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, again, CtrlC()))
+    connecting = asyncio.ensure_future(call(toolset, "files_connect"))
+    await follow(await asyncio.wait_for(again.link, 20))
+    assert "Connected to files" in str(await asyncio.wait_for(connecting, 20))
