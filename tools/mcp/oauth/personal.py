@@ -11,7 +11,8 @@ offered: :class:`PersonalServer`, and :class:`PersonalWiring`, what the bot give
 - **Not connected**: the server's token-less listing (one token-less attempt at start and
   every ``list_ttl_s``; a refusal means "lists nothing without a token", not an outage),
   else the last listing a connected person got that the server marked ``public`` on a
-  2026-07-28 connection: each tool offered as a "connect to use" copy (the description says
+  2026-07-28 connection, every page of it (a listing with one page not public is shared
+  with nobody): each tool offered as a "connect to use" copy (the description says
   so; once the person is connected the copy runs the tool of that name on their own
   session). With no listing at all: one ``<prefix>connect`` tool. A listing that ends in a
   sign-in (a token revoked, its refresh refused) is not a sign-in: the person gets these
@@ -207,12 +208,12 @@ class PersonalServer:
             if known is not None and known.first == first:
                 self._lists.move_to_end(account)
                 return known.tools
-            remotes = await listed(client, first)
-            if (
-                client.protocol_version in MODERN_PROTOCOL_VERSIONS
-                and first.cache_scope == "public"
+            pages: list[mcp_types.ListToolsResult] = []
+            remotes = await listed(client, first, pages)
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS and all(
+                page.cache_scope == "public" for page in pages
             ):
-                self._public = remotes  # the server said anyone may see it
+                self._public = remotes  # the server said anyone may see all of it
             tools = self._personal(self.listing.offered(remotes, self._call_for(account)))
             self._lists[account] = _Listed(first, tools)
             while len(self._lists) > self.wiring.max_sessions:
