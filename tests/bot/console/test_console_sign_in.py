@@ -36,7 +36,7 @@ from tests.fakes.personal_mcp import PersonalMcp
 from tools.call_context import CallScope, calling
 from tools.mcp.manager import McpManager
 from tools.mcp.oauth.account import Account
-from tools.mcp.oauth.errors import NotConnected
+from tools.mcp.oauth.errors import NotConnected, SignInFailed, SignInUnavailable
 from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
 from tools.registry import ToolRegistry
 from tools.toolset import Toolset
@@ -234,3 +234,32 @@ def test_the_console_builds_every_sign_in_with_its_loopback_callback(tmp_path: P
         "https://bot.example.com/oauth/callback",
         "https://bot.example.com/oauth/client.json",
     )
+
+
+@pytest.mark.parametrize(
+    ("switches", "told"),
+    [
+        # its metadata names another issuer: the sign-in fails (the person may try again)
+        (
+            {"wrong_metadata_issuer": True},
+            "files_connect did not run: the sign-in to files failed; alice can try again.",
+        ),
+        # its registration endpoint fails (503): the sign-in service is unavailable
+        (
+            {"register_status": 503},
+            "files_connect did not run: files's sign-in service is unavailable right now.",
+        ),
+    ],
+    ids=["wrong_issuer", "registration_503"],
+)
+async def test_an_authorization_server_that_refuses_or_fails_is_told_apart(
+    console: Console, auth_server: AuthServer, switches: dict[str, Any], told: str
+) -> None:
+    for name, value in switches.items():
+        setattr(auth_server.switches, name, value)
+    terminal = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, terminal, CtrlC()))
+    with pytest.raises((SignInFailed, SignInUnavailable)) as refused:
+        await call(toolset, "files_connect")
+    assert str(refused.value) == told
+    assert terminal.getvalue() == ""  # no link: there is nothing to sign in to
