@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mcp.shared.auth import OAuthClientInformationFull
 
 from bot.config.schema import AppConfig
-from bot.oauth.flows import CLIENT_DOCUMENT_PATH
+from bot.oauth.flows import CLIENT_DOCUMENT_PATH, CLIENT_NAME
 from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.personal import PersonalWiring
@@ -25,8 +25,6 @@ from tools.mcp.oauth.tokens import PersonTokens
 
 if TYPE_CHECKING:
     from bot.oauth.side import OAuthSide
-
-CLIENT_NAME = "slack-agent"
 
 
 class _KeptInMemory:
