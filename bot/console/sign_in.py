@@ -28,6 +28,8 @@ from typing import NoReturn, Protocol, TextIO
 from aiohttp import web
 
 from bot.console.interrupt import CtrlC
+from bot.oauth.config import CALLBACK_PATH
+from bot.oauth.config import CONSOLE_HOST as LOOPBACK
 from bot.turn.approval import duration
 from bot.turn.sign_in import Flows, PersonalBegin
 from tools.call_context import current_call
@@ -40,8 +42,6 @@ from tools.mcp.oauth.tokens import Held, PersonTokens, Unavailable
 
 log = logging.getLogger(__name__)
 
-LOOPBACK = "127.0.0.1"
-CALLBACK_PATH = "/oauth/callback"
 NO_TERMINAL = (
     "{tool} did not run: {server} needs a sign-in, and nobody is at a terminal to sign in; "
     "run slack-agent chat on a terminal once."

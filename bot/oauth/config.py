@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CALLBACK_PATH = "/oauth/callback"
+CONSOLE_HOST = "127.0.0.1"  # where slack-agent chat serves its sign-in's pages
 # http:// is allowed only here: the browser and the bot on one machine (tests, local use).
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 
@@ -76,3 +77,9 @@ class OAuthConfig(BaseModel):
         if self.redirect_base_url is None:
             return None
         return self.redirect_base_url + CALLBACK_PATH
+
+    @property
+    def console_callback_url(self) -> str:
+        """Where the authorization server sends the browser back to ``slack-agent chat``:
+        its own loopback address (``console_port``)."""
+        return f"http://{CONSOLE_HOST}:{self.console_port}{CALLBACK_PATH}"

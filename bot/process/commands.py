@@ -44,7 +44,7 @@ STOP_MARGIN_S = 5.0  # beyond a worker's own grace and hand-back, before it is k
 
 async def chat(config: Path | None, options: ChatOptions) -> int:
     """``slack-agent chat``: the same loop, tools and policy as in Slack, in a terminal."""
-    services = build_services(config)
+    services = build_services(config, "chat", console=True)
     try:
         tools = await console_tools(services, options)  # a bad --role fails before any prompt
         await services.start()
