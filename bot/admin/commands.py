@@ -269,8 +269,8 @@ class AdminCommands:
             return f"People from other workspaces cannot connect `{server}` here."
         if self.state.begin_sign_in is None:
             return f"`{self.command} connect` is not available in this process."
+        from tools.mcp.oauth.account import Account
         from tools.mcp.oauth.grants import GrantUnavailable
-        from tools.mcp.oauth.tokens import Account
 
         account = Account(caller.team, caller.user)
         try:
@@ -296,8 +296,8 @@ class AdminCommands:
         server, _ = named
         oauth = self.state.oauth
         assert oauth is not None
+        from tools.mcp.oauth.account import Account
         from tools.mcp.oauth.grants import NotRevocable, Revoked, RevokeFailed
-        from tools.mcp.oauth.tokens import Account
 
         done = await oauth.sign_ins.disconnect(
             Account(caller.team, caller.user), server, actor=caller.user

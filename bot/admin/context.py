@@ -17,8 +17,8 @@ from permissions.policy import Person
 
 if TYPE_CHECKING:  # loaded only with a server that signs people in (they load the MCP SDK)
     from bot.oauth.side import OAuthSide
+    from tools.mcp.oauth.account import Account
     from tools.mcp.oauth.pending import PendingAuthorization
-    from tools.mcp.oauth.tokens import Account
 
 # A person's authorization request for a server, built by the SDK and captured (the
 # personal server's ``begin``); None: the server answers without a sign-in.

@@ -102,7 +102,7 @@ class AdminReports:
         if oauth is None:
             return "No MCP server here signs people in."
         from bot.oauth.records import KeyNotHeld
-        from tools.mcp.oauth.tokens import Account
+        from tools.mcp.oauth.account import Account
 
         account = Account(caller.team, caller.user)
         found = await oauth.connections.connections(account)

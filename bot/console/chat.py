@@ -6,7 +6,7 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bot.agent.loop import LoopSettings, run_turn
 from bot.console.approval import console_approver
@@ -14,7 +14,6 @@ from bot.console.asker import ConsoleAsker
 from bot.console.display import ConsoleDisplay
 from bot.console.interrupt import CtrlC
 from bot.console.lines import LineReader
-from bot.console.sign_in import ConsoleTerminal
 from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.state.redis.thread_key import ThreadKey
@@ -23,6 +22,9 @@ from permissions.withholding import requester_scope
 from tools.approval import Approver
 from tools.call_context import Requester, for_requester
 from tools.toolset import Toolset
+
+if TYPE_CHECKING:
+    from bot.console.sign_in import ConsoleTerminal
 
 CONSOLE_TEAM = "console"
 CONSOLE_CHANNEL = "console"
@@ -84,6 +86,8 @@ async def run_chat(
     approved = tools.guarded(approver)
     ctrl_c = CtrlC()  # a turn's, or a sign-in's inside it
     if tools.sign_in is not None:
+        from bot.console.sign_in import ConsoleTerminal  # with the MCP SDK, only when used
+
         approved = tools.sign_in(approved, ConsoleTerminal(interactive, stderr, ctrl_c))
     asker = ConsoleAsker(lines, stderr) if interactive else None
     user = options.user or "console"

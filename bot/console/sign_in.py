@@ -6,11 +6,14 @@ authorization request is built with the console's own callback
 (``http://127.0.0.1:<oauth.console_port>/oauth/callback``), the flow stored as any sign-in's
 (``SignIns.begin``, its start link on that loopback address), a loopback site serves the
 sign-in's pages (the same routes a replica serves) while it waits, and the console prints
-"Sign in to <server>: <link>". The call's clock is stopped while it waits for the connection,
-``approval.timeout_s`` at most; Ctrl-C gives up the sign-in (not the turn): the model is told
-the person chose not to connect. From a pipe nobody can follow a link: the model is told to run
-``slack-agent chat`` on a terminal once. Tokens are kept as a Slack person's are, under team
-``console`` and the ``--user``, so scripted runs work afterwards.
+"Sign in to <server>: <link>". The call's clock is stopped while it waits for the sign-in to
+end (``SignIns.wait_finished``), ``approval.timeout_s`` at most: connected, the call goes
+ahead; declined at the authorization server, failed or unavailable there, the model is told
+at once (``NotConnected``, ``SignInFailed``, ``SignInUnavailable``). Ctrl-C gives up the
+sign-in (not the turn): the model is told the person chose not to connect. From a pipe nobody
+can follow a link: the model is told to run ``slack-agent chat`` on a terminal once. Tokens
+are kept as a Slack person's are, under team ``console`` and the ``--user``, so scripted runs
+work afterwards.
 """
 
 from __future__ import annotations
@@ -25,19 +28,20 @@ from typing import NoReturn, Protocol, TextIO
 from aiohttp import web
 
 from bot.console.interrupt import CtrlC
+from bot.oauth.config import CALLBACK_PATH
+from bot.oauth.config import CONSOLE_HOST as LOOPBACK
 from bot.turn.approval import duration
 from bot.turn.sign_in import Flows, PersonalBegin
 from tools.call_context import current_call
 from tools.definition import Tool
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.errors import NotConnected, SignInFailed, SignInUnavailable
 from tools.mcp.oauth.grants import GrantRefused, GrantUnavailable
 from tools.mcp.oauth.pending import PendingAuthorization, SignInRequired
-from tools.mcp.oauth.tokens import Account, Held, PersonTokens, Unavailable
+from tools.mcp.oauth.tokens import Held, PersonTokens, Unavailable
 
 log = logging.getLogger(__name__)
 
-LOOPBACK = "127.0.0.1"
-CALLBACK_PATH = "/oauth/callback"
 NO_TERMINAL = (
     "{tool} did not run: {server} needs a sign-in, and nobody is at a terminal to sign in; "
     "run slack-agent chat on a terminal once."
@@ -52,9 +56,9 @@ CONNECTED_NOW = (
 
 
 class ConsoleFlows(Flows, Protocol):
-    """The flows, and whether the person connected (``SignIns``, bot/oauth/flows.py)."""
+    """The flows, and how a sign-in ended (``SignIns``, bot/oauth/flows.py)."""
 
-    async def wait_connected(self, account: Account, server: str, timeout_s: float) -> bool: ...
+    async def wait_finished(self, state: str, timeout_s: float) -> str | None: ...
 
 
 class ConsoleSide(Protocol):
@@ -148,16 +152,21 @@ class ConsoleSignIn:
             err = self.terminal.err
             err.write(f"  Sign in to {server}: {url}\n")
             err.flush()
-            connected = await self._wait(server)
+            end = await self._wait(pending.state)
         finally:
             await site.cleanup()
-        if connected is None:  # Ctrl-C
-            raise NotConnected.declined(tool.name, self.account.user, server)
-        if not connected:
-            within = duration(self.timeout_s)
-            raise NotConnected.expired(tool.name, self.account.user, server, within)
-        err.write(f"  Connected to {server}.\n")
-        err.flush()
+        person = self.account.user
+        if end == "connected":
+            err.write(f"  Connected to {server}.\n")
+            err.flush()
+            return
+        if end == "failed":
+            raise SignInFailed(tool.name, person, server)
+        if end == "unavailable":
+            raise SignInUnavailable(tool.name, server)
+        if end is None:
+            raise NotConnected.expired(tool.name, person, server, duration(self.timeout_s))
+        raise NotConnected.declined(tool.name, person, server)  # Ctrl-C, or at the server
 
     async def _begin(self, tool: Tool, server: str) -> PendingAuthorization | None:
         personal = self.personal.get(server)
@@ -170,18 +179,16 @@ class ConsoleSignIn:
         except GrantRefused:
             raise SignInFailed(tool.name, self.account.user, server) from None
 
-    async def _wait(self, server: str) -> bool | None:
-        """Whether the person connects within the time (None: they pressed Ctrl-C). The
-        call's clock is stopped meanwhile."""
+    async def _wait(self, state: str) -> str | None:
+        """How the sign-in ended (``SignIns.wait_finished``; None: not within the time;
+        ``declined``: they pressed Ctrl-C). The call's clock is stopped meanwhile."""
         given_up = asyncio.Event()
         call = current_call()
         with (
             call.clock_stopped() if call is not None else contextlib.nullcontext(),
             self.terminal.ctrl_c.calls(given_up.set),
         ):
-            waiting = asyncio.ensure_future(
-                self.side.sign_ins.wait_connected(self.account, server, self.timeout_s)
-            )
+            waiting = asyncio.ensure_future(self.side.sign_ins.wait_finished(state, self.timeout_s))
             interrupted = asyncio.ensure_future(given_up.wait())
             try:
                 await asyncio.wait((waiting, interrupted), return_when=asyncio.FIRST_COMPLETED)
@@ -190,7 +197,7 @@ class ConsoleSignIn:
                     task.cancel()
                 await asyncio.gather(waiting, interrupted, return_exceptions=True)
             if given_up.is_set():
-                return None
+                return "declined"
             return waiting.result()
 
     async def _site(self) -> web.AppRunner:

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CALLBACK_PATH = "/oauth/callback"
+CONSOLE_HOST = "127.0.0.1"  # where slack-agent chat serves its sign-in's pages
 # http:// is allowed only here: the browser and the bot on one machine (tests, local use).
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 
@@ -19,7 +20,7 @@ class OAuthConfig(BaseModel):
         default=None,
         description="The bot's public address; the sign-in callback is "
         "<redirect_base_url>/oauth/callback. Needed by any MCP server with auth: oauth. "
-        "https://, or http:// on localhost or 127.0.0.1 only.",
+        "https://, or http:// on localhost or 127.0.0.1 only; no path.",
     )
     allow_external: bool = Field(
         default=False, description="People of other workspaces (Slack Connect) may connect."
@@ -59,6 +60,11 @@ class OAuthConfig(BaseModel):
             raise ValueError(
                 "http:// is allowed only on localhost or 127.0.0.1; give an https:// URL"
             )
+        if parts.path not in ("", "/"):
+            raise ValueError(
+                "give the base URL with no path: the sign-in pages are served at /oauth/... "
+                "on the bot's port (like https://bot.example.com)"
+            )
         if parts.query or parts.fragment or text.endswith(("?", "#")):
             raise ValueError("give the base URL without a query (?...) or fragment (#...)")
         if parts.username is not None or parts.password is not None:
@@ -71,3 +77,9 @@ class OAuthConfig(BaseModel):
         if self.redirect_base_url is None:
             return None
         return self.redirect_base_url + CALLBACK_PATH
+
+    @property
+    def console_callback_url(self) -> str:
+        """Where the authorization server sends the browser back to ``slack-agent chat``:
+        its own loopback address (``console_port``)."""
+        return f"http://{CONSOLE_HOST}:{self.console_port}{CALLBACK_PATH}"

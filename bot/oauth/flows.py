@@ -9,9 +9,17 @@ start link ``<redirect_base_url>/oauth/start?state=...``, and nobody else.
 
 Then any replica answers the browser (``bot/oauth/web.py``):
 
-- ``GET /oauth/start`` changes nothing (a link scanner spends nothing): a page naming whose
-  Slack account gets the connection, with a Continue button.
-- ``POST /oauth/start`` spends the link once (Lua ``START_ONCE``): the browser gets a cookie
+- ``GET /oauth/start`` spends nothing (a link scanner spends nothing): a page naming whose
+  Slack account gets the connection, with a Continue button; the page's form carries a nonce
+  that the answer also sets as a cookie (``slack_agent_start``: HttpOnly, SameSite=Strict,
+  Path=/oauth, Secure on https, for 10 minutes at most; a browser that has one keeps it).
+- ``POST /oauth/start`` must come from that page in that browser: the form's nonce and the
+  cookie's, both present and equal (a site that makes a browser post a state it knows has
+  neither: a SameSite=Strict cookie is not sent with another site's request), no
+  ``Sec-Fetch-Site`` of ``cross-site`` or ``same-site``, and no ``Origin`` but the start
+  link's own (``Origin: null`` says nothing: browsers send it for the page's own form, which
+  is served ``no-referrer``). Otherwise 403, audited ``callback_refused``/``cross_site``.
+  Then it spends the link once (Lua ``START_ONCE``): the browser gets a cookie
   (``slack_agent_signin``: a nonce, HttpOnly, SameSite=Lax, Path=/oauth, Secure on https,
   as long as the flow lives; the flow keeps only its hash) and a 303 to the authorization
   server. A second POST is refused (409).
@@ -19,15 +27,19 @@ Then any replica answers the browser (``bot/oauth/web.py``):
   that started it is refused (403): what stops a callback made for someone else's state;
   the callback finishes once (Lua ``FINISH_ONCE``: a reload is 409, and the authorization
   server sees one token request), and the flow's sealed part is deleted then (what is left
-  until it expires says only that it was finished). ``error=`` decides the waiting requests
-  denied. Otherwise the code is exchanged here (``grants.complete_authorization``: the
-  ``iss`` check, the token request), the token stored sealed with its audit entry
-  (``TokenRecords.store``), the waiting set taken, and each waiting request decided
-  approved, which wakes its turn on whichever replica claims it.
+  until it expires says only that it was finished, and how: its ``end`` field). ``error=``
+  decides the waiting requests denied (reason ``declined``). Otherwise the code is exchanged
+  here (``grants.complete_authorization``: the ``iss`` check, the token request), the token
+  stored sealed with its audit entry (``TokenRecords.store``), the waiting set taken, and
+  each waiting request decided approved, which wakes its turn on whichever replica claims
+  it. An exchange that fails decides them denied at once, with the reason ``failed`` (the
+  authorization server refused, or its answer failed a check) or ``unavailable`` (it could
+  not be reached): the gate tells the model so, and the person can try again.
 
 Every refusal is audited (``connection``/``callback_refused``, with a reason word) and every
-callback counted (``slack_agent_oauth_callbacks_total{outcome}``). No state, code, verifier,
-cookie or token is ever in a page, a log line or the audit.
+callback counted (``slack_agent_oauth_callbacks_total{outcome}``), as is a start refused as
+cross-site. No state, code, verifier, nonce, cookie or token is ever in a page (but the start
+page's own form), a log line or the audit.
 """
 
 from __future__ import annotations
@@ -41,7 +53,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ValidationError
@@ -50,13 +62,19 @@ from bot.oauth import pages
 from bot.oauth.config import CALLBACK_PATH, OAuthConfig
 from bot.oauth.crypto import Sealer, Unreadable, flow_aad
 from bot.oauth.pages import START_PATH, Page
-from bot.oauth.records import KeyNotHeld, TokenRecords
+from bot.oauth.records import REFRESH_TIMEOUT_S, KeyNotHeld, TokenRecords
 from bot.observability.metrics import OAUTH_CALLBACKS, safely
 from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
-from bot.turn.store.approvals import Approvals
+from bot.turn.store.approvals import (
+    SIGNIN_DECLINED,
+    SIGNIN_FAILED,
+    SIGNIN_UNAVAILABLE,
+    Approvals,
+)
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.grants import (
     GrantRefused,
     GrantUnavailable,
@@ -64,22 +82,26 @@ from tools.mcp.oauth.grants import (
     RevokeFailed,
     RevokeOutcome,
     complete_authorization,
-    revoke,
 )
+from tools.mcp.oauth.grants import revoke as revoke_tokens
 from tools.mcp.oauth.pending import PendingAuthorization
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.tokens import TokenSnapshot
 
 log = logging.getLogger(__name__)
 
-COOKIE = "slack_agent_signin"
+COOKIE = "slack_agent_signin"  # binds a started sign-in to the browser (SameSite=Lax)
+START_COOKIE = "slack_agent_start"  # the start page's nonce, its form's twin (SameSite=Strict)
 COOKIE_PATH = "/oauth"
+START_COOKIE_MAX_S = 600  # the start page's nonce is kept this long at most
+NONCE_FIELD = "nonce"  # the start page's form field with the nonce
 CLIENT_DOCUMENT_PATH = "/oauth/client.json"
 AFTER_DEADLINE_S = 120  # a flow is kept this long past its request's deadline
 WAITING_EXTRA_S = 3600  # a waiting set is kept this long past its request's deadline
 NONCE_BYTES = 32
 MIN_NONCE_CHARS = 40  # a cookie shorter than a nonce of ours is not reused
-POLL_S = 0.25  # how often wait_connected looks
-CLIENT_NAME = "slack-agent"
+POLL_S = 0.25  # how often wait_finished looks
+CLIENT_NAME = "slack-agent"  # this client's name at authorization servers
+ALLOWED_FETCH_SITES = ("same-origin", "none")  # Sec-Fetch-Site values a start POST may have
 
 # KEYS: the flow; ARGV: the hash of the browser's nonce.
 # Binds the flow to one browser, once: 1; 0 when it was started before; -1 when gone.
@@ -100,6 +122,13 @@ redis.call('HSET', KEYS[1], 'done', '1')
 return 1
 """
 
+# KEYS: the flow; ARGV: how it ended. Says so on a flow still kept (never makes one again).
+SET_END = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'end', ARGV[1])
+return 1
+"""
+
 # KEYS: a waiting set. Takes it whole: its members, and it is gone.
 TAKE_WAITING = """
 local ids = redis.call('SMEMBERS', KEYS[1])
@@ -108,8 +137,19 @@ return ids
 """
 
 CallbackOutcome = Literal[
-    "connected", "declined", "unknown_state", "other_browser", "reload", "refused", "unavailable"
+    "connected",
+    "declined",
+    "unknown_state",
+    "other_browser",
+    "reload",
+    "refused",
+    "unavailable",
+    "cross_site",
 ]
+# How a finished flow ended (its ``end`` field), what the console's wait reads.
+End = Literal["connected", "declined", "failed", "unavailable"]
+ENDS: dict[str, End] = {end: end for end in get_args(End)}
+Revoke = Callable[[TokenSnapshot], Awaitable[RevokeOutcome]]
 
 
 class Outsider(Exception):
@@ -132,6 +172,7 @@ class Flow(BaseModel):
     external: bool = False
     deadline: float  # epoch seconds: the start link is spent or dead after this
     secure: bool = True  # the start link is https: the browser's cookie is Secure
+    origin: str = ""  # the start link's origin (""; a flow of an earlier version: the config's)
 
     @property
     def account(self) -> Account:
@@ -140,14 +181,32 @@ class Flow(BaseModel):
 
 @dataclass(frozen=True)
 class Cookie:
-    """The browser's nonce (a secret: never logged), and how long it is kept."""
+    """A cookie to set: a nonce (a secret: never logged), how long it is kept, and whether
+    another site's requests carry it (``Lax``: top-level navigations do; ``Strict``: never)."""
 
     value: str
     max_age: int
     secure: bool
+    name: str = COOKIE
+    samesite: Literal["Lax", "Strict"] = "Lax"
 
     def __repr__(self) -> str:
-        return f"Cookie(max_age={self.max_age}, secure={self.secure})"
+        return f"Cookie({self.name}, max_age={self.max_age}, secure={self.secure})"
+
+
+@dataclass(frozen=True)
+class Posted:
+    """What a browser sent with ``POST /oauth/start`` (the state and nonces are secrets)."""
+
+    state: str
+    nonce: str = ""  # the form's
+    start_cookie: str | None = None  # the start page's cookie
+    cookie: str | None = None  # a browser nonce of ours it has already
+    fetch_site: str | None = None  # Sec-Fetch-Site
+    origin: str | None = None  # Origin
+
+    def __repr__(self) -> str:
+        return f"Posted(fetch_site={self.fetch_site!r}, origin={self.origin!r})"
 
 
 @dataclass(frozen=True)
@@ -197,6 +256,24 @@ def _hash(nonce: str) -> str:
     return hashlib.sha256(nonce.encode()).hexdigest()
 
 
+def origin_of(url: str) -> str:
+    """A URL's origin as a browser's ``Origin`` header writes it (scheme, host, a port only
+    when not the scheme's own)."""
+    parts = urlsplit(url)
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    if port is None or (scheme, port) in (("https", 443), ("http", 80)):
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+def _ours(nonce: str | None) -> str | None:
+    """A nonce a browser sent back, if it can be one of ours."""
+    return nonce if nonce and len(nonce) >= MIN_NONCE_CHARS else None
+
+
 class SignIns:
     """Sign-ins under way in one Redis, shared by every replica (see the module)."""
 
@@ -213,10 +290,13 @@ class SignIns:
         *,
         describe: Describe = plain_names,
         client_name: str = CLIENT_NAME,
+        command: str = "/agent",
+        revoke: Revoke = revoke_tokens,
     ) -> None:
         """``tokens_for``: a person's token records for a server (what a callback stores
         into, what a disconnect forgets); ``describe``: how the start page names the person
-        (the Slack side sets it)."""
+        (the Slack side sets it); ``command``: the slash command the pages point at;
+        ``revoke``: how a disconnect revokes tokens (``grants.revoke``)."""
         self.client = client
         self.keys = keys
         self.sealer = sealer
@@ -226,11 +306,13 @@ class SignIns:
         self.tokens_for = tokens_for
         self.describe = describe
         self.client_name = client_name
+        self.command = command
+        self.revoke = revoke
         replication = replication or Replication()
         self._start_once = replication.register(client, START_ONCE)
         self._finish_once = replication.register(client, FINISH_ONCE)
         self._take_waiting = replication.register(client, TAKE_WAITING)
-        self._before: dict[tuple[Account, str], str | None] = {}  # conns field at begin
+        self._set_end = replication.register(client, SET_END)
 
     # --- starting ----------------------------------------------------------------------------
 
@@ -270,13 +352,11 @@ class SignIns:
             external=external,
             deadline=now + ttl_s,
             secure=urlsplit(url).scheme == "https",
+            origin=origin_of(url),
         )
         key = self.keys.oauth_flow(pending.state)
         sealed = self.sealer.seal(flow.model_dump_json().encode(), flow_aad(digest(pending.state)))
         kept_s = math.ceil(ttl_s) + AFTER_DEADLINE_S
-        self._before[(account, server)] = await self.client.hget(
-            self.keys.oauth_conns(account.team, account.user), server
-        )
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hset(
                 key,
@@ -285,6 +365,7 @@ class SignIns:
                     "started": "",
                     "browser": "",
                     "done": "",
+                    "end": "",
                     "user": account.user,  # for the audit of a refusal (no secret)
                     "server": server,
                 },
@@ -315,23 +396,37 @@ class SignIns:
             log.warning("a sign-in under way is not one this version reads")
         return None
 
-    async def start_page(self, state: str) -> Answer:
-        """``GET /oauth/start``: whose connection, and a Continue button; spends nothing."""
+    async def start_page(self, state: str, start_cookie: str | None = None) -> Answer:
+        """``GET /oauth/start``: whose connection, and a Continue button; spends nothing.
+        The form carries the browser's start nonce (``start_cookie`` when it has one of
+        ours, else a new one), and the answer sets it as the start cookie."""
         found = await self._flow(state)
         if found is None:
             await self._refused("", "", "unknown", "start")
             return Answer(pages.expired())
         flow, _ = found
-        if time.time() >= flow.deadline:
+        left = flow.deadline - time.time()
+        if left <= 0:
             await self._refused(flow.user, flow.server, "expired", "start")
             return Answer(pages.expired())
         names = await self._names(flow.account)
-        return Answer(pages.start(flow.server, names.person, names.workspace, state))
+        nonce = _ours(start_cookie) or secrets.token_urlsafe(NONCE_BYTES)
+        cookie = Cookie(
+            nonce,
+            max(min(START_COOKIE_MAX_S, math.ceil(left)), 1),
+            flow.secure,
+            name=START_COOKIE,
+            samesite="Strict",
+        )
+        page = pages.start(flow.server, names.person, names.workspace, state, nonce)
+        return Answer(page, cookie=cookie)
 
-    async def start(self, state: str, cookie: str | None) -> Answer:
-        """``POST /oauth/start``: bind the flow to this browser, once, and send it to the
-        authorization server. A browser that has a nonce of ours keeps it (two sign-ins at
-        once in one browser both finish)."""
+    async def start(self, posted: Posted) -> Answer:
+        """``POST /oauth/start``: only from the start page shown in this browser (see the
+        module); then bind the flow to this browser, once, and send it to the authorization
+        server. A browser that has a nonce of ours keeps it (two sign-ins at once in one
+        browser both finish)."""
+        state = posted.state
         found = await self._flow(state)
         if found is None:
             await self._refused("", "", "unknown", "start")
@@ -341,8 +436,13 @@ class SignIns:
         if time.time() >= flow.deadline:
             await self._refused(flow.user, flow.server, "expired", "start")
             return Answer(pages.expired())
-        nonce = cookie if cookie and len(cookie) >= MIN_NONCE_CHARS else None
-        nonce = nonce or secrets.token_urlsafe(NONCE_BYTES)
+        check = self._cross_site(flow, posted)
+        if check is not None:
+            detail = {"user": flow.user, "at": "start", "check": check}
+            await self._audit(flow.user, "callback_refused", flow.server, "cross_site", detail)
+            count("cross_site")
+            return Answer(pages.not_from_start_page())
+        nonce = _ours(posted.cookie) or secrets.token_urlsafe(NONCE_BYTES)
         bound = int(await self._start_once(keys=[self.keys.oauth_flow(state)], args=[_hash(nonce)]))
         if bound == -1:
             await self._refused(flow.user, flow.server, "unknown", "start")
@@ -355,6 +455,23 @@ class SignIns:
             location=flow.pending.authorization_url,
             cookie=Cookie(nonce, max(int(remaining), 1), flow.secure),
         )
+
+    def _cross_site(self, flow: Flow, posted: Posted) -> str | None:
+        """Which check a start POST fails (None: it came from the start page in this
+        browser): ``fetch_site``, ``origin`` or ``nonce``."""
+        fetch_site = (posted.fetch_site or "").strip().lower()
+        if fetch_site and fetch_site not in ALLOWED_FETCH_SITES:
+            return "fetch_site"
+        origin = (posted.origin or "").strip().lower()
+        expected = flow.origin or origin_of(self.config.redirect_base_url or "")
+        if origin and origin != "null" and origin != expected:
+            return "origin"
+        form, cookie = _ours(posted.nonce), _ours(posted.start_cookie)
+        if form is None or cookie is None:
+            return "nonce"
+        if not hmac.compare_digest(form.encode(), cookie.encode()):
+            return "nonce"
+        return None
 
     async def _names(self, account: Account) -> Naming:
         try:
@@ -392,42 +509,59 @@ class SignIns:
             return await self._declined(flow, query["error"])
         code = query.get("code", "")
         if not code:
-            return await self._callback_refused(
-                user, server, "no_code", pages.failed(flow.server), "refused"
-            )
+            return await self._failed(flow, "no_code", "failed")
         try:
             snapshot = await complete_authorization(flow.pending, code, query.get("iss"))
         except GrantRefused as refused:
-            return await self._callback_refused(
-                user, server, refused.reason, pages.failed(flow.server), "refused"
-            )
+            return await self._failed(flow, refused.reason, "failed")
         except GrantUnavailable as away:
-            return await self._callback_refused(
-                user, server, away.reason, pages.unavailable(flow.server), "unavailable"
-            )
+            return await self._failed(flow, away.reason, "unavailable")
         await self.tokens_for(flow.account, flow.server).store(snapshot, actor=flow.user)
         await self._decide_waiting(flow, approved=True)
-        _count("connected")
+        await self._ended(state, "connected")
+        count("connected")
         return Answer(pages.connected(flow.server, late=time.time() >= flow.deadline))
 
     async def _declined(self, flow: Flow, error: str) -> Answer:
-        await self._decide_waiting(flow, approved=False)
+        await self._decide_waiting(flow, approved=False, reason=SIGNIN_DECLINED)
+        await self._ended(flow.pending.state, "declined")
         word = (
             error if error in ("access_denied", "consent_required", "login_required") else "error"
         )
         await self._audit(flow.user, "signin_declined", flow.server, word, {"user": flow.user})
-        _count("declined")
+        count("declined")
         return Answer(pages.declined(flow.server))
 
-    async def _decide_waiting(self, flow: Flow, *, approved: bool) -> list[str]:
-        """Take the waiting set and decide every request that waited (each wakes its turn):
-        the ids decided."""
+    async def _failed(
+        self, flow: Flow, reason: str, end: Literal["failed", "unavailable"]
+    ) -> Answer:
+        """The code was not exchanged (``reason``: a fixed word, for the audit): the waiting
+        requests are decided denied now, so their turns tell the model at once."""
+        await self._decide_waiting(
+            flow, approved=False, reason=SIGNIN_FAILED if end == "failed" else SIGNIN_UNAVAILABLE
+        )
+        await self._ended(flow.pending.state, end)
+        await self._refused(flow.user, flow.server, reason, "callback")
+        if end == "failed":
+            count("refused")
+            return Answer(pages.failed(flow.server, self.command))
+        count("unavailable")
+        return Answer(pages.unavailable(flow.server, self.command))
+
+    async def _ended(self, state: str, end: End) -> None:
+        """Say on the finished flow how it ended (what the console's wait reads)."""
+        await self._set_end(keys=[self.keys.oauth_flow(state)], args=[end])
+
+    async def _decide_waiting(self, flow: Flow, *, approved: bool, reason: str = "") -> list[str]:
+        """Take the waiting set and decide every request that waited (each wakes its turn;
+        ``reason``: the word a denied one keeps): the ids decided."""
         waiting = self.keys.oauth_waiting(flow.team, flow.user, flow.server)
         taken = [str(i) for i in await self._take_waiting(keys=[waiting])]
         ids = list(dict.fromkeys([*taken, *([flow.request_id] if flow.request_id else [])]))
-        reason = "" if approved else "declined at the sign-in page"
         for request_id in ids:
-            await self.approvals.decide(request_id, approved, by=flow.user, reason=reason)
+            await self.approvals.decide(
+                request_id, approved, by=flow.user, reason="" if approved else reason
+            )
         return ids
 
     async def _callback_refused(
@@ -439,7 +573,7 @@ class SignIns:
         outcome: CallbackOutcome,
     ) -> Answer:
         await self._refused(user, server, reason, "callback")
-        _count(outcome)
+        count(outcome)
         return Answer(page)
 
     async def _refused(self, user: str, server: str, reason: str, where: str) -> None:
@@ -461,25 +595,20 @@ class SignIns:
 
     # --- for the console ---------------------------------------------------------------------
 
-    async def wait_connected(self, account: Account, server: str, timeout_s: float) -> bool:
-        """Whether the person connects ``server`` within ``timeout_s``: True once their
-        connection differs from the one they had when the sign-in began here (their first,
-        or a new one replacing it)."""
-        key = self.keys.oauth_conns(account.team, account.user)
-        marker = (account, server)
-        before = (
-            self._before[marker] if marker in self._before else await self.client.hget(key, server)
-        )
+    async def wait_finished(self, state: str, timeout_s: float) -> End | None:
+        """How the sign-in ``state`` names ended, once its callback has finished it
+        (``connected``, ``declined``, ``failed``, ``unavailable``); None when it has not
+        within ``timeout_s``."""
+        key = self.keys.oauth_flow(state)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
-            now = await self.client.hget(key, server)
-            if now is not None and now != before:
-                self._before.pop(marker, None)
-                return True
+            end = ENDS.get(await self.client.hget(key, "end") or "")
+            if end is not None:
+                return end
             left = deadline - loop.time()
             if left <= 0:
-                return False
+                return None
             await asyncio.sleep(min(POLL_S, left))
 
     # --- disconnecting -----------------------------------------------------------------------
@@ -487,19 +616,25 @@ class SignIns:
     async def disconnect(self, account: Account, server: str, *, actor: str) -> Disconnected:
         """Revoke the person's tokens at the authorization server (where it can), then forget
         the connection (``disconnected`` in the audit, and ``revoke_failed`` when the
-        revocation failed: the bot forgets it all the same)."""
+        revocation failed: the bot forgets it all the same). Both under the connection's
+        refresh lock: no refresh rotates the tokens meanwhile, leaving new ones unrevoked."""
         records = self.tokens_for(account, server)
         outcome: RevokeOutcome | None = None
         issuer = ""
-        try:
-            held = await records.current()
-        except KeyNotHeld:
-            held = None
-            outcome = RevokeFailed("key")
-        if held is not None:
-            issuer = held.snapshot.issuer
-            outcome = await revoke(held.snapshot)
-        forgot = await records.forget(actor=actor)
+        async with records.no_refresh():
+            try:
+                held = await records.current()
+            except KeyNotHeld:
+                held = None
+                outcome = RevokeFailed("key")
+            if held is not None:
+                issuer = held.snapshot.issuer
+                try:
+                    async with asyncio.timeout(REFRESH_TIMEOUT_S):
+                        outcome = await self.revoke(held.snapshot)
+                except TimeoutError:
+                    outcome = RevokeFailed("timeout")
+            forgot = await records.forget(actor=actor)
         if not forgot:
             return Disconnected(server, False, None)
         if isinstance(outcome, RevokeFailed):
@@ -530,5 +665,6 @@ class SignIns:
         }
 
 
-def _count(outcome: CallbackOutcome) -> None:
+def count(outcome: CallbackOutcome) -> None:
+    """Count a sign-in page answered (``slack_agent_oauth_callbacks_total``)."""
     safely(lambda: OAUTH_CALLBACKS.labels(outcome).inc())

@@ -1,7 +1,8 @@
 """The small HTML pages a person's browser sees while signing in to an MCP server (pure).
 
 Every value that comes from elsewhere (a server's name, a person's or a workspace's name)
-is HTML-escaped; the state is only ever in the start page's hidden form field, escaped too.
+is HTML-escaped; the state and the start nonce are only ever in the start page's hidden form
+fields, escaped too.
 No page carries a script, an image or a link to another site, so a page leaks nothing
 through a ``Referer``; the headers that keep them out of caches and frames are set where
 they are answered (``bot/oauth/web.py``).
@@ -40,12 +41,14 @@ def _page(status: int, title: str, *paragraphs: str, form: str = "") -> Page:
     return Page(status, html)
 
 
-def start(server: str, person: str, workspace: str, state: str) -> Page:
+def start(server: str, person: str, workspace: str, state: str, nonce: str) -> Page:
     """What ``GET /oauth/start`` shows: whose Slack account gets the connection, and a
-    Continue button that posts the state (the one step that spends the link)."""
+    Continue button that posts the state (the one step that spends the link) with the
+    browser's start nonce (the twin of its start cookie: proof the POST came from here)."""
     form = (
         f'<form method=post action="{START_PATH}">'
         f'<input type=hidden name=state value="{escape(state)}">'
+        f'<input type=hidden name=nonce value="{escape(nonce)}">'
         "<button type=submit>Continue</button></form>"
     )
     return _page(
@@ -91,6 +94,23 @@ def other_browser() -> Page:
     )
 
 
+def not_from_start_page() -> Page:
+    return _page(
+        403,
+        "Open the link yourself",
+        "This sign-in was not continued from its own page in this browser, so nothing was "
+        "done. If you asked to connect, open the link you were sent again and press Continue.",
+    )
+
+
+def service_unavailable() -> Page:
+    return _page(
+        503,
+        "Try again in a moment",
+        "The bot cannot finish this step right now. Nothing was kept. Reload the page in a moment.",
+    )
+
+
 def finished() -> Page:
     return _page(409, "Already finished", "This sign-in is already finished.")
 
@@ -103,21 +123,32 @@ def declined(server: str) -> Page:
     )
 
 
-def failed(server: str) -> Page:
-    return _page(
-        400,
-        "Sign-in failed",
-        f"The sign-in to <strong>{escape(server)}</strong> failed. Nothing was kept. Ask the "
-        "bot again to try once more.",
+def _try_again(server: str, command: str) -> str:
+    return (
+        "You can try again: ask the bot again, or use "
+        f"<code>{escape(command)} connect {escape(server)}</code> in Slack."
     )
 
 
-def unavailable(server: str) -> Page:
+def failed(server: str, command: str) -> Page:
+    """The authorization server refused the code, or its answer failed a check."""
+    return _page(
+        400,
+        "Sign-in failed",
+        f"The sign-in to <strong>{escape(server)}</strong> failed: its sign-in service did not "
+        "give a connection the bot can trust. Nothing was kept.",
+        _try_again(server, command),
+    )
+
+
+def unavailable(server: str, command: str) -> Page:
+    """The authorization server could not be reached to finish the sign-in."""
     return _page(
         502,
         "Try again later",
-        f"The sign-in service of <strong>{escape(server)}</strong> is unavailable right now. "
-        "Nothing was kept. Ask the bot again in a few minutes.",
+        f"The sign-in service of <strong>{escape(server)}</strong> could not be reached to "
+        "finish the sign-in. Nothing was kept.",
+        _try_again(server, command) + " Wait a few minutes first.",
     )
 
 

@@ -19,20 +19,25 @@ Cluster, so each step below is one Lua script):
 (tools/mcp/oauth/tokens.py). ``fresh()`` returns the token while it has 10 s of life or more;
 else one process refreshes it: it takes a lock on the record (redis-py's ``Lock``), reads it
 again (another replica may have refreshed meanwhile: that token is used), calls the injected
-refresh, and writes the new token only if the record's version is still the one it read (the
-lock can lapse under a slow authorization server), so a rotated refresh token is never
-overwritten by an older one. A refused refresh forgets the connection with its audit entry in
-the same step; an authorization server that cannot be reached leaves it as it is. The writes
-go through :class:`Replication`: a failover does not lose a rotated refresh token.
+refresh, bounded by :data:`REFRESH_TIMEOUT_S` (below the lock's life: a refresh that takes
+longer is given up as ``Unavailable`` and the record kept, so the lock cannot lapse while a
+refresh token is in flight and another replica present it again), and writes the new token
+only if the record's version is still the one it read (should the lock lapse all the same),
+so a rotated refresh token is never overwritten by an older one. A refused refresh forgets
+the connection with its audit entry in the same step; an authorization server that cannot
+be reached leaves it as it is. :meth:`TokenRecords.no_refresh` holds the same lock for a
+disconnect: no refresh rotates the tokens it revokes and forgets meanwhile. The writes go
+through :class:`Replication`: a failover does not lose a rotated refresh token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +51,8 @@ from bot.state.redis.connection import Redis
 from bot.state.redis.errors import REDIS_DOWN
 from bot.state.redis.keys import Keys, issuer_id
 from bot.state.redis.replication import Replication
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.tokens import (
-    Account,
     Freshness,
     Gone,
     Held,
@@ -64,6 +69,9 @@ log = logging.getLogger(__name__)
 FRESH_FOR_S = 10  # a token with less life than this is refreshed before it is used
 LOCK_TIMEOUT_S = 30  # the refresh lock lapses after this (a process that died holding it)
 LOCK_WAIT_S = 35  # how long a process waits for another's refresh before giving up
+# A refresh under the lock is given up after this (Unavailable, the record kept): well within
+# the lock's life, whatever the authorization server's per-phase HTTP timeouts add up to.
+REFRESH_TIMEOUT_S = LOCK_TIMEOUT_S - 5
 
 Refresh = Callable[[TokenSnapshot], Awaitable[RefreshOutcome]]
 
@@ -180,11 +188,18 @@ class Connections:
         sealer: Sealer,
         audit: AuditLog,
         replication: Replication | None = None,
+        *,
+        refresh_timeout_s: float = REFRESH_TIMEOUT_S,
     ) -> None:
+        """``refresh_timeout_s``: how long a refresh may take under the lock (tests shorten
+        it; it must stay below ``LOCK_TIMEOUT_S``)."""
+        if not 0 < refresh_timeout_s < LOCK_TIMEOUT_S:
+            raise ValueError("a refresh must be given up before its lock lapses")
         self.client = client
         self.keys = keys
         self.sealer = sealer
         self.audit = audit
+        self.refresh_timeout_s = refresh_timeout_s
         self.replication = replication or Replication()
         self.store_step = self.replication.register(client, STORE)
         self.cas_token = self.replication.register(client, CAS_TOKEN)
@@ -373,16 +388,9 @@ class TokenRecords:
         if _usable(held, after_401_of):
             return held
         iss8 = self._held_iss8
-        a = self.account
-        lock = self._c.client.lock(
-            self._c.keys.oauth_refresh(a.team, a.user, self.server, iss8),
-            timeout=LOCK_TIMEOUT_S,
-            blocking_timeout=LOCK_WAIT_S,
-            thread_local=False,
-        )
-        if not await lock.acquire():
-            return Unavailable("refresh busy")
-        try:
+        async with self._refresh_lock(iss8) as locked:
+            if not locked:
+                return Unavailable("refresh busy")
             record = await self._read()  # again, now that no other process refreshes it
             again = self._opened(record) if record is not None else None
             if record is None or again is None:
@@ -391,13 +399,63 @@ class TokenRecords:
             if moved_on and _usable(again, after_401_of):
                 return again  # another process refreshed it (or the person reconnected)
             return await self._refreshed(again, record.issuer)
+
+    @contextlib.asynccontextmanager
+    async def _refresh_lock(self, iss8: str) -> AsyncIterator[bool]:
+        """The lock one process holds while it refreshes this token (across replicas): True
+        once held, False when another held it longer than ``LOCK_WAIT_S``."""
+        a = self.account
+        lock = self._c.client.lock(
+            self._c.keys.oauth_refresh(a.team, a.user, self.server, iss8),
+            timeout=LOCK_TIMEOUT_S,
+            blocking_timeout=LOCK_WAIT_S,
+            thread_local=False,
+        )
+        if not await lock.acquire():
+            yield False
+            return
+        try:
+            yield True
         finally:
             # A lock that lapsed (another may hold it now) is not this process's to free.
             with contextlib.suppress(LockError):
                 await lock.release()
 
+    @contextlib.asynccontextmanager
+    async def no_refresh(self) -> AsyncIterator[None]:
+        """While inside, no process refreshes this connection (its refresh lock is held), so
+        the tokens read inside are the ones kept: what a disconnect revokes and forgets. Not
+        connected: nothing to hold. Held elsewhere longer than ``LOCK_WAIT_S``: goes ahead
+        without it (logged)."""
+        issuer = self._fixed
+        if issuer is None:
+            named = await self._c.client.hget(self._conns_key, self.server)
+            if named is None:
+                yield
+                return
+            data = json.loads(named)
+            issuer = _Issuer(data["issuer"], data["iss8"])
+        async with self._refresh_lock(issuer.iss8) as locked:
+            if not locked:
+                log.warning(
+                    "the refresh lock of %s for %s is held elsewhere: going ahead without it",
+                    self.account.user,
+                    self.server,
+                )
+            yield
+
     async def _refreshed(self, held: Held, issuer: _Issuer) -> Freshness:
-        outcome = await self._refresh(held.snapshot)
+        try:
+            async with asyncio.timeout(self._c.refresh_timeout_s):
+                outcome = await self._refresh(held.snapshot)
+        except TimeoutError:
+            log.warning(
+                "refreshing the sign-in token of %s for %s took over %s s: given up, kept",
+                self.account.user,
+                self.server,
+                self._c.refresh_timeout_s,
+            )
+            return Unavailable("timeout")
         if isinstance(outcome, RefreshUnavailable):
             return Unavailable(outcome.reason)
         if isinstance(outcome, Refused):

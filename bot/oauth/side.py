@@ -23,8 +23,9 @@ from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
 from bot.turn.store.approvals import Approvals
 from tools.mcp.config import McpServerConfig
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.grants import refresh_grant
-from tools.mcp.oauth.tokens import Account, RefreshOutcome, TokenSnapshot
+from tools.mcp.oauth.tokens import RefreshOutcome, TokenSnapshot
 
 
 class OAuthSide:
@@ -38,8 +39,11 @@ class OAuthSide:
         audit: AuditLog,
         approvals: Approvals,
         replication: Replication | None = None,
+        *,
+        command: str = "/agent",
     ) -> None:
-        """``servers``: the MCP servers each person signs in to, by name."""
+        """``servers``: the MCP servers each person signs in to, by name; ``command``: the
+        slash command (``slack.command``) the sign-in pages point at."""
         self.config = config
         self.servers = dict(servers)
         self.sealer = sealer
@@ -56,6 +60,7 @@ class OAuthSide:
             audit,
             self.tokens_for,
             self.replication,
+            command=command,
         )
 
     @classmethod
@@ -74,7 +79,17 @@ class OAuthSide:
         if sealer is None:
             sealer = sealer_from(Environment())
         servers = {name: config.mcp.servers[name] for name in oauth_servers(config)}
-        return cls(config.oauth, servers, sealer, client, keys, audit, approvals, replication)
+        return cls(
+            config.oauth,
+            servers,
+            sealer,
+            client,
+            keys,
+            audit,
+            approvals,
+            replication,
+            command=config.slack.command,
+        )
 
     def __repr__(self) -> str:
         return f"OAuthSide(servers={sorted(self.servers)!r}, kid={self.sealer.kid!r})"

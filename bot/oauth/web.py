@@ -6,18 +6,32 @@ HTTP mode adds them to the events port's app (the front door hands them to aioht
 bot/slack/inbound/http.py); Socket Mode serves them on ``--port`` (bot/process/run.py);
 worker processes serve none. Every page is answered ``Cache-Control: no-store`` and
 ``Referrer-Policy: no-referrer`` (the start link and the callback carry the state and the
-code), may not be framed, and runs no script.
+code), may not be framed, and runs no script. Redis out of reach: a plain 503 page with the
+same headers, counted (``slack_agent_oauth_callbacks_total{outcome="unavailable"}``).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from bot.oauth import pages
 from bot.oauth.config import CALLBACK_PATH
-from bot.oauth.flows import CLIENT_DOCUMENT_PATH, COOKIE, COOKIE_PATH, Answer
+from bot.oauth.flows import (
+    CLIENT_DOCUMENT_PATH,
+    COOKIE,
+    COOKIE_PATH,
+    NONCE_FIELD,
+    START_COOKIE,
+    Answer,
+    Posted,
+    count,
+)
 from bot.oauth.pages import START_PATH
+from bot.state.redis.errors import REDIS_DOWN
 
 if TYPE_CHECKING:
     from bot.oauth.side import OAuthSide
@@ -32,6 +46,8 @@ PAGE_HEADERS = {
 }
 DOCUMENT_MAX_AGE_S = 3600
 FORM_MAX_BYTES = 4096
+
+log = logging.getLogger(__name__)
 
 
 def answered(answer: Answer) -> web.Response:
@@ -49,22 +65,34 @@ def answered(answer: Answer) -> web.Response:
     cookie = answer.cookie
     if cookie is not None:
         response.set_cookie(
-            COOKIE,
+            cookie.name,
             cookie.value,
             max_age=cookie.max_age,
             path=COOKIE_PATH,
             httponly=True,
-            samesite="Lax",
+            samesite=cookie.samesite,
             secure=cookie.secure,
         )
     return response
+
+
+async def unless_redis_is_down(answer: Callable[[], Awaitable[Answer]]) -> web.Response:
+    """The answer; a plain 503 page (the same headers) when Redis cannot be reached."""
+    try:
+        return answered(await answer())
+    except REDIS_DOWN as error:
+        log.warning("a sign-in page could not be answered: Redis %s", type(error).__name__)
+        count("unavailable")
+        return answered(Answer(pages.service_unavailable()))
 
 
 def oauth_routes(side: OAuthSide) -> list[web.RouteDef]:
     sign_ins = side.sign_ins
 
     async def start_page(request: web.Request) -> web.Response:
-        return answered(await sign_ins.start_page(request.query.get("state", "")))
+        state = request.query.get("state", "")
+        start_cookie = request.cookies.get(START_COOKIE)
+        return await unless_redis_is_down(lambda: sign_ins.start_page(state, start_cookie))
 
     async def start(request: web.Request) -> web.Response:
         if (request.content_length or 0) > FORM_MAX_BYTES:
@@ -72,16 +100,21 @@ def oauth_routes(side: OAuthSide) -> list[web.RouteDef]:
                 max_size=FORM_MAX_BYTES, actual_size=request.content_length or 0
             )
         form = await request.post()
-        state = form.get("state")
-        return answered(
-            await sign_ins.start(
-                state if isinstance(state, str) else "", request.cookies.get(COOKIE)
-            )
+        state, nonce = form.get("state"), form.get(NONCE_FIELD)
+        posted = Posted(
+            state if isinstance(state, str) else "",
+            nonce if isinstance(nonce, str) else "",
+            start_cookie=request.cookies.get(START_COOKIE),
+            cookie=request.cookies.get(COOKIE),
+            fetch_site=request.headers.get("Sec-Fetch-Site"),
+            origin=request.headers.get("Origin"),
         )
+        return await unless_redis_is_down(lambda: sign_ins.start(posted))
 
     async def callback(request: web.Request) -> web.Response:
         query = {name: request.query.get(name, "") for name in request.query}
-        return answered(await sign_ins.callback(query, request.cookies.get(COOKIE)))
+        cookie = request.cookies.get(COOKIE)
+        return await unless_redis_is_down(lambda: sign_ins.callback(query, cookie))
 
     async def client_document(request: web.Request) -> web.Response:
         document = sign_ins.client_document()

@@ -129,7 +129,8 @@ OAUTH_CALLBACKS = Counter(
     "person did not allow access), unknown_state, other_browser (no cookie of the browser "
     "that started it), reload (finished before), refused (the authorization server refused "
     "the code, or its answer failed a check such as iss), unavailable (it could not be "
-    "reached).",
+    "reached, or Redis could not be: any sign-in page), cross_site (POST /oauth/start not from "
+    "the start page shown in that browser).",
     ["outcome"],
 )
 

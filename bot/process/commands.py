@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 from bot.budget.budgets import Spender
 from bot.config.errors import ConfigError
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
-from bot.console.sign_in import ConsoleSignIn, ConsoleTerminal
-from bot.oauth.web import oauth_routes
 from bot.observability import tracing
 from bot.observability.process_metrics import WorkerMetrics
 from bot.observability.redaction import print_redacted
@@ -32,13 +30,13 @@ from bot.state.redis.persistence import check_persistence
 from permissions.policy import Person
 from permissions.sources import role_names
 from tools.approval import Approver
-from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.account import Account
 from tools.toolset import Toolset
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
+    from bot.console.sign_in import ConsoleTerminal
     from bot.process.workers import Workers
 
 STOP_MARGIN_S = 5.0  # beyond a worker's own grace and hand-back, before it is killed
@@ -46,7 +44,7 @@ STOP_MARGIN_S = 5.0  # beyond a worker's own grace and hand-back, before it is k
 
 async def chat(config: Path | None, options: ChatOptions) -> int:
     """``slack-agent chat``: the same loop, tools and policy as in Slack, in a terminal."""
-    services = build_services(config)
+    services = build_services(config, "chat", console=True)
     try:
         tools = await console_tools(services, options)  # a bad --role fails before any prompt
         await services.start()
@@ -83,7 +81,9 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
     side, account = services.state.oauth, Account(CONSOLE_TEAM, user)
     personal = services.tools.mcp.personal if side is not None else {}
     inner: Toolset = services.registry
-    if personal:
+    if personal:  # loaded only with a server that signs people in (they load the MCP SDK)
+        from tools.mcp.oauth.gate import PersonalToolset
+
         inner = PersonalToolset(services.registry, personal, account)
 
     def guarded(approver: Approver | None) -> Toolset:
@@ -91,6 +91,10 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
 
     sign_in: Callable[[Toolset, ConsoleTerminal], Toolset] | None = None
     if side is not None and personal:
+        from bot.console.sign_in import ConsoleSignIn
+        from bot.oauth.web import oauth_routes
+        from tools.mcp.oauth.gate import SignInToolset
+
         oauth_side, routes = side, oauth_routes(side)
 
         def sign_in(toolset: Toolset, terminal: ConsoleTerminal) -> Toolset:

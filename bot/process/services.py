@@ -120,11 +120,14 @@ def loop_settings(config: AppConfig) -> LoopSettings:
     )
 
 
-def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]:
+def load(
+    cli_config: Path | None = None, *, console: bool = False
+) -> tuple[AppConfig, Environment, Tools]:
     """The config, the environment and the tools, all validated (MCP servers not yet
     connected: call ``Tools.start``). Every secret known is kept out of every output from
     here on: the environment's at once, the config's once it loads (when it does not, the
-    values of the variables its file names)."""
+    values of the variables its file names). ``console``: for `slack-agent chat`, whose
+    sign-ins come back to its own loopback callback (``personal_wiring``)."""
     environment = Environment()
     REDACTOR.add(configured_secrets(environment))
     path = config_path(cli_config, environment)
@@ -143,7 +146,7 @@ def load(cli_config: Path | None = None) -> tuple[AppConfig, Environment, Tools]
         from bot.oauth.wiring import SignInStores, personal_wiring
 
         stores = SignInStores()
-        personal = personal_wiring(config, stores)
+        personal = personal_wiring(config, stores, console=console)
     mcp = McpManager(config.mcp, personal=personal)
     try:
         registry = build_registry(config.tools)
@@ -175,10 +178,14 @@ def mcp_servers(config: McpConfig, base: Path | None) -> McpConfig:
         raise ConfigError(str(exc)) from None
 
 
-def build_services(cli_config: Path | None = None, command: Command = "chat") -> Services:
+def build_services(
+    cli_config: Path | None = None, command: Command = "chat", *, console: bool = False
+) -> Services:
     """Everything validated up front; any problem is a :class:`ConfigError` naming the key,
-    and every environment variable ``command`` needs and lacks is named in one message."""
-    config, environment, tools = load(cli_config)
+    and every environment variable ``command`` needs and lacks is named in one message.
+    ``console``: the process is `slack-agent chat`'s (its sign-ins come back to its own
+    loopback callback)."""
+    config, environment, tools = load(cli_config, console=console)
     missing = missing_settings(environment, config, command)
     if missing:
         raise ConfigError(missing_message(missing))

@@ -34,9 +34,9 @@ from permissions.approval import deciders
 
 if TYPE_CHECKING:  # loaded only with a server that signs people in (they load the MCP SDK)
     from bot.oauth.flows import Naming
+    from tools.mcp.oauth.account import Account
     from tools.mcp.oauth.pending import PendingAuthorization
     from tools.mcp.oauth.personal import PersonalServer
-    from tools.mcp.oauth.tokens import Account
 
 
 @dataclass

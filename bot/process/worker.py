@@ -16,15 +16,13 @@ from bot.turn.approval import TurnApprover
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
 from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor, WaitingNote
-from bot.turn.sign_in import TurnSignIn
 from bot.turn.waiting_note import WaitingTeller
 from bot.turn.worker.consumer import EXPIRY_EVERY_S, Worker, consumer_name, expiry_every
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
 from permissions.policy import Person
 from tools.call_context import Requester, for_requester
-from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.account import Account
 from tools.toolset import Toolset
 
 
@@ -61,6 +59,10 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
         )
         if oauth is None or not personal:
             return for_requester(policy.guarded(registry, person, approver), requester)
+        # loaded only with a server that signs people in (they load the MCP SDK)
+        from bot.turn.sign_in import TurnSignIn
+        from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
+
         connector = TurnSignIn(
             state.threads.approvals,
             state.shared.audit,

@@ -15,8 +15,11 @@ until then the turn parks on a sign-in request, as it does for an approval.
    server answered without a token, and the call goes ahead), a sign-in request is opened,
    the flow is stored (``SignIns.begin``), its start link sealed into the request, the audit
    says ``signin_requested``, and the turn parks (``CallDeferred``). Still open: it parks
-   again. Expired, declined: the model is told (``NotConnected``). The cap reached: "keeps
-   failing".
+   again. Expired, declined: the model is told (``NotConnected``). Denied because the
+   sign-in failed at the callback (the request's reason ``SIGNIN_FAILED``: the authorization
+   server refused the code or its answer failed a check) or could not be finished
+   (``SIGNIN_UNAVAILABLE``: it could not be reached): ``SignInFailed`` or ``SignInUnavailable``,
+   at once (the callback decides the request then). The cap reached: "keeps failing".
 
 ``sign_in(tool, server, needed)``: the server refused the running call at the HTTP level
 (401, or 403 for more scope): as step 3, with the authorization request the refusal carried
@@ -39,6 +42,8 @@ from bot.turn.approval import duration, facts
 from bot.turn.model import QueuedTurn
 from bot.turn.store.approvals import (
     SIGN_IN,
+    SIGNIN_FAILED,
+    SIGNIN_UNAVAILABLE,
     ApprovalRequest,
     Approvals,
     ApprovalState,
@@ -49,10 +54,11 @@ from permissions.policy import Person
 from tools.call_context import current_call
 from tools.definition import Tool
 from tools.errors import CallDeferred
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.errors import NotConnected, SignInFailed, SignInUnavailable
 from tools.mcp.oauth.grants import GrantRefused, GrantUnavailable
 from tools.mcp.oauth.pending import PendingAuthorization, SignInRequired
-from tools.mcp.oauth.tokens import Account, Held, PersonTokens, Unavailable
+from tools.mcp.oauth.tokens import Held, PersonTokens, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +201,10 @@ class TurnSignIn:
             within = duration(newest.timeout_s or self.timeout_s)
             raise NotConnected.expired(tool.name, self._who, server, within)
         if newest is not None and newest.state is ApprovalState.DENIED:
+            if newest.reason == SIGNIN_FAILED:
+                raise SignInFailed(tool.name, self._who, server)
+            if newest.reason == SIGNIN_UNAVAILABLE:
+                raise SignInUnavailable(tool.name, server)
             raise NotConnected.declined(tool.name, self._who, server)
         # None yet, or the person connected and the server wants a sign-in again.
         if asked.count >= MAX_SIGN_INS:

@@ -18,8 +18,9 @@ be), ``/_test/switches`` (POST ``expires_in=S``: the life of the tokens issued f
 
 In-process (a thread, for fast tests): ``with AuthServer(Switches(...)) as server:``.
 As a process: ``python -m tests.fakes.oauth_server PORT [--expires-in S] [--cimd] [--iss
-send|omit|wrong] [--no-advertise-iss] [--no-registration] [--no-revocation] [--client
-ID:SECRET:METHOD:REDIRECT] [--user NAME]`` (``AuthServerProcess``).
+send|omit|wrong] [--no-advertise-iss] [--no-registration] [--register-status CODE]
+[--wrong-metadata-issuer] [--no-revocation] [--client ID:SECRET:METHOD:REDIRECT] [--user
+NAME]`` (``AuthServerProcess``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class Switches:
     iss: Literal["send", "omit", "wrong"] = "send"  # iss in the authorization response
     advertise_iss: bool = True  # authorization_response_iss_parameter_supported
     registration: bool = True  # dynamic client registration
+    register_status: int | None = None  # set: /register answers this status (a refusal, 5xx)
+    wrong_metadata_issuer: bool = False  # the metadata names WRONG_ISSUER as its issuer
     revocation: bool = True  # a revocation endpoint
     default_user: str | None = None  # set: /authorize signs this person in at once
     scopes: list[str] = field(default_factory=lambda: list(SCOPES))
@@ -377,15 +380,25 @@ class TokenRequestLog:
 
 
 class Switched:
-    """A route that answers 404 while its switch is off."""
+    """A route that answers 404 while its switch is off, and ``status()`` when that says
+    one (an OAuth error body naming it)."""
 
-    def __init__(self, app: ASGIApp, on: Callable[[], bool]) -> None:
+    def __init__(
+        self, app: ASGIApp, on: Callable[[], bool], status: Callable[[], int | None] = lambda: None
+    ) -> None:
         self.app = app
         self.on = on
+        self.status = status
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.on():
             await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+            return
+        status = self.status()
+        if status is not None:
+            error = "invalid_client_metadata" if status < 500 else "server_error"
+            body = {"error": error, "error_description": "told to"}
+            await JSONResponse(body, status_code=status)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -400,7 +413,8 @@ def metadata_of(authority: Authority) -> OAuthMetadata:
         ClientRegistrationOptions(enabled=switches.registration, valid_scopes=switches.scopes),
         RevocationOptions(enabled=switches.revocation),
     ).model_dump(mode="json", exclude_none=True)
-    metadata["issuer"] = authority.issuer  # exactly as the resource server names it
+    # exactly as the resource server names it, unless told to name another
+    metadata["issuer"] = WRONG_ISSUER if switches.wrong_metadata_issuer else authority.issuer
     metadata["token_endpoint_auth_methods_supported"] = [
         "client_secret_basic",
         "client_secret_post",
@@ -425,7 +439,9 @@ def build_app(authority: Authority) -> Starlette:
     )
     for route in routes:
         if route.path == "/register":
-            route.app = Switched(route.app, lambda: switches.registration)
+            route.app = Switched(
+                route.app, lambda: switches.registration, lambda: switches.register_status
+            )
         elif route.path == "/revoke":
             route.app = Switched(route.app, lambda: switches.revocation)
 
@@ -605,6 +621,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--iss", choices=["send", "omit", "wrong"], default="send")
     parser.add_argument("--no-advertise-iss", action="store_true")
     parser.add_argument("--no-registration", action="store_true")
+    parser.add_argument("--register-status", type=int, default=None)
+    parser.add_argument("--wrong-metadata-issuer", action="store_true")
     parser.add_argument("--no-revocation", action="store_true")
     parser.add_argument("--user", default=None, help="/authorize signs this person in at once")
     parser.add_argument(
@@ -617,6 +635,8 @@ def main(argv: list[str]) -> None:
         iss=args.iss,
         advertise_iss=not args.no_advertise_iss,
         registration=not args.no_registration,
+        register_status=args.register_status,
+        wrong_metadata_issuer=args.wrong_metadata_issuer,
         revocation=not args.no_revocation,
         default_user=args.user,
     )

@@ -9,6 +9,8 @@ file (alice's and bob's differ); ``write_note(text)``, not read-only, which need
 step-up), before the call starts. ``tools/list`` differs per subject (bob has no
 ``write_note``); its cache hints (``ttlMs``, ``cacheScope``, 2026-07-28) come from flags.
 ``PersonalMcp.listed`` counts the ``tools/list`` requests it answered, per subject. With
+``list_pages`` (in-process only), ``tools/list`` is paged, one page per entry, each marked
+with that entry's ``cacheScope``: page ``i`` holds the ``i``-th tool, the last page the rest. With
 ``anonymous_list`` (``--anonymous-list``), connecting and ``tools/list`` need no token (a
 token-less caller is offered ``whoami`` and ``write_note``, or the tools named by
 ``anonymous_offer``, ``--anonymous-offer whoami,read_private``, which implies it);
@@ -29,7 +31,7 @@ import subprocess
 import sys
 from collections import Counter
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 import httpx2
 import mcp_types as types
@@ -89,9 +91,27 @@ class IntrospectingVerifier:
         )
 
 
+CacheScope = Literal["public", "private"]
+
+
 class Files(MCPServer):
     listed: Counter[str]  # tools/list requests answered, per subject
     offers: dict[str, set[str]]  # what each subject is offered (LISTED, or as told)
+    pages: tuple[CacheScope, ...] = ()  # tools/list's pages, by their cacheScope (none: one page)
+
+    async def _handle_list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        tools = await self.list_tools()
+        if not self.pages:
+            return types.ListToolsResult(tools=tools)
+        at = int(params.cursor) if params is not None and params.cursor else 0
+        last = at == len(self.pages) - 1
+        return types.ListToolsResult(
+            tools=tools[at:] if last else tools[at : at + 1],
+            next_cursor=None if last else str(at + 1),
+            cache_scope=self.pages[at],
+        )
 
     async def list_tools(self) -> list[types.Tool]:
         """Each person is offered their own tools."""
@@ -249,12 +269,14 @@ def build_app(
     list_scope: Literal["public", "private"] = "private",
     legacy: bool = False,
     anonymous_list: bool = False,
+    list_pages: tuple[CacheScope, ...] = (),
     anonymous_offer: frozenset[str] | None = None,
 ) -> Starlette:
     """``anonymous_offer``: what a token-less caller is offered (implies ``anonymous_list``)."""
     resource_url = f"{base_url}/mcp"
     cache = CacheHint(ttl_ms=list_ttl_ms, scope=list_scope) if list_ttl_ms is not None else None
     server = build_server(auth_server_url, resource_url, cache, anonymous_offer)
+    server.pages = list_pages
     anonymous_list = anonymous_list or anonymous_offer is not None
     if legacy:
         server._lowlevel_server.add_request_handler(
@@ -280,6 +302,7 @@ class PersonalMcp:
         list_scope: Literal["public", "private"] = "private",
         legacy: bool = False,
         anonymous_list: bool = False,
+        list_pages: tuple[CacheScope, ...] = (),
     ) -> None:
         sock = bound_socket()
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -291,6 +314,7 @@ class PersonalMcp:
             list_scope=list_scope,
             legacy=legacy,
             anonymous_list=anonymous_list,
+            list_pages=list_pages,
         )
         self._server = ThreadedServer(app, sock)
         self.listed: Counter[str] = app.state.files.listed  # tools/list answered, per subject

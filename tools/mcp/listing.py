@@ -73,13 +73,20 @@ class ToolListing:
 
 
 async def listed(
-    client: Client, first: mcp_types.ListToolsResult | None = None
+    client: Client,
+    first: mcp_types.ListToolsResult | None = None,
+    pages: list[mcp_types.ListToolsResult] | None = None,
 ) -> list[mcp_types.Tool]:
     """Every page of the server's ``tools/list``, fetched afresh; after ``first`` (a first
-    page already in hand) only the pages that follow it."""
+    page already in hand) only the pages that follow it. Each page (``first`` included) is
+    added to ``pages`` when given."""
     page = first or await client.list_tools(cache_mode="refresh")
     found = list(page.tools)
+    if pages is not None:
+        pages.append(page)
     while page.next_cursor:
         page = await client.list_tools(cursor=page.next_cursor, cache_mode="refresh")
         found.extend(page.tools)
+        if pages is not None:
+            pages.append(page)
     return found

@@ -10,7 +10,8 @@
 - The ephemeral message to the person in a channel: the link button and one line; and
   ``/agent connect``'s reply, its words and the same button.
 - Once decided, the card says so: "✓ @U connected server", "@U chose not to connect server",
-  "Sign-in to server expired", without buttons.
+  "Sign-in to server failed" (at its callback: refused, or the authorization server out of
+  reach), "Sign-in to server expired", without buttons.
 
 The words around the server's name and the person are rich text elements, so a server's
 name is never formatting, a mention or a link, and its invisible characters are written
@@ -35,7 +36,12 @@ from slack_sdk.models.blocks import (
 from bot.slack.blocks.escape import escaped, visible
 from bot.slack.blocks.limits import shorten
 from bot.turn.approval import duration
-from bot.turn.store.approvals import ApprovalRequest, ApprovalState
+from bot.turn.store.approvals import (
+    SIGNIN_FAILED,
+    SIGNIN_UNAVAILABLE,
+    ApprovalRequest,
+    ApprovalState,
+)
 
 CONNECT_ACTION = "oauth_connect"  # the link button: opens the start link; acked, nothing else
 NOT_NOW_ACTION = "oauth_not_now"  # the person declines; its value is the request's id
@@ -51,6 +57,8 @@ def card_text(request: ApprovalRequest) -> str:
     server, user = _named(request.server), f"<@{escaped(request.user)}>"
     if request.state is ApprovalState.APPROVED:
         return f"✓ {user} connected {server}"
+    if _failed(request):
+        return f"Sign-in to {server} failed"
     if request.state is ApprovalState.DENIED:
         return f"{user} chose not to connect {server}"
     if request.state is ApprovalState.EXPIRED:
@@ -126,11 +134,21 @@ def _decided(request: ApprovalRequest) -> RichTextSectionElement:
     if request.state is ApprovalState.APPROVED:
         parts: list[Any] = [_Text(text="✓ "), _user(request.by or request.user)]
         parts += [_Text(text=" connected "), server]
+    elif _failed(request):
+        parts = [_Text(text="Sign-in to "), server, _Text(text=" failed")]
     elif request.state is ApprovalState.DENIED:
         parts = [_user(request.by or request.user), _Text(text=" chose not to connect "), server]
     else:
         parts = [_Text(text="Sign-in to "), server, _Text(text=" expired")]
     return RichTextSectionElement(elements=parts)
+
+
+def _failed(request: ApprovalRequest) -> bool:
+    """Denied at its callback because the sign-in failed, not by the person."""
+    return request.state is ApprovalState.DENIED and request.reason in (
+        SIGNIN_FAILED,
+        SIGNIN_UNAVAILABLE,
+    )
 
 
 def _connect(server: str, link: str) -> ButtonElement:

@@ -25,7 +25,7 @@ from bot.slack.calls import safe_call
 from bot.slack.outbound.thread import TurnThread
 from bot.turn.store.approvals import ApprovalRequest, Approvals
 from bot.turn.store.lease import Aborted
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.account import Account
 
 log = logging.getLogger(__name__)
 SIGN_IN = "signin"  # the tag's kind

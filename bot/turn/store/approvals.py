@@ -56,6 +56,10 @@ WAKER = "approvals"  # the consumer name a woken entry is claimed to
 APPROVAL = "approval"  # a request's kind: a person's yes before a call runs
 SIGN_IN = "signin"  # a request's kind: a person's sign-in to the MCP server a call needs
 SIGN_IN_FIELD = "signin:"  # a sign-in's field in the turn's map: + call id + ":" + n
+# The reason a sign-in request denied at its callback keeps (bot/oauth/flows.py decides it):
+SIGNIN_DECLINED = "declined"  # the person did not allow access at the authorization server
+SIGNIN_FAILED = "failed"  # the authorization server refused the code, or its answer failed a check
+SIGNIN_UNAVAILABLE = "unavailable"  # the authorization server could not be reached
 
 
 class ApprovalState(StrEnum):

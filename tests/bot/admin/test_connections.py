@@ -35,8 +35,9 @@ from tests.bot.oauth.signing_in import (
 )
 from tests.bot.turn.store.test_approvals import a_turn
 from tests.fakes.oauth_server import AuthServer
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.pending import PendingAuthorization
-from tools.mcp.oauth.tokens import Account, TokenSnapshot
+from tools.mcp.oauth.tokens import TokenSnapshot
 
 __all__ = ["auth_server", "browser", "files", "site"]  # fixtures
 

@@ -218,6 +218,8 @@ def test_the_readme_example_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every key of the README's complete example is a real key with a valid value."""
     monkeypatch.setenv("JIRA_TOKEN", "t")
     monkeypatch.setenv("K8S_MCP_TOKEN", "t")
+    monkeypatch.setenv("GITHUB_MCP_CLIENT_ID", "c")
+    monkeypatch.setenv("GITHUB_MCP_CLIENT_SECRET", "s")
     readme = (Path(__file__).parents[3] / "README.md").read_text()
     start = readme.index("```yaml\n", readme.index("A complete example with every key"))
     example = readme[start + len("```yaml\n") : readme.index("```", start + 7)]
@@ -226,7 +228,10 @@ def test_the_readme_example_loads(monkeypatch: pytest.MonkeyPatch) -> None:
         "jira": "stdio",
         "k8s": "streamable_http",
         "legacy": "sse",
+        "github": "streamable_http",
     }
+    assert config.mcp.servers["github"].auth == "oauth"
+    assert config.oauth.callback_url == "https://bot.example.com/oauth/callback"
 
 
 def test_a_base_url_the_sdk_cannot_use_stops_the_start(

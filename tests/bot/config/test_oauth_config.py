@@ -1,6 +1,5 @@
 """Per-person sign-in's config: the ``oauth:`` section, ``auth: oauth`` and ``oauth:`` on an
-MCP server, and the rules that stop start-up naming the key (docs/plans/per-person-sign-in.md
-§6.1)."""
+MCP server, and the rules that stop start-up naming the key."""
 
 from __future__ import annotations
 
@@ -50,7 +49,6 @@ def test_the_defaults() -> None:
     [
         ("https://bot.example.com", "https://bot.example.com/oauth/callback"),
         ("https://bot.example.com/", "https://bot.example.com/oauth/callback"),
-        ("https://bot.example.com/agent//", "https://bot.example.com/agent/oauth/callback"),
         ("https://bot.example.com:8443", "https://bot.example.com:8443/oauth/callback"),
         ("http://localhost:3000", "http://localhost:3000/oauth/callback"),
         ("http://127.0.0.1:3000/", "http://127.0.0.1:3000/oauth/callback"),
@@ -86,6 +84,23 @@ def test_the_callback_is_under_the_base_url(given: str, callback: str) -> None:
 )
 def test_a_base_url_browsers_cannot_use_is_refused(given: str, expected: str) -> None:
     assert expected in problem(f"oauth: {{redirect_base_url: '{given}'}}")
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "https://bot.example.com/agent",
+        "https://bot.example.com/agent//",
+        "http://localhost:3000/bot/",
+    ],
+)
+def test_a_base_url_with_a_path_is_refused(given: str) -> None:
+    """The pages are served at /oauth/... on the bot's port: behind a path, the start page's
+    form and the browser's cookie (Path=/oauth) would miss them."""
+    assert (
+        "oauth.redirect_base_url: give the base URL with no path: the sign-in pages are served "
+        "at /oauth/... on the bot's port"
+    ) in problem(f"oauth: {{redirect_base_url: '{given}'}}")
 
 
 @pytest.mark.parametrize(

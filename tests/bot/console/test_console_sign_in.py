@@ -14,27 +14,31 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
+import yaml
 
+from bot.config.schema import AppConfig
 from bot.console.chat import CONSOLE_TEAM
 from bot.console.interrupt import CtrlC
-from bot.console.sign_in import ConsoleSignIn, ConsoleTerminal
+from bot.console.sign_in import CONNECTED_NOW, ConsoleSignIn, ConsoleTerminal
 from bot.oauth.side import OAuthSide
 from bot.oauth.web import oauth_routes
+from bot.oauth.wiring import SignInStores, personal_wiring
+from bot.process.services import load
 from bot.process.state import State
+from tests.bot.oauth.signing_in import start_form
 from tests.fakes.oauth_server import AuthServer, bound_socket
 from tests.fakes.personal_mcp import PersonalMcp
 from tools.call_context import CallScope, calling
-from tools.mcp.config import McpConfig
 from tools.mcp.manager import McpManager
-from tools.mcp.oauth.errors import NotConnected
+from tools.mcp.oauth.account import Account
+from tools.mcp.oauth.errors import NotConnected, SignInFailed, SignInUnavailable
 from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
-from tools.mcp.oauth.personal import PersonalWiring
-from tools.mcp.oauth.tokens import Account
 from tools.registry import ToolRegistry
 from tools.toolset import Toolset
 
@@ -100,21 +104,18 @@ async def console(
     monkeypatch.delenv("SLACK_AGENT_SECRET_KEY_PREVIOUS", raising=False)
     with bound_socket() as sock:  # a free port for the console's loopback callback
         port = sock.getsockname()[1]
-    servers = {"files": {"url": files.url, "auth": "oauth", "prefix": "files_"}}
-    state: State = make_state(
-        oauth={"redirect_base_url": "https://bot.example.com", "console_port": port},
-        mcp={"servers": servers},
-    )
+    sections: dict[str, Any] = {
+        "oauth": {"redirect_base_url": "https://bot.example.com", "console_port": port},
+        "mcp": {"servers": {"files": {"url": files.url, "auth": "oauth", "prefix": "files_"}}},
+    }
+    state: State = make_state(**sections)
     side = state.oauth
     assert side is not None
-    wiring = PersonalWiring(
-        tokens_for=side.tokens_for,
-        clients_for=side.clients_for,
-        redirect_uri=side.redirect_uri or "",
-        client_metadata_url=None,
-        client_name="slack-agent",
-    )
-    manager = McpManager(McpConfig.model_validate({"servers": servers}), personal=wiring)
+    # The manager as `slack-agent chat` builds it (bot/process/services.load).
+    config = AppConfig.model_validate(sections)
+    stores = SignInStores()
+    stores.use(side)
+    manager = McpManager(config.mcp, personal=personal_wiring(config, stores, console=True))
     try:
         yield Console(side, manager, port)
     finally:
@@ -128,17 +129,20 @@ async def call(toolset: Toolset, name: str, arguments: dict[str, Any] | None = N
         return await tool.invoke(arguments or {})
 
 
-async def follow(link: str, user: str = "alice") -> None:
-    """The person opens the printed link: the start page, Continue, the authorization
-    server's sign-in, back to the console's callback."""
+async def follow(link: str, user: str = "alice", status: int = 200) -> None:
+    """The person opens the printed link: the start page, Continue (its form), the
+    authorization server's sign-in, back to the console's callback (answered ``status``)."""
     assert link.startswith("http://127.0.0.1:")
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
         async with browser.get(link, allow_redirects=False) as page:
             assert page.status == 200, await page.text()
+            form = start_form(await page.text())
         parts = urlsplit(link)
-        form = {"state": parse_qs(parts.query)["state"][0]}
         action = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        async with browser.post(action, data=form, allow_redirects=False) as started:
+        origin = {"Origin": f"{parts.scheme}://{parts.netloc}", "Sec-Fetch-Site": "same-origin"}
+        async with browser.post(
+            action, data=form, headers=origin, allow_redirects=False
+        ) as started:
             assert started.status == 303, await started.text()
             authorize = started.headers["Location"]
         async with browser.get(authorize, allow_redirects=False) as asked:
@@ -147,7 +151,7 @@ async def follow(link: str, user: str = "alice") -> None:
             callback = signed.headers["Location"]
         assert callback.startswith(link.split("/oauth/")[0] + "/oauth/callback?")
         async with browser.get(callback, allow_redirects=False) as back:
-            assert back.status == 200, await back.text()
+            assert back.status == status, await back.text()
 
 
 async def test_from_a_pipe_the_model_is_told_to_use_a_terminal(console: Console) -> None:
@@ -189,3 +193,101 @@ async def test_ctrl_c_gives_up_the_sign_in(console: Console) -> None:
     with pytest.raises(NotConnected) as refused:
         await asyncio.wait_for(connecting, 20)
     assert str(refused.value) == "files_connect did not run: alice chose not to connect files."
+
+
+async def test_a_sign_in_that_fails_at_the_callback_tells_the_model_at_once(
+    console: Console, auth_server: AuthServer
+) -> None:
+    """The authorization server's answer fails a check (a wrong ``iss``): the console stops
+    waiting then and the model is told SignInFailed (not "did not connect within ..."); the
+    next call asks again, and connects."""
+    terminal = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, terminal, CtrlC()), timeout_s=600)
+    connecting = asyncio.ensure_future(call(toolset, "files_connect"))
+    auth_server.switches.iss = "wrong"
+    await follow(await asyncio.wait_for(terminal.link, 20), status=400)
+    with pytest.raises(SignInFailed) as failed:
+        await asyncio.wait_for(connecting, 20)
+    assert str(failed.value) == (
+        "files_connect did not run: the sign-in to files failed; alice can try again."
+    )
+    auth_server.switches.iss = "send"
+    again = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, again, CtrlC()))
+    connecting = asyncio.ensure_future(call(toolset, "files_connect"))
+    await follow(await asyncio.wait_for(again.link, 20))
+    assert "Connected to files" in str(await asyncio.wait_for(connecting, 20))
+
+
+async def test_more_access_asked_mid_call_comes_back_to_the_console(console: Console) -> None:
+    """A server that wants more scope for a running call (403 ``insufficient_scope``): the
+    console's person signs in again through its own loopback callback, then the call runs."""
+    terminal = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, terminal, CtrlC()))
+    connecting = asyncio.ensure_future(call(toolset, "files_connect"))
+    await follow(await asyncio.wait_for(terminal.link, 20))
+    await asyncio.wait_for(connecting, 20)
+
+    again = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, again, CtrlC()))
+    writing = asyncio.ensure_future(call(toolset, "files_write_note", {"text": "x"}))
+    # follow() checks the authorization server sends the browser back to the console's own
+    # callback (http://127.0.0.1:<console_port>/oauth/callback), which finishes the sign-in.
+    await follow(await asyncio.wait_for(again.link, 20))
+    with pytest.raises(NotConnected) as told:
+        await asyncio.wait_for(writing, 20)
+    assert str(told.value) == CONNECTED_NOW.format(tool="files_write_note", server="files")
+    assert "Connected to files." in again.getvalue()
+    # The model calls it again: it runs with the wider grant.
+    assert await call(toolset, "files_write_note", {"text": "x"}) == "noted for alice: x"
+
+
+def test_the_console_builds_every_sign_in_with_its_loopback_callback(tmp_path: Path) -> None:
+    """`slack-agent chat`'s process (``load(console=True)``) builds every authorization
+    request with the console's callback, with the client registered for it (no client
+    metadata document); the Slack processes' with the public one."""
+    path = tmp_path / "agent.yaml"
+    server = {"url": "http://127.0.0.1:9/mcp", "auth": "oauth"}  # never connected here
+    oauth = {"redirect_base_url": "https://bot.example.com", "console_port": 8123}
+    path.write_text(yaml.safe_dump({"oauth": oauth, "mcp": {"servers": {"files": server}}}))
+
+    chat = load(path, console=True)[2].mcp.personal["files"].wiring
+    slack = load(path)[2].mcp.personal["files"].wiring
+
+    assert (chat.redirect_uri, chat.client_metadata_url) == (
+        "http://127.0.0.1:8123/oauth/callback",
+        None,
+    )
+    assert (slack.redirect_uri, slack.client_metadata_url) == (
+        "https://bot.example.com/oauth/callback",
+        "https://bot.example.com/oauth/client.json",
+    )
+
+
+@pytest.mark.parametrize(
+    ("switches", "told"),
+    [
+        # its metadata names another issuer: the sign-in fails (the person may try again)
+        (
+            {"wrong_metadata_issuer": True},
+            "files_connect did not run: the sign-in to files failed; alice can try again.",
+        ),
+        # its registration endpoint fails (503): the sign-in service is unavailable
+        (
+            {"register_status": 503},
+            "files_connect did not run: files's sign-in service is unavailable right now.",
+        ),
+    ],
+    ids=["wrong_issuer", "registration_503"],
+)
+async def test_an_authorization_server_that_refuses_or_fails_is_told_apart(
+    console: Console, auth_server: AuthServer, switches: dict[str, Any], told: str
+) -> None:
+    for name, value in switches.items():
+        setattr(auth_server.switches, name, value)
+    terminal = Terminal()
+    toolset = console.toolset(ConsoleTerminal(True, terminal, CtrlC()))
+    with pytest.raises((SignInFailed, SignInUnavailable)) as refused:
+        await call(toolset, "files_connect")
+    assert str(refused.value) == told
+    assert terminal.getvalue() == ""  # no link: there is nothing to sign in to

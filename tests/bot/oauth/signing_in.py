@@ -11,6 +11,8 @@ tests/tools/mcp/oauth do), with the site's callback as redirect URI.
 from __future__ import annotations
 
 import base64
+import html
+import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +30,9 @@ from bot.process.state import State
 from tests.fakes.oauth_server import AuthServer, bound_socket
 from tests.fakes.personal_mcp import PersonalMcp
 from tests.tools.mcp.oauth.people import Person, whoami
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.pending import PendingAuthorization
-from tools.mcp.oauth.tokens import Account
 
 KEY = bytes(range(32))
 KEY_TEXT = base64.b64encode(KEY).decode()
@@ -113,11 +115,26 @@ def state_of(url: str) -> str:
     return parse_qs(urlsplit(url).query)["state"][0]
 
 
-class Browser:
-    """One browser: its own cookies, no redirect followed unless asked."""
+# What a browser adds to the start page's own form POST: it is same-origin, and the page is
+# served no-referrer, so its Origin is "null".
+AS_SENT = {"Sec-Fetch-Site": "same-origin", "Origin": "null"}
+HIDDEN = re.compile(r'<input type=hidden name=(\w+) value="([^"]*)">')
 
-    def __init__(self) -> None:
-        self.session = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+def start_form(page: str) -> dict[str, str]:
+    """The start page's form fields, as a browser posts them when Continue is pressed."""
+    fields = {name: html.unescape(value) for name, value in HIDDEN.findall(page)}
+    assert "state" in fields and "nonce" in fields, page
+    return fields
+
+
+class Browser:
+    """One browser: its own cookies, no redirect followed unless asked. ``secure``: origins
+    whose Secure cookies it keeps over http (as browsers do for 127.0.0.1)."""
+
+    def __init__(self, secure: str | None = None) -> None:
+        jar = aiohttp.CookieJar(unsafe=True, treat_as_secure_origin=secure)
+        self.session = aiohttp.ClientSession(cookie_jar=jar)
 
     async def close(self) -> None:
         await self.session.close()
@@ -126,12 +143,25 @@ class Browser:
         async with self.session.get(url, allow_redirects=False) as response:
             return response.status, await response.text(), dict(response.headers)
 
-    async def post_start(self, start_url: str) -> tuple[int, str, dict[str, str]]:
-        """Press Continue on the start page (the form posts the state)."""
+    async def post_start(
+        self, start_url: str, headers: dict[str, str] | None = None
+    ) -> tuple[int, str, dict[str, str]]:
+        """Open the start page and press Continue (its form posts the state and the nonce;
+        a page that is not shown: the state alone). ``headers``: what the browser adds to
+        the POST (a real one: ``Sec-Fetch-Site: same-origin``, ``Origin: null``)."""
+        status, page, _ = await self.get(start_url)
+        form = start_form(page) if status == 200 else {"state": state_of(start_url)}
+        return await self.post_form(start_url, form, headers)
+
+    async def post_form(
+        self, start_url: str, form: dict[str, str], headers: dict[str, str] | None = None
+    ) -> tuple[int, str, dict[str, str]]:
+        """POST ``form`` to the start link's page, with this browser's cookies."""
         parts = urlsplit(start_url)
         action = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        form = {"state": state_of(start_url)}
-        async with self.session.post(action, data=form, allow_redirects=False) as response:
+        async with self.session.post(
+            action, data=form, headers=headers or {}, allow_redirects=False
+        ) as response:
             return response.status, await response.text(), dict(response.headers)
 
     async def authorize(self, location: str, user: str = "alice", deny: bool = False) -> str:
@@ -148,12 +178,12 @@ class Browser:
         """Open the link, press Continue, sign in: the callback URL, not yet followed."""
         status, body, _ = await self.get(start_url)
         assert status == 200, body
-        status, body, headers = await self.post_start(start_url)
+        status, body, headers = await self.post_form(start_url, start_form(body), AS_SENT)
         assert status == 303, body
         return await self.authorize(headers["Location"], user, deny)
 
-    def has_cookie(self) -> bool:
-        return any(cookie.key == COOKIE for cookie in self.session.cookie_jar)
+    def has_cookie(self, name: str = COOKIE) -> bool:
+        return any(cookie.key == name for cookie in self.session.cookie_jar)
 
 
 @pytest.fixture

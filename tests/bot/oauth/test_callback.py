@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Sized
+from typing import NoReturn
 
 import pytest
 from prometheus_client import REGISTRY
 
-from bot.oauth.flows import COOKIE, Outsider
+from bot.oauth import flows
+from bot.oauth.flows import COOKIE, START_COOKIE, Outsider
 from bot.process.slack import start_page_names
+from bot.process.state import State
 from bot.slack.client import web_client
 from bot.slack.identity import BotIdentity
 from bot.slack.inbox.names import SlackNames
@@ -30,13 +34,16 @@ from tests.bot.oauth.signing_in import (
     capture,
     files,
     other_browser,
+    signing_in_config,
     site,
+    start_form,
 )
 from tests.bot.turn.store.test_approvals import a_turn
 from tests.fakes.oauth_server import AuthServer
 from tests.fakes.slack_server import FakeSlack
+from tools.mcp.oauth.account import Account
+from tools.mcp.oauth.grants import GrantUnavailable
 from tools.mcp.oauth.pending import PendingAuthorization
-from tools.mcp.oauth.tokens import Account
 
 __all__ = ["auth_server", "browser", "files", "other_browser", "site"]  # fixtures
 
@@ -189,6 +196,7 @@ async def test_opening_the_link_twice_spends_nothing_and_continuing_twice_is_ref
     site: Site, browser: Browser, other_browser: Browser
 ) -> None:
     pending, url = await begun(site)
+    nonces = []
     for _ in range(2):
         status, body, headers = await browser.get(url)
         assert status == 200
@@ -197,6 +205,13 @@ async def test_opening_the_link_twice_spends_nothing_and_continuing_twice_is_ref
         assert f'name=state value="{pending.state}"' in body
         assert headers["Cache-Control"] == "no-store"
         assert headers["Referrer-Policy"] == "no-referrer"
+        start_cookie = headers["Set-Cookie"]
+        assert start_cookie.startswith(f"{START_COOKIE}=")
+        assert "HttpOnly" in start_cookie and "SameSite=Strict" in start_cookie
+        assert "Path=/oauth" in start_cookie and "Secure" not in start_cookie
+        assert 0 < int(start_cookie.split("Max-Age=")[1].split(";")[0]) <= 600
+        nonces.append(start_form(body)["nonce"])
+    assert nonces[0] == nonces[1]  # the browser keeps its start nonce (two tabs both work)
     assert not browser.has_cookie()
     fields = await site.state.client.hgetall(site.state.keys.oauth_flow(pending.state))
     assert (fields["started"], fields["browser"]) == ("", "")
@@ -218,12 +233,19 @@ async def test_opening_the_link_twice_spends_nothing_and_continuing_twice_is_ref
     ]
 
 
-async def test_an_https_start_link_sets_a_secure_cookie(site: Site, browser: Browser) -> None:
+async def test_an_https_start_link_sets_a_secure_cookie(site: Site) -> None:
     pending, url = await begun(site, base_url="https://bot.example.com")
     assert url == f"https://bot.example.com/oauth/start?state={pending.state}"
     local = url.replace("https://bot.example.com", site.base)
-    status, _, headers = await browser.post_start(local)
-    assert status == 303 and "Secure" in headers["Set-Cookie"]
+    browser = Browser(secure=site.base)  # what the browser sees as https://bot.example.com
+    try:
+        status, _, headers = await browser.get(local)
+        assert status == 200 and "Secure" in headers["Set-Cookie"]  # the start nonce's
+        origin = {"Origin": "https://bot.example.com", "Sec-Fetch-Site": "same-origin"}
+        status, _, headers = await browser.post_start(local, origin)
+        assert status == 303 and "Secure" in headers["Set-Cookie"]
+    finally:
+        await browser.close()
 
 
 async def test_a_reload_of_the_callback_is_refused_and_the_code_exchanged_once(
@@ -263,7 +285,7 @@ async def test_an_expired_link_is_gone(site: Site, browser: Browser) -> None:
     assert await flow_exists(site, pending)  # kept 120 s more for a late callback
     status, body, _ = await browser.get(url)
     assert status == 410 and "expired or was used" in body
-    status, _, _ = await browser.post_start(url)
+    status, _, _ = await browser.post_form(url, {"state": pending.state})
     assert status == 410 and not browser.has_cookie()
     assert [e.outcome for e in await connection_audit(site, "callback_refused")] == [
         "expired",
@@ -274,19 +296,30 @@ async def test_an_expired_link_is_gone(site: Site, browser: Browser) -> None:
 async def test_a_wrong_iss_fails_and_stores_nothing(
     site: Site, browser: Browser, auth_server: AuthServer
 ) -> None:
-    _, request = await waiting_request(site)
-    _, url = await begun(site, request.id)
+    """The request waiting on it is decided at once (denied, ``failed``): its turn wakes and
+    tells the model, instead of waiting for the request's deadline."""
+    queued, request = await waiting_request(site)
+    pending, url = await begun(site, request.id)
     auth_server.switches.iss = "wrong"
+    before = callbacks("refused")
     back = await browser.to_callback(url)
-    status, body, _ = await browser.get(back)
+    status, body, headers = await browser.get(back)
     assert status == 400 and "failed" in body and "Nothing was kept" in body
+    assert "<code>/agent connect files</code>" in body and "Ask the bot again" not in body
+    assert headers["Cache-Control"] == "no-store"
     assert auth_server.authority.grants["authorization_code"] == 0
     assert await site.side.connections.connections(ALICE) == []
     assert await site.side.tokens_for(ALICE, "files").current() is None
     [entry] = await connection_audit(site, "callback_refused")
     assert entry.outcome == "issuer"
-    still = await site.state.threads.approvals.get(request.id)
-    assert still is not None and still.open
+    assert callbacks("refused") == before + 1
+    decided = await site.state.threads.approvals.get(request.id)
+    assert decided is not None and decided.state is ApprovalState.DENIED
+    assert decided.reason == "failed" and decided.by == "U1"
+    claimed = await site.state.threads.queue.claim_stale("w2", 60_000)
+    assert [c.entry_id for c in claimed] == [queued.entry_id]
+    assert await site.side.sign_ins.wait_finished(pending.state, 0) == "failed"
+    assert not await flow_exists(site, pending)
 
 
 async def test_access_denied_denies_the_waiting_request(
@@ -300,8 +333,10 @@ async def test_access_denied_denies_the_waiting_request(
     assert status == 200 and "did not allow access" in body
     decided = await site.state.threads.approvals.get(request.id)
     assert decided is not None and decided.state is ApprovalState.DENIED
+    assert decided.reason == "declined"
     claimed = await site.state.threads.queue.claim_stale("w2", 60_000)
     assert [c.entry_id for c in claimed] == [queued.entry_id]
+    assert await site.side.sign_ins.wait_finished(pending.state, 0) == "declined"
     [entry] = await connection_audit(site, "signin_declined")
     assert (entry.actor, entry.target, entry.outcome) == ("U1", "files", "access_denied")
     assert await site.side.connections.connections(ALICE) == []
@@ -327,18 +362,37 @@ async def test_a_connect_wakes_every_request_waiting_for_it(site: Site, browser:
         assert decided is not None and decided.state is ApprovalState.APPROVED
 
 
-async def test_wait_connected_sees_the_connection_made_after_the_sign_in_began(
-    site: Site, browser: Browser
+async def test_wait_finished_sees_the_sign_in_end_on_any_replica(
+    site: Site, browser: Browser, make_state: Callable[..., State]
 ) -> None:
-    sign_ins = site.side.sign_ins
-    _, url = await begun(site)
-    waiting = asyncio.create_task(sign_ins.wait_connected(ALICE, "files", 30))
+    """The console's wait reads how the flow ended from Redis: another process's SignIns
+    (which began nothing) sees it too; a flow nobody finished has no end."""
+    other = make_state(**signing_in_config(site.base, site.files_url))
+    assert other.oauth is not None
+    pending, url = await begun(site)
+    waiting = asyncio.create_task(other.oauth.sign_ins.wait_finished(pending.state, 30))
     status, _, _ = await browser.get(await browser.to_callback(url))
     assert status == 200
-    assert await waiting
-    # Connected already, nothing new: a second wait sees no new connection.
-    await begun(site)
-    assert not await sign_ins.wait_connected(ALICE, "files", 0.3)
+    assert await waiting == "connected"
+    # Connected already: a new sign-in has not ended until its own callback.
+    again, _ = await begun(site)
+    assert await site.side.sign_ins.wait_finished(again.state, 0.3) is None
+
+
+async def test_a_sign_in_keeps_nothing_in_the_process(site: Site) -> None:
+    """A Slack process begins sign-ins all day: SignIns holds no record of them in memory
+    (what the console waits on is in Redis)."""
+    sign_ins = site.side.sign_ins
+
+    def held() -> dict[str, int]:
+        return {k: len(v) for k, v in vars(sign_ins).items() if isinstance(v, Sized)}
+
+    before = held()
+    pending = await capture(site.files_url, site.callback)
+    for n in range(20):
+        account = Account("T1", f"U{n}")
+        await sign_ins.begin(account, "files", pending, request_id=None, external=False, ttl_s=60)
+    assert held() == before
 
 
 async def test_begin_refuses_a_person_of_another_workspace(site: Site) -> None:
@@ -380,3 +434,31 @@ async def test_the_start_page_names_the_person_and_workspace_as_slack_does(
         await client.aclose()
     assert status == 200
     assert "for <strong>Alice &lt;b&gt;</strong> in <strong>Test</strong>" in body
+
+
+async def test_an_authorization_server_out_of_reach_decides_the_waiting_request_at_once(
+    site: Site, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued, request = await waiting_request(site)
+    pending, url = await begun(site, request.id)
+    back = await browser.to_callback(url)
+
+    async def away(*args: object) -> NoReturn:
+        raise GrantUnavailable("unreachable")
+
+    monkeypatch.setattr(flows, "complete_authorization", away)
+    before = callbacks("unavailable")
+    status, body, headers = await browser.get(back)
+    assert status == 502 and "could not be reached" in body and "Nothing was kept" in body
+    assert "<code>/agent connect files</code>" in body
+    assert headers["Referrer-Policy"] == "no-referrer"
+    assert callbacks("unavailable") == before + 1
+    decided = await site.state.threads.approvals.get(request.id)
+    assert decided is not None and decided.state is ApprovalState.DENIED
+    assert decided.reason == "unavailable"
+    claimed = await site.state.threads.queue.claim_stale("w2", 60_000)
+    assert [c.entry_id for c in claimed] == [queued.entry_id]
+    [entry] = await connection_audit(site, "callback_refused")
+    assert (entry.actor, entry.outcome) == ("U1", "unreachable")
+    assert await site.side.sign_ins.wait_finished(pending.state, 0) == "unavailable"
+    assert await site.side.connections.connections(ALICE) == []

@@ -19,15 +19,25 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from bot.oauth.config import OAuthConfig
 from bot.oauth.crypto import Sealer
-from bot.oauth.records import ClientRecords, Connection, Connections, TeamConnection
+from bot.oauth.flows import SignIns
+from bot.oauth.records import (
+    LOCK_TIMEOUT_S,
+    REFRESH_TIMEOUT_S,
+    ClientRecords,
+    Connection,
+    Connections,
+    TeamConnection,
+)
 from bot.process.state import State
 from bot.state.audit import AuditKind, AuditLog
 from bot.state.redis.errors import NotReplicated
 from bot.state.redis.keys import Keys, issuer_id
 from bot.state.redis.replication import Replication
+from tools.mcp.oauth.account import Account
+from tools.mcp.oauth.grants import Revoked, RevokeOutcome
 from tools.mcp.oauth.tokens import (
-    Account,
     Gone,
     Held,
     Refreshed,
@@ -100,13 +110,16 @@ class AuthorizationServer:
         return Refreshed(snapshot(self.issued, 3600, held.issuer))
 
 
-def connections(state: State, sealer: Sealer | None = None) -> Connections:
+def connections(
+    state: State, sealer: Sealer | None = None, refresh_timeout_s: float = REFRESH_TIMEOUT_S
+) -> Connections:
     return Connections(
         state.client,
         state.keys,
         sealer or Sealer(KEY),
         state.shared.audit,
         state.handle.replication,
+        refresh_timeout_s=refresh_timeout_s,
     )
 
 
@@ -293,6 +306,97 @@ async def test_a_process_holding_a_forgotten_token_takes_the_new_connection(
     server.latest = "rt-secret-3"  # refreshed, its version goes on from there
     refreshed = await on_b.fresh(after_401_of=third.ver)
     assert isinstance(refreshed, Held) and refreshed.ver == third.ver + 1
+
+
+@pytest.mark.cluster
+async def test_a_refresh_that_hangs_is_given_up_before_its_lock_lapses(
+    replicas: tuple[State, State],
+) -> None:
+    """An authorization server that never answers: the refresh is given up (Unavailable,
+    the record as it was) while the lock is still this process's, and the lock is freed, so
+    no other replica ever presents the same refresh token while this one may still."""
+    a, b = replicas
+    cancelled = asyncio.Event()
+
+    async def hangs(held: TokenSnapshot) -> RefreshOutcome:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cancelled.set()
+        raise AssertionError("never answered")
+
+    on_a = connections(a, refresh_timeout_s=0.3).tokens(ALICE, "files", hangs)
+    await on_a.store(snapshot(1, 5), actor="U1")
+    before = await a.client.hgetall(token_key(a))
+
+    assert await on_a.fresh() == Unavailable("timeout")
+
+    assert cancelled.is_set()
+    assert await a.client.hgetall(token_key(a)) == before
+    assert not await a.client.exists(a.keys.oauth_refresh("T1", "U1", "files", issuer_id(ISSUER)))
+    server = AuthorizationServer()
+    refreshed = await connections(b).tokens(ALICE, "files", server.refresh).fresh()
+    assert isinstance(refreshed, Held) and refreshed.ver == 2 and server.calls == 1
+
+
+def test_a_refresh_is_bounded_below_the_locks_life() -> None:
+    assert 0 < REFRESH_TIMEOUT_S < LOCK_TIMEOUT_S
+    with pytest.raises(ValueError, match="before its lock lapses"):
+        Connections(None, Keys("x:"), Sealer(KEY), None, refresh_timeout_s=LOCK_TIMEOUT_S)  # type: ignore[arg-type]
+
+
+async def test_a_disconnect_waits_for_a_refresh_under_way_and_revokes_its_tokens(
+    replicas: tuple[State, State], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refreshes (its authorization server slow) while B disconnects the person: B waits
+    for A's refresh, then revokes the rotated tokens it wrote, and forgets them."""
+    a, b = replicas
+    slow = AuthorizationServer()
+    slow.go_on = asyncio.Event()
+    on_a = connections(a).tokens(ALICE, "files", slow.refresh)
+    await on_a.store(snapshot(1, 5), actor="U1")
+    refreshing = asyncio.create_task(on_a.fresh())
+    await asyncio.wait_for(slow.started.wait(), 10)  # A holds the refresh lock
+
+    revoked: list[str | None] = []
+
+    async def revoke(held: TokenSnapshot) -> RevokeOutcome:
+        revoked.append(held.token.refresh_token)
+        return Revoked()
+
+    asks_for_the_lock = asyncio.Event()
+    lock = b.client.lock
+
+    def watched_lock(*args: Any, **kwargs: Any) -> Any:
+        asks_for_the_lock.set()
+        return lock(*args, **kwargs)
+
+    monkeypatch.setattr(b.client, "lock", watched_lock)
+    on_b = connections(b)
+    sign_ins = SignIns(
+        b.client,
+        b.keys,
+        Sealer(KEY),
+        OAuthConfig(),
+        b.threads.approvals,
+        b.shared.audit,
+        lambda account, server: on_b.tokens(account, server, slow.refresh),
+        b.handle.replication,
+        revoke=revoke,
+    )
+    disconnecting = asyncio.create_task(sign_ins.disconnect(ALICE, "files", actor="U1"))
+    asking = asyncio.create_task(asks_for_the_lock.wait())
+    await asyncio.wait({disconnecting, asking}, return_when=asyncio.FIRST_COMPLETED)
+    asking.cancel()
+    slow.go_on.set()  # A's refresh comes back with rotated tokens
+
+    refreshed = await refreshing
+    assert isinstance(refreshed, Held) and refreshed.snapshot.token.refresh_token == "rt-secret-2"
+    done = await disconnecting
+    assert done.connected and isinstance(done.revoked, Revoked)
+    assert revoked == ["rt-secret-2"]  # the tokens A wrote, not the ones they replaced
+    assert await on_b.connections(ALICE) == []
+    assert not await b.client.exists(token_key(b))
 
 
 @pytest.mark.cluster

@@ -15,6 +15,7 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "chat_postMessage": {"chat:write"},
     "chat_update": {"chat:write"},
     "chat_delete": {"chat:write"},
+    "chat_postEphemeral": {"chat:write"},  # a sign-in link for one person
     "chat_startStream": {"chat:write"},
     "chat_appendStream": {"chat:write"},
     "chat_stopStream": {"chat:write"},

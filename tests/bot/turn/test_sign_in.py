@@ -11,7 +11,7 @@ import base64
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -19,6 +19,7 @@ from aiohttp import web
 
 from bot.oauth.web import oauth_routes
 from bot.turn.store.approvals import ApprovalRequest, ApprovalState
+from tests.bot.oauth.signing_in import AS_SENT, start_form
 from tests.fakes import trading_tools
 from tests.fakes.llm_server import Request, calls, text, tool_results
 from tests.fakes.oauth_server import AuthServer, bound_socket
@@ -33,7 +34,7 @@ from tests.fakes.slack_harness import (
 )
 from tests.fakes.slack_server import Message
 from tests.waiting import until, until_true
-from tools.mcp.oauth.tokens import Account
+from tools.mcp.oauth.account import Account
 
 KEY = base64.b64encode(bytes(range(32))).decode()
 START = "/oauth/start?state="
@@ -103,17 +104,20 @@ async def signing_in(slack_app: SlackHarness, files: PersonalMcp) -> AsyncIterat
         await app.stop()
 
 
-async def connect(start_url: str, user: str = "alice") -> str:
-    """A browser follows the start link: the start page, Continue, the authorization
-    server's sign-in as ``user``, then back to the callback. The callback page's text."""
+async def connect(start_url: str, user: str = "alice", status: int = 200) -> str:
+    """A browser follows the start link: the start page, Continue (its form), the
+    authorization server's sign-in as ``user``, then back to the callback. The callback
+    page's text (answered ``status``)."""
     jar = aiohttp.CookieJar(unsafe=True)
     async with aiohttp.ClientSession(cookie_jar=jar) as browser:
         async with browser.get(start_url, allow_redirects=False) as page:
             assert page.status == 200, await page.text()
+            form = start_form(await page.text())
         parts = urlsplit(start_url)
-        form = {"state": parse_qs(parts.query)["state"][0]}
         action = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        async with browser.post(action, data=form, allow_redirects=False) as started:
+        async with browser.post(
+            action, data=form, headers=AS_SENT, allow_redirects=False
+        ) as started:
             assert started.status == 303, await started.text()
             authorize = started.headers["Location"]
         async with browser.get(authorize, allow_redirects=False) as asked:
@@ -123,7 +127,7 @@ async def connect(start_url: str, user: str = "alice") -> str:
             assert signed.status == 302, await signed.text()
             callback = signed.headers["Location"]
         async with browser.get(callback, allow_redirects=False) as back:
-            assert back.status == 200, await back.text()
+            assert back.status == status, await back.text()
             return await back.text()
 
 
@@ -307,6 +311,47 @@ async def test_not_now_by_the_person_declines_and_by_anyone_else_is_refused(
     card = sign_in_cards(app, "C0CHAN", "803.000001")[-1]
     assert "chose not to connect" in json.dumps(card.blocks) and not values(card.blocks)
     assert ("signin_declined", "not_now") in await audited(app)
+
+
+async def test_a_sign_in_that_fails_at_the_callback_tells_the_model_at_once(
+    signing_in: SignInApp, auth_server: AuthServer
+) -> None:
+    """The authorization server's answer fails a check (a wrong ``iss``): the request is
+    decided then, the model told SignInFailed (not "did not connect within 15 minutes"),
+    the card says the sign-in failed; asked again, the person connects."""
+    app = await signing_in.start()
+    app.llm.add(
+        calls(("files_connect", {}, "c1")),
+        lambda request: text(json.dumps(answer_text(request, "c1"))),
+    )
+    await app.post(app.envelope(mention("who am I?", "808.000001")))
+    await a_sign_in_card(app, "C0CHAN", "808.000001")
+    await until(lambda: bool(ephemerals(app)))
+    auth_server.switches.iss = "wrong"
+    page = await connect(link_in(ephemerals(app)[0]), status=400)
+    assert "failed" in page and "<code>/agent connect files</code>" in page
+
+    [answer] = await app.answered("C0CHAN", "808.000001", within=20)
+    assert json.loads(answer.shown) == {
+        "error": "SignInFailed",
+        "message": "files_connect did not run: the sign-in to files failed; <@U0ALICE> can "
+        "try again.",
+    }
+    card = sign_in_cards(app, "C0CHAN", "808.000001")[-1]
+    assert "Sign-in to " in json.dumps(card.blocks) and " failed" in json.dumps(card.blocks)
+    assert not values(card.blocks)
+
+    auth_server.switches.iss = "send"  # asked again: a new sign-in, and it connects
+    app.llm.add(
+        calls(("files_connect", {}, "c2")),
+        calls(("files_whoami", {}, "w1")),
+        lambda request: text(f"You are {tool_results(request)['w1']}."),
+    )
+    await app.post(app.envelope(channel_message("again?", "808.000002", thread_ts="808.000001")))
+    await until(lambda: len(ephemerals(app)) == 2)
+    await connect(link_in(ephemerals(app)[1]))
+    [_, again] = await app.answered("C0CHAN", "808.000001", count=2, within=20)
+    assert again.shown == "You are alice."
 
 
 def from_another_workspace(event: dict[str, Any]) -> dict[str, Any]:

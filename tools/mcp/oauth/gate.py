@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from tools.definition import Tool
 from tools.errors import ToolUnavailable
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.pending import SignInRequired
-from tools.mcp.oauth.tokens import Account
 from tools.toolset import Toolset
 
 if TYPE_CHECKING:

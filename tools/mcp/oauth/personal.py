@@ -11,7 +11,8 @@ offered: :class:`PersonalServer`, and :class:`PersonalWiring`, what the bot give
 - **Not connected**: the server's token-less listing (one token-less attempt at start and
   every ``list_ttl_s``; a refusal means "lists nothing without a token", not an outage),
   else the last listing a connected person got that the server marked ``public`` on a
-  2026-07-28 connection: each tool offered as a "connect to use" copy (the description says
+  2026-07-28 connection, every page of it (a listing with one page not public is shared
+  with nobody): each tool offered as a "connect to use" copy (the description says
   so; once the person is connected the copy runs the tool of that name on their own
   session). With no listing at all: one ``<prefix>connect`` tool. A listing that ends in a
   sign-in (a token revoked, its refresh refused) is not a sign-in: the person gets these
@@ -51,13 +52,14 @@ from tools.mcp.calls import Caller, McpUnavailable
 from tools.mcp.config import McpServerConfig, substitute
 from tools.mcp.failures import describe
 from tools.mcp.listing import ToolListing, listed
-from tools.mcp.oauth.errors import SignInUnavailable
-from tools.mcp.oauth.grants import GrantUnavailable, client_metadata
+from tools.mcp.oauth.account import Account
+from tools.mcp.oauth.errors import SignInFailed, SignInUnavailable
+from tools.mcp.oauth.grants import GrantError, GrantRefused, GrantUnavailable, client_metadata
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.pending import PendingAuthorization, SignInRequired
 from tools.mcp.oauth.pool import Connect, PersonalSession, SessionPool, TokensUnavailable
 from tools.mcp.oauth.provider import BotOAuthProvider, ClientStore
-from tools.mcp.oauth.tokens import Account, Held, PersonTokens
+from tools.mcp.oauth.tokens import Held, PersonTokens
 from tools.mcp.remote_tools import exposed_name
 from tools.mcp.sampling import Sampler
 from tools.mcp.server_requests import ServerRequests
@@ -176,7 +178,7 @@ class PersonalServer:
                 return await self._own_tools(account)
             except SignInRequired:
                 pass  # not a sign-in: the pending request is dropped
-            except (TokensUnavailable, McpUnavailable) as exc:
+            except (TokensUnavailable, McpUnavailable, GrantError) as exc:
                 log.info("MCP server %s: a person's tools are not listed now (%s)", self.name, exc)
         return await self.connect_to_use(account)
 
@@ -197,7 +199,7 @@ class PersonalServer:
 
     async def _own_tools(self, account: Account) -> list[Tool]:
         """The connected person's own list (the SDK's cache first). Raises
-        ``SignInRequired``, ``TokensUnavailable`` or ``McpUnavailable``."""
+        ``SignInRequired``, ``TokensUnavailable``, ``GrantError`` or ``McpUnavailable``."""
 
         async def listing(session: PersonalSession) -> list[Tool]:
             client = _open(session)
@@ -206,12 +208,12 @@ class PersonalServer:
             if known is not None and known.first == first:
                 self._lists.move_to_end(account)
                 return known.tools
-            remotes = await listed(client, first)
-            if (
-                client.protocol_version in MODERN_PROTOCOL_VERSIONS
-                and first.cache_scope == "public"
+            pages: list[mcp_types.ListToolsResult] = []
+            remotes = await listed(client, first, pages)
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS and all(
+                page.cache_scope == "public" for page in pages
             ):
-                self._public = remotes  # the server said anyone may see it
+                self._public = remotes  # the server said anyone may see all of it
             tools = self._personal(self.listing.offered(remotes, self._call_for(account)))
             self._lists[account] = _Listed(first, tools)
             while len(self._lists) > self.wiring.max_sessions:
@@ -230,12 +232,18 @@ class PersonalServer:
 
             try:
                 return await self.pool.run(account, run)
-            except TokensUnavailable:
-                raise SignInUnavailable(
-                    exposed_name(self.config.prefix, remote), self.name
-                ) from None
+            except (TokensUnavailable, GrantError) as exc:
+                raise self._sign_in_error(exposed_name(self.config.prefix, remote), exc) from None
 
         return call
+
+    def _sign_in_error(self, tool_name: str, exc: Exception) -> SignInFailed | SignInUnavailable:
+        """What the model reads when a person's session could not be used for their sign-in:
+        the authorization server refused it (``GrantRefused``: a wrong issuer, a refused
+        registration), else its sign-in service is unavailable."""
+        if isinstance(exc, GrantRefused):
+            return SignInFailed(tool_name, "the person", self.name)
+        return SignInUnavailable(tool_name, self.name)
 
     async def connect_to_use(self, account: Account) -> list[Tool]:
         """What a person who is not connected is offered: a copy of each tool listed without
@@ -266,8 +274,8 @@ class PersonalServer:
             exposed = exposed_name(self.config.prefix, remote)
             try:
                 own = await self._own_tools(account)
-            except TokensUnavailable:
-                raise SignInUnavailable(exposed, self.name) from None
+            except (TokensUnavailable, GrantError) as exc:
+                raise self._sign_in_error(exposed, exc) from None
             tool = next((tool for tool in own if tool.remote_name == remote), None)
             if tool is None:
                 raise ToolError(f"{exposed} is not available to your account on {self.name}.")
@@ -279,8 +287,8 @@ class PersonalServer:
         async def invoke(arguments: dict[str, Any]) -> str:
             try:
                 own = await self._own_tools(account)
-            except TokensUnavailable:
-                raise SignInUnavailable(tool.name, self.name) from None
+            except (TokensUnavailable, GrantError) as exc:
+                raise self._sign_in_error(tool.name, exc) from None
             names = ", ".join(sorted(tool.name for tool in own)) or "none"
             return f"Connected to {self.name}; its tools are offered from the next step: {names}"
 
@@ -340,9 +348,12 @@ class PersonalServer:
     ) -> PendingAuthorization | None:
         """The person's authorization request, built by the SDK (discovery, registration,
         PKCE) and captured, not waited on; None when the server answered without asking for
-        a token. ``redirect_uri`` overrides the wiring's (the console's loopback callback).
-        Raises ``GrantUnavailable`` when the server or its authorization server cannot be
-        reached, or discovery fails."""
+        a token. ``redirect_uri`` overrides the wiring's. Ends as soon as discovery or
+        registration fails: raises ``GrantRefused`` when the authorization server refuses
+        (its metadata names another issuer, the resource metadata another server, the
+        registration is refused, no authorization server is found) and ``GrantUnavailable``
+        when the server or its authorization server cannot be reached, fails (5xx, 429) or
+        takes too long; each with a fixed reason word, never the server's text."""
         connect = self._connector(redirect_uri or self.wiring.redirect_uri, MemoryTokens())
         return await self._capture(account, connect)
 
@@ -362,9 +373,14 @@ class PersonalServer:
         )
         try:
             pending = await self._capture(Account("check", "check"), connect)
-        except GrantUnavailable:
+        except GrantRefused as refused:
+            return Survey(problem=_refused(refused.reason, seen[0] if seen else None, self.url))
+        except GrantUnavailable as failed:
             if answers.last_status is None:
                 return Survey(problem=f"could not be reached at {self.url}")
+            if failed.reason.startswith("status_"):
+                code = failed.reason.removeprefix("status_")
+                return Survey(problem=f"its authorization server answered HTTP {code}")
             return Survey(problem=_missing(seen[0] if seen else None, self.url))
         tools = tuple(tool.name for tool in await self.anonymous())
         if pending is None:
@@ -446,6 +462,7 @@ class PersonalServer:
             session.watched(tokens),
             on_pending=session.on_pending,
             on_unavailable=session.on_unavailable,
+            on_failed=session.on_failed,
             client_info=known,
             clients=None if known is not None else self.wiring.clients_for(self.name, redirect),
             client_metadata_url=self.wiring.client_metadata_url,
@@ -473,6 +490,18 @@ def _open(session: PersonalSession) -> Client:
     if session.client is None:
         raise McpUnavailable(f"The MCP server {session.server} is unavailable right now.")
     return session.client
+
+
+def _refused(reason: str, provider: BotOAuthProvider | None, url: str) -> str:
+    """Why discovery refused the server's authorization server, in words (`slack-agent
+    check`)."""
+    context = provider.context if provider is not None else None
+    where = (context.auth_server_url if context is not None else None) or url
+    if reason == "issuer":
+        return f"the authorization server metadata for {where} names another issuer"
+    if reason == "resource":
+        return f"its protected resource metadata names another resource than {url}"
+    return _missing(provider, url)
 
 
 def _missing(provider: BotOAuthProvider | None, url: str) -> str:

@@ -12,7 +12,11 @@ authorization request (the capture, ``provider.py``): then the session is closed
 cancelled, which ends the provider's wait and the refused request: nothing is logged, no task
 is left) and the operation raises ``SignInRequired`` with that request. Every operation on
 the session at that moment gets the same one. When the person's tokens cannot be read now
-(``Unavailable``), the operation raises :class:`TokensUnavailable` the same way.
+(``Unavailable``), the operation raises :class:`TokensUnavailable` the same way; when the
+SDK's discovery or registration failed before it built a request (the provider's
+``FlowFailed``), ``GrantRefused`` (the authorization server refused: a wrong issuer, a
+refused registration) or ``GrantUnavailable`` (it failed: 5xx, 429), each with a fixed
+reason word, said once in a plain warning line.
 
 :class:`SessionPool` holds one session per person for one server: at ``max_sessions``, the
 least recently used session with nothing running is closed to make room; when every session
@@ -37,8 +41,11 @@ from mcp.client import Client
 
 from tools.mcp.calls import McpUnavailable
 from tools.mcp.failures import describe
+from tools.mcp.oauth.account import Account
+from tools.mcp.oauth.grants import GrantError, GrantRefused, GrantUnavailable
 from tools.mcp.oauth.pending import PendingAuthorization, SignInRequired
-from tools.mcp.oauth.tokens import Account, Freshness, Gone, PersonTokens, Unavailable
+from tools.mcp.oauth.provider import FlowFailed
+from tools.mcp.oauth.tokens import Freshness, Gone, PersonTokens, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +89,7 @@ class PersonalSession:
         self.account = account
         self.sign_in: asyncio.Future[PendingAuthorization] = loop.create_future()
         self.unavailable: asyncio.Future[Unavailable] = loop.create_future()
+        self.failed: asyncio.Future[FlowFailed] = loop.create_future()
         self.ready = asyncio.Event()
         self.closed = asyncio.Event()
         self.client: Client | None = None  # the live client (None: not open, or closed)
@@ -106,6 +114,17 @@ class PersonalSession:
         if not self.unavailable.done():
             self.unavailable.set_result(unavailable)
 
+    def on_failed(self, failed: FlowFailed) -> None:
+        if self.failed.done():
+            return
+        self.failed.set_result(failed)
+        log.warning(
+            "MCP server %s: a person's sign-in could not be prepared (%s: %s)",
+            self.server,
+            "refused" if failed.refused else "unavailable",
+            failed.reason,
+        )
+
     def watched(self, tokens: PersonTokens) -> WatchedTokens:
         return WatchedTokens(tokens, self)
 
@@ -122,13 +141,14 @@ class PersonalSession:
 
     @property
     def interrupted(self) -> bool:
-        return self.sign_in.done() or self.unavailable.done()
+        return self.sign_in.done() or self.unavailable.done() or self.failed.done()
 
     # Its life.
 
     async def open(self) -> None:
         """Open it (once; concurrent callers wait for the same opening). Raises
-        ``SignInRequired``, :class:`TokensUnavailable` or ``McpUnavailable``."""
+        ``SignInRequired``, :class:`TokensUnavailable`, ``GrantRefused``,
+        ``GrantUnavailable`` or ``McpUnavailable``."""
         if self._opening is None:
             self._opening = asyncio.ensure_future(self._open())
         await asyncio.shield(self._opening)
@@ -155,8 +175,9 @@ class PersonalSession:
             self.closed.set()
 
     async def run(self, operation: Callable[[PersonalSession], Awaitable[T]]) -> T:
-        """``operation`` on the open session, raced against a sign-in or the tokens being
-        unavailable (then the session is closed and that is raised)."""
+        """``operation`` on the open session, raced against a sign-in, the tokens being
+        unavailable or a failed discovery (then the session is closed and that is
+        raised)."""
         done, result = await self._first_of(operation(self))
         if not done:
             await self.close()
@@ -170,6 +191,7 @@ class PersonalSession:
         task = asyncio.ensure_future(work)
         closed = asyncio.ensure_future(self.closed.wait())
         waits: set[asyncio.Future[Any]] = {task, closed, self.sign_in, self.unavailable}
+        waits.add(self.failed)
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -187,13 +209,18 @@ class PersonalSession:
             return SignInRequired(self.sign_in.result())
         if self.unavailable.done():
             return TokensUnavailable(self.unavailable.result().why or "unavailable")
+        if self.failed.done():
+            failed = self.failed.result()
+            kind: type[GrantError] = GrantRefused if failed.refused else GrantUnavailable
+            return kind(failed.reason)
         why = describe(self.failure) if self.failure is not None else self.broken or "closed"
         log.info("MCP server %s: a person's session could not be used (%s)", self.server, why)
         return McpUnavailable(f"The MCP server {self.server} is unavailable right now.")
 
     async def close(self) -> None:
-        """End the session: gently (the client's own shutdown) unless a sign-in or the
-        tokens interrupted it, which ends it at once (the provider holds a refused request)."""
+        """End the session: gently (the client's own shutdown) unless a sign-in, the tokens
+        or a failed discovery interrupted it, which ends it at once (the provider holds a
+        refused request)."""
         task = self._task
         if task is None or task.done():
             self.closed.set()
@@ -230,7 +257,8 @@ class SessionPool:
         self, account: Account, operation: Callable[[PersonalSession], Awaitable[T]]
     ) -> T:
         """``operation`` on ``account``'s session (opened if needed). Raises
-        ``SignInRequired``, :class:`TokensUnavailable` or ``McpUnavailable``."""
+        ``SignInRequired``, :class:`TokensUnavailable`, ``GrantRefused``,
+        ``GrantUnavailable`` or ``McpUnavailable``."""
         async with self.using(account) as session:
             return await session.run(operation)
 

@@ -17,6 +17,11 @@ of that and changes two things:
   (``fresh(after_401_of=...)``: another process may have refreshed it, or it is refreshed now)
   and sends the request again; otherwise the 401 goes to the SDK, which discovers and
   captures. Every refresh goes through ``PersonTokens``, never the SDK's inline one.
+- **Failures** (discovery, registration): what the SDK raises before it built a request is
+  reported to ``on_failed`` as a :class:`FlowFailed` (a refusal or an outage, a fixed reason
+  word, never the server's text), and the flow waits the same way, so the session ends at
+  once rather than through the transport. The SDK's own "OAuth flow error" log record (a
+  traceback whose text may quote the server) is dropped.
 
 When ``PersonTokens`` cannot answer (``Unavailable``), the flow reports it to
 ``on_unavailable`` and waits the same way: a blip must not send a person to sign in again.
@@ -24,13 +29,20 @@ When ``PersonTokens`` cannot answer (``Unavailable``), the flow reports it to
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
-from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.auth import (
+    OAuthClientProvider,
+    OAuthFlowError,
+    OAuthRegistrationError,
+    TokenStorage,
+)
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
@@ -42,6 +54,49 @@ from pydantic import AnyUrl
 
 from tools.mcp.oauth.pending import PendingAuthorization
 from tools.mcp.oauth.tokens import Freshness, Gone, Held, PersonTokens, TokenSnapshot, Unavailable
+
+SDK_FLOW_LOGGER = "mcp.client.auth.oauth2"
+SDK_FLOW_ERROR = "OAuth flow error"  # what the SDK logs, with its traceback, when a flow fails
+
+
+class _NoFlowTraceback(logging.Filter):
+    """Drops the SDK's "OAuth flow error" record: its traceback's text may quote the server,
+    and the provider reports the failure itself (``on_failed``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != SDK_FLOW_ERROR
+
+
+logging.getLogger(SDK_FLOW_LOGGER).addFilter(_NoFlowTraceback())
+
+
+@dataclass(frozen=True)
+class FlowFailed:
+    """The SDK's flow failed before it built an authorization request. ``refused``: the
+    authorization server said no or cannot be trusted (the person's sign-in fails); else it
+    could not answer (5xx, 429: unavailable). ``reason`` is a fixed word: ``issuer`` (its
+    metadata names another issuer), ``resource`` (the resource metadata names another
+    server), ``registration`` (the registration was refused or unusable), ``discovery``
+    (no authorization server found, or its answers are unusable), ``status_<code>``."""
+
+    refused: bool
+    reason: str
+
+
+def flow_failure(exc: Exception, failing_status: int | None, found_metadata: bool) -> FlowFailed:
+    """What the SDK's ``exc`` means, in words of our own. ``failing_status``: a 5xx or 429
+    that a discovery or registration request of the flow got (an outage, whatever followed);
+    ``found_metadata``: the authorization server's metadata was found."""
+    if failing_status is not None:
+        return FlowFailed(False, f"status_{failing_status}")
+    text = str(exc)  # the SDK's sentence, only matched: it may quote the server
+    if isinstance(exc, OAuthRegistrationError) and found_metadata:
+        return FlowFailed(True, "registration")
+    if isinstance(exc, OAuthFlowError) and "issuer mismatch" in text:
+        return FlowFailed(True, "issuer")
+    if isinstance(exc, OAuthFlowError) and text.startswith("Protected resource "):
+        return FlowFailed(True, "resource")
+    return FlowFailed(True, "discovery")
 
 
 class ClientStore(Protocol):
@@ -111,15 +166,18 @@ class BotOAuthProvider(OAuthClientProvider):
         *,
         on_pending: Callable[[PendingAuthorization], object],
         on_unavailable: Callable[[Unavailable], object],
+        on_failed: Callable[[FlowFailed], object] | None = None,
         client_info: OAuthClientInformationFull | None = None,
         clients: ClientStore | None = None,
         client_metadata_url: str | None = None,
         extra_scopes: str | None = None,
     ) -> None:
-        """``client_info``: a pre-registered client (no registration then); ``clients``: where
-        a dynamic registration is kept; ``client_metadata_url``: this client's metadata
-        document (https), used where the authorization server supports them;
-        ``extra_scopes``: added to the scopes the SDK chooses (space-separated)."""
+        """``on_failed``: told when discovery or registration fails (None: the SDK's exception
+        goes on to the transport); ``client_info``: a pre-registered client (no registration
+        then); ``clients``: where a dynamic registration is kept; ``client_metadata_url``:
+        this client's metadata document (https), used where the authorization server
+        supports them; ``extra_scopes``: added to the scopes the SDK chooses
+        (space-separated)."""
         self._storage = _Storage(client_info, clients)
         super().__init__(
             server_url=server_url,
@@ -130,6 +188,7 @@ class BotOAuthProvider(OAuthClientProvider):
         self.tokens = tokens
         self.on_pending = on_pending
         self.on_unavailable = on_unavailable
+        self.on_failed = on_failed
         self.extra_scopes = extra_scopes
         self._held: Held | None = None  # the token loaded for the request in flight
         # Whether the response last handed to the SDK asked for more scope (set under the
@@ -223,6 +282,7 @@ class BotOAuthProvider(OAuthClientProvider):
         # person's token for every request, one request at a time.
         self._initialized = False
         flow = super()._auth_flow(request)
+        failing: int | None = None  # a 5xx or 429 to one of the flow's own requests
         try:
             outgoing = await flow.__anext__()
             held, retried = self._held, False
@@ -240,9 +300,17 @@ class BotOAuthProvider(OAuthClientProvider):
                         elif not isinstance(newer, Held):
                             await self._load(newer)
                     self._step_up = _step_up(response)
+                elif response.status_code >= 500 or response.status_code == 429:
+                    failing = response.status_code
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
+        except Exception as exc:  # discovery or registration failed (the SDK raised)
+            if self.on_failed is None:
+                raise
+            found = self.context.oauth_metadata is not None
+            self.on_failed(flow_failure(exc, failing, found))
+            await anyio.sleep_forever()  # the session's owner closes the session
         finally:
             await flow.aclose()
 

@@ -21,14 +21,6 @@ from mcp.shared.auth import (
 from pydantic import BaseModel, Field
 
 
-@dataclass(frozen=True)
-class Account:
-    """Whose connection: a Slack person in a workspace (the console's team is ``console``)."""
-
-    team: str
-    user: str
-
-
 class TokenSnapshot(BaseModel):
     """A person's token for one server and issuer, with what refreshing it needs."""
 

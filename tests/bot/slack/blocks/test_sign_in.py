@@ -117,17 +117,20 @@ def test_the_ephemeral_is_one_line_and_the_link_button() -> None:
 
 
 @pytest.mark.parametrize(
-    ("state", "by", "words"),
+    ("state", "by", "reason", "words"),
     [
-        (ApprovalState.APPROVED, "U0ALICE", "✓ <@U0ALICE> connected GitHub"),
-        (ApprovalState.DENIED, "U0ALICE", "<@U0ALICE> chose not to connect GitHub"),
-        (ApprovalState.EXPIRED, "", "Sign-in to GitHub expired"),
+        (ApprovalState.APPROVED, "U0ALICE", "", "✓ <@U0ALICE> connected GitHub"),
+        (ApprovalState.DENIED, "U0ALICE", "", "<@U0ALICE> chose not to connect GitHub"),
+        (ApprovalState.DENIED, "U0ALICE", "declined", "<@U0ALICE> chose not to connect GitHub"),
+        (ApprovalState.DENIED, "U0ALICE", "failed", "Sign-in to GitHub failed"),
+        (ApprovalState.DENIED, "U0ALICE", "unavailable", "Sign-in to GitHub failed"),
+        (ApprovalState.EXPIRED, "", "", "Sign-in to GitHub expired"),
     ],
 )
 def test_a_decided_card_says_how_and_has_no_buttons(
-    state: ApprovalState, by: str, words: str
+    state: ApprovalState, by: str, reason: str, words: str
 ) -> None:
-    request = a_sign_in(state=state, by=by)
+    request = a_sign_in(state=state, by=by, reason=reason)
     for link in ("", LINK):  # the link goes once the card is decided
         blocks = valid(card_blocks(request, "/agent", link))
         assert said(blocks) == words and buttons(blocks) == []

@@ -4,6 +4,8 @@ a copy runs the person's own tool (plan §4.3)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from tests.fakes.oauth_server import AuthServer
@@ -86,5 +88,32 @@ async def test_a_public_listing_is_offered_to_the_unconnected(auth_server: AuthS
             assert await copies["files_read_private"].invoke({"name": "plan"}) == (
                 "bob's plan: review the sign-in"
             )
+        finally:
+            await server.close()
+
+
+@pytest.mark.parametrize(
+    ("pages", "offered"),
+    [
+        (("public", "public"), ["files_read_private", "files_whoami", "files_write_note"]),
+        # Page 2 (read_private, write_note) is alice's alone: nothing of it reaches bob.
+        (("public", "private"), ["files_connect"]),
+    ],
+)
+async def test_a_listing_is_offered_to_the_unconnected_only_when_every_page_is_public(
+    auth_server: AuthServer, pages: tuple[Literal["public", "private"], ...], offered: list[str]
+) -> None:
+    people = People()
+    with PersonalMcp(auth_server.url, list_ttl_ms=60_000, list_pages=pages) as files:
+        server = people.server(files.url)
+        try:
+            await people.connect(server, ALICE, "alice")
+            assert sorted(t.name for t in await server.tools_for(ALICE)) == [
+                "files_read_private",
+                "files_whoami",
+                "files_write_note",
+            ]
+
+            assert sorted(t.name for t in await server.tools_for(BOB)) == offered
         finally:
             await server.close()

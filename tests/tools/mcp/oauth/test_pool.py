@@ -16,11 +16,12 @@ from mcp.client import Client
 from tests.fakes.oauth_server import AuthServer
 from tests.fakes.personal_mcp import PersonalMcp
 from tests.tools.mcp.oauth.wiring import ALICE, BOB, People
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.errors import SignInUnavailable
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.pending import SignInRequired
 from tools.mcp.oauth.pool import PersonalSession, SessionPool
-from tools.mcp.oauth.tokens import Account, Freshness, Unavailable
+from tools.mcp.oauth.tokens import Freshness, Unavailable
 
 CAROL = Account("T1", "U_CAROL")
 

@@ -9,11 +9,11 @@ from mcp.shared.auth import OAuthClientInformationFull
 
 from tests.tools.mcp.oauth.people import REDIRECT, follow
 from tools.mcp.config import McpServerConfig
+from tools.mcp.oauth.account import Account
 from tools.mcp.oauth.grants import complete_authorization
 from tools.mcp.oauth.memory import MemoryTokens
 from tools.mcp.oauth.pending import PendingAuthorization
 from tools.mcp.oauth.personal import PersonalServer, PersonalWiring
-from tools.mcp.oauth.tokens import Account
 
 ALICE = Account("T1", "U_ALICE")
 BOB = Account("T1", "U_BOB")
