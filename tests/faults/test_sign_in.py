@@ -30,10 +30,12 @@ import aiohttp
 import pytest
 import yaml
 
+from bot.oauth.flows import COOKIE
 from bot.oauth.records import FRESH_FOR_S
 from bot.observability.redaction import forms
 from bot.process.state import State
 from bot.state.redis.connection import Redis
+from tests.bot.oauth.signing_in import AS_SENT, start_form
 from tests.bot.observability.test_trace_processes import Collector
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeLLM, Reply, Request, calls, text, tool_results
@@ -119,10 +121,12 @@ class Browser:
         Returns the callback URL the authorization server sends the browser to."""
         async with self.session.get(link, allow_redirects=False) as page:
             assert page.status == 200, await page.text()
+            form = start_form(await page.text())
         parts = urlsplit(link)
         action = urlunsplit(parts._replace(query=""))
-        form = {"state": state_of(link)}
-        async with self.session.post(action, data=form, allow_redirects=False) as started:
+        async with self.session.post(
+            action, data=form, headers=AS_SENT, allow_redirects=False
+        ) as started:
             assert started.status == 303, await started.text()
             authorize = started.headers["Location"]
         async with self.session.get(authorize, allow_redirects=False) as asked:
@@ -136,8 +140,9 @@ class Browser:
         async with self.session.get(url, allow_redirects=False) as response:
             return response.status, await response.text()
 
-    def cookies(self) -> list[str]:
-        return [cookie.value for cookie in self.jar]
+    def cookies(self, name: str | None = None) -> list[str]:
+        """The values of the cookies it keeps (named ``name``)."""
+        return [cookie.value for cookie in self.jar if name is None or cookie.key == name]
 
     async def close(self) -> None:
         await self.session.close()
@@ -695,7 +700,8 @@ async def test_nothing_secret_anywhere(
     links = {link_in(args): args for args in world.ephemerals()}
     states = {state_of(link) for link in links}
     cookies = {value for browser in world.browsers for value in browser.cookies()}
-    assert len(links) == 3 and len(cookies) == 3  # alice twice, bob once
+    bound = {value for browser in world.browsers for value in browser.cookies(COOKIE)}
+    assert len(links) == 3 and len(bound) == 3  # alice twice, bob once
     assert states <= secrets  # each start link's state reached the authorization server
     everything = secrets | cookies
     assert len(everything) > 20  # tokens, codes, states, verifiers, a client secret
