@@ -278,7 +278,11 @@ class AdminCommands:
         except GrantUnavailable:
             return f"`{server}`'s sign-in service is unavailable right now. Try again later."
         if pending is None:
-            return f"`{server}` is already usable without signing in."
+            return (
+                f"`{server}` answered without asking you to sign in, so there is nothing to "
+                "connect now. If one of its tools needs your account, the bot asks you to "
+                "connect then, in the thread."
+            )
         url = await oauth.sign_ins.begin(
             account, server, pending, request_id=None, external=external, ttl_s=CONNECT_TTL_S
         )
