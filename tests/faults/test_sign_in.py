@@ -175,6 +175,8 @@ class World:
         self.followed: dict[str, str] = {}  # start link -> the Slack user it was followed for
         self.said: list[str] = []  # what the bot answered slash commands
         self._envs: dict[int, dict[str, str]] = {}
+        self._config: dict[str, Any] = {}
+        self._config_path = directory / "agent.yaml"
 
     @property
     def a(self) -> Replica:
@@ -213,6 +215,7 @@ class World:
             "approval": {"timeout_s": 30},
         }
         path = self.directory / "agent.yaml"
+        self._config, self._config_path = config, path
         path.write_text(yaml.safe_dump(config))
         extra = {"SLACK_AGENT_SECRET_KEY": KEY, "LOG_LEVEL": self.log_level}
         if self.collector is not None:
@@ -226,11 +229,19 @@ class World:
         await self.start_replicas()
 
     async def start_replicas(self) -> None:
-        named = self.a.port  # oauth.redirect_base_url's
-        for replica in self.replicas:
-            await replica.start(self._envs[replica.index])
-        await asyncio.gather(*(replica.healthy(40) for replica in self.replicas))
-        assert self.a.port == named, "replica A had to move to another port"
+        """Start both; when replica A's port was taken meanwhile (it moves to another), its
+        config names the new one (oauth.redirect_base_url) and both start again."""
+        for _ in range(3):
+            named = self.a.port  # oauth.redirect_base_url's
+            for replica in self.replicas:
+                await replica.start(self._envs[replica.index])
+            await asyncio.gather(*(replica.healthy(40) for replica in self.replicas))
+            if self.a.port == named:
+                return
+            await self.kill_replicas()
+            self._config["oauth"]["redirect_base_url"] = f"http://127.0.0.1:{self.a.port}"
+            self._config_path.write_text(yaml.safe_dump(self._config))
+        raise AssertionError("replica A kept moving to another port")
 
     async def kill_replicas(self) -> None:
         await asyncio.gather(*(replica.kill() for replica in self.replicas))
