@@ -7,7 +7,7 @@ rewritten from the requests whenever a decision changes what they show (the card
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -30,11 +30,37 @@ async def show_card(
 ) -> None:
     """Post the card for the requests no card shows yet; rewrite those that show some.
     ``deciders``: who may decide, as the card says."""
-    client, turn, ledger = thread.client, thread.turn, thread.ledger
+    client, turn = thread.client, thread.turn
     new = [r for r in requests if not r.card_ts]
     if not new:
         await refresh(client, approvals, requests, deciders)
         return
+
+    async def post() -> str:
+        response = await client.chat_postMessage(
+            channel=turn.channel,
+            thread_ts=turn.thread_ts,
+            text=card_text(new),
+            blocks=card_blocks(new, deciders),
+            metadata=thread.tag(APPROVAL, ref=new[0].id),
+        )
+        return str(response["ts"])
+
+    await post_card_once(thread, approvals, new, APPROVAL, post)
+
+
+async def post_card_once(
+    thread: TurnThread,
+    approvals: Approvals,
+    new: list[ApprovalRequest],
+    kind: str,
+    post: Callable[[], Awaitable[str]],
+) -> None:
+    """The card for ``new`` (requests no card shows yet) posted once, whatever crashes: its
+    key recorded in the delivery record before the post and its ts after; a post whose outcome
+    was never learnt is found by its tag (``kind``, ``ref`` = the key) instead of posted
+    twice. ``post`` posts it and returns its ts."""
+    turn, ledger = thread.turn, thread.ledger
     record, key = ledger.record, new[0].id
     ts = record.cards.get(key, "")
     if not ts and record.card_posting == key:
@@ -43,7 +69,7 @@ async def show_card(
             (
                 m.ts
                 for m in found
-                if m.is_for(turn.message_ts, APPROVAL) and (m.payload or {}).get("ref") == key
+                if m.is_for(turn.message_ts, kind) and (m.payload or {}).get("ref") == key
             ),
             "",
         )
@@ -52,14 +78,7 @@ async def show_card(
         await ledger.save()
         if not ledger.valid():
             raise Aborted("the turn's lease is gone")
-        response = await client.chat_postMessage(
-            channel=turn.channel,
-            thread_ts=turn.thread_ts,
-            text=card_text(new),
-            blocks=card_blocks(new, deciders),
-            metadata=thread.tag(APPROVAL, ref=key),
-        )
-        ts = str(response["ts"])
+        ts = await post()
     record.cards[key], record.card_posting = ts, ""
     await ledger.save()
     await approvals.show_on([r.id for r in new], ts)

@@ -22,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.audience import read_by_requester_alone
 from bot.slack.blocks.sign_in import card_blocks, card_text, ephemeral_blocks, ephemeral_text
 from bot.slack.calls import safe_call
+from bot.slack.outbound.approvals import post_card_once
 from bot.slack.outbound.thread import TurnThread
 from bot.turn.store.approvals import ApprovalRequest, Approvals
 from bot.turn.store.lease import Aborted
@@ -72,35 +73,20 @@ async def show_sign_in(
     if not new:
         await refresh(client, approvals, requests, command, open_link)
     else:
-        record, key = ledger.record, new[0].id
-        ts = record.cards.get(key, "")
-        if not ts and record.card_posting == key:
-            found = await thread.find_own()
-            ts = next(
-                (
-                    m.ts
-                    for m in found
-                    if m.is_for(turn.message_ts, SIGN_IN) and (m.payload or {}).get("ref") == key
-                ),
-                "",
-            )
-        if not ts:
-            record.card_posting = key
-            await ledger.save()
-            if not ledger.valid():
-                raise Aborted("the turn's lease is gone")
-            shown = new[0]
+        shown = new[0]
+
+        async def post() -> str:
+            link = link_of(shown, open_link) if private else ""
             response = await client.chat_postMessage(
                 channel=turn.channel,
                 thread_ts=turn.thread_ts,
                 text=card_text(shown),
-                blocks=card_blocks(shown, command, link_of(shown, open_link) if private else ""),
-                metadata=thread.tag(SIGN_IN, ref=key),
+                blocks=card_blocks(shown, command, link),
+                metadata=thread.tag(SIGN_IN, ref=shown.id),
             )
-            ts = str(response["ts"])
-        record.cards[key], record.card_posting = ts, ""
-        await ledger.save()
-        await approvals.show_on([r.id for r in new], ts)
+            return str(response["ts"])
+
+        await post_card_once(thread, approvals, new, SIGN_IN, post)
     if private:
         return
     # As they are now: a retried park finds those it sent the link for marked shown.
