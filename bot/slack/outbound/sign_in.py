@@ -97,13 +97,16 @@ async def show_sign_in(
         return
     if not ledger.valid():
         raise Aborted("the turn's lease is gone")
-    await client.chat_postEphemeral(
+    sent = await safe_call(  # refused: the card still points at /agent connect
+        client.chat_postEphemeral,
         channel=turn.channel,
         user=first.user,
         thread_ts=turn.thread_ts,
         text=ephemeral_text(first.server),
         blocks=ephemeral_blocks(first.server, link),
     )
+    if sent is None:
+        return
     for request in unsent:
         await approvals.mark_shown(request.id)
 

@@ -496,3 +496,27 @@ async def test_a_retried_park_does_not_send_the_link_twice(signing_in: SignInApp
 
     await until_true(parked)
     assert len(ephemerals(app)) == 1
+
+
+async def test_a_refused_ephemeral_leaves_the_card_and_the_turn_parked(
+    signing_in: SignInApp,
+) -> None:
+    """Slack refuses the link's ephemeral (the person left the channel, say): the turn stays
+    parked behind its card, which names `/agent connect`; nothing more is posted than when it
+    goes out (the answer so far, the card)."""
+    app = await signing_in.start()
+    app.slack.fail("chat.postEphemeral", "user_not_in_channel", times=50)
+    app.llm.add(calls(("files_connect", {}, "c1")))
+    await app.post(app.envelope(mention("who am I on files?", "809.000001")))
+    card = await a_sign_in_card(app, "C0CHAN", "809.000001")
+    await until(lambda: bool(app.slack.calls_to("chat.postEphemeral")))
+    assert "connect files" in json.dumps(card.blocks)
+    posted = [m for m in app.slack.thread("C0CHAN", "809.000001") if m.user == card.user]
+    assert [kind_of(m) for m in posted if m.ts != "809.000001"] == ["answer", "signin"]
+    [request] = await requests_of(app, card)
+    assert request.open and not request.shown  # a later park may send it
+    # Parked: a later message in the thread waits behind it, and is told why.
+    later = channel_message("and then?", "809.000002", thread_ts="809.000001")
+    await app.post(app.envelope(later))
+    await until(lambda: bool(notes(app, "809.000001")))
+    assert len(app.slack.calls_to("chat.postEphemeral")) == 1  # the park was not retried
