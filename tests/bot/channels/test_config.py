@@ -41,6 +41,15 @@ def test_the_issue_example_loads() -> None:
     assert channels[EXTERNAL].memory is False and channels[EXTERNAL].instructions is None
 
 
+def test_the_readmes_channels_section_shows_the_issues_example() -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    start = readme.index("```yaml\n", readme.index("\n## Channels\n")) + len("```yaml\n")
+    channels = parse_config(readme[start : readme.index("```", start)], "README.md").channels
+    assert list(channels) == ["C0SUPPORT", EXTERNAL]
+    assert channels["C0SUPPORT"] == parse_config(EXAMPLE).channels["C0SUPPORT"]
+    assert channels[EXTERNAL] == parse_config(EXAMPLE).channels[EXTERNAL]
+
+
 def test_no_section_is_no_entry() -> None:
     assert AppConfig().channels == {}
 
