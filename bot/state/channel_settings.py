@@ -11,15 +11,19 @@ so a change takes effect on the next turn on every replica."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from bot.state.audit import AUDIT_LUA, AuditEntry, AuditKind, AuditLog
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
+from permissions.budget import Budget
+
+log = logging.getLogger(__name__)
 
 # The keys a value may be set for in Slack ("servers" in /agent channel stores mcp_servers;
 # ``locked`` is the file's alone: Slack cannot unlock).
@@ -163,8 +167,36 @@ def encode(value: Any) -> str:
 
 def parse(raw: dict[str, str]) -> dict[str, Override]:
     """A channel's hash as read: each key's value set in Slack. A key this version does not
-    know (written by a newer one) is left out."""
-    return {key: _override(key, record) for key, record in raw.items() if key in STORED_KEYS}
+    know (written by a newer one) is left out, and so is a value it cannot read (a warning:
+    the file's entry, or the default, is in force instead of every turn there failing)."""
+    found = {}
+    for key, record in raw.items():
+        if key not in STORED_KEYS:
+            continue
+        try:
+            override = _override(key, record)
+        except (ValueError, KeyError, TypeError):
+            override = None
+        if override is None or not _readable(key, override.value):
+            log.warning("a channel setting %r set in Slack cannot be read; it is ignored", key)
+            continue
+        found[key] = override
+    return found
+
+
+def _readable(key: str, value: Any) -> bool:
+    """Whether a stored value has its key's shape."""
+    if key == "instructions":
+        return isinstance(value, str)
+    if key in ("tools", "mcp_servers"):
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if key == "memory":
+        return isinstance(value, bool)
+    try:
+        Budget.model_validate(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def _override(key: str, record: str) -> Override:

@@ -5,12 +5,13 @@ channel's hash, its shard's index and audit stream share a slot)."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
 from bot.process.state import State
 from bot.state.audit import AuditKind
-from bot.state.channel_settings import STORED_KEYS, Override
+from bot.state.channel_settings import STORED_KEYS, Override, parse
 from permissions.budget import Budget
 
 pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
@@ -104,3 +105,20 @@ async def test_every_stored_key_round_trips(state: State) -> None:
     }
     entry = (await state.shared.audit.latest(5))[-1]
     assert json.loads(entry.detail["after"]) == values["instructions"]
+
+
+def test_a_stored_value_of_the_wrong_shape_is_ignored_not_fatal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    raw = {
+        "budget": json.dumps({"value": json.dumps({"daily_tokens": -5}), "by": "U1", "at": 1.0}),
+        "tools": json.dumps({"value": json.dumps("search_*"), "by": "U1", "at": 1.0}),
+        "memory": "not json",
+        "instructions": json.dumps({"value": json.dumps("Be brief."), "by": "U1", "at": 1.0}),
+    }
+    with caplog.at_level(logging.WARNING):
+        found = parse(raw)
+    assert list(found) == ["instructions"]
+    assert found["instructions"].value == "Be brief."
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 3 and all("cannot be read" in line for line in warned)
