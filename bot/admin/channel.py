@@ -13,13 +13,10 @@ from bot.admin.context import AdminStores, Caller, admin_entry
 from bot.admin.parsing import Invocation
 from bot.admin.reports import standing_lines
 from bot.channels.config import ChannelsConfig
-from bot.channels.resolve import ChannelSettings, resolve
+from bot.channels.resolve import ChannelSettings, resolve, stored_key
 from bot.slack.blocks.limits import limited
-from permissions.budget import Budget
 from permissions.patterns import matches_any
 from tools.registry import ToolRegistry
-
-STORED = {"servers": "mcp_servers"}  # a setting's name in Slack -> its stored key
 
 
 class ChannelCommands:
@@ -72,13 +69,13 @@ class ChannelCommands:
             await self.state.audit.add(admin_entry(caller, invocation, outcome="refused"))
             return locked_words(settings)
         if isinstance(request, Reset):
-            key = STORED.get(request.key, request.key) if request.key else None
+            key = stored_key(request.key) if request.key else None
             removed = await self.state.channels.reset(caller.team, channel, key, by=caller.user)
             return reset_words(request.key, removed)
         await self.state.channels.set(
-            caller.team, channel, STORED.get(request.key, request.key), stored(request), caller.user
+            caller.team, channel, stored_key(request.key), request.value, caller.user
         )
-        return changed(request, self._unmatched(request))
+        return changed(request, self._unmatched(request), channel)
 
     def _unmatched(self, change: Change) -> list[str]:
         if change.key != "tools":
@@ -94,12 +91,3 @@ class ChannelCommands:
             for channel in await self.state.channels.channels()
         }
         return home_rows(self.config, slack_set)
-
-
-def stored(change: Change) -> object:
-    """A change's value as Redis keeps it (JSON)."""
-    if isinstance(change.value, Budget):
-        return change.value.model_dump(exclude_none=True)
-    if isinstance(change.value, tuple):
-        return list(change.value)
-    return change.value

@@ -9,10 +9,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.admin.parsing import after_first_word, did_you_mean
+from bot.channels.config import MAX_INSTRUCTIONS_CHARS
+from bot.channels.resolve import SETTABLE
 from permissions.budget import Budget
 
-SETTABLE = ("instructions", "tools", "servers", "budget", "memory")
-MAX_INSTRUCTIONS_CHARS = 4000
 RESET = "reset"
 _ON = {"on": True, "true": True, "yes": True, "off": False, "false": False, "no": False}
 _BUDGET_KEYS = ("daily_tokens", "daily_cost_usd")

@@ -5,6 +5,7 @@ entry or the values set in Slack set."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from bot.admin.channel_parsing import Change, Value
 from bot.budget.wording import amount
@@ -31,15 +32,13 @@ def settings_lines(settings: ChannelSettings) -> list[str]:
     lines.append(
         _row("instructions", _instructions(settings.instructions.value), settings.instructions)
     )
-    tools = _tools(settings.tools.value)
-    ceiling = [f for f in settings.tool_filters if f != settings.tools.value]
-    if ceiling:
-        tools += f", within {', '.join(_codes(f) for f in ceiling)} (a tool must pass both)"
+    tools = _tools(settings.tools.value) + _within(settings.tool_filters, settings.tools.value)
     lines.append(_row("tools", tools, settings.tools))
-    servers = settings.mcp_servers.value
-    lines.append(
-        _row("servers", _codes(servers) if servers is not None else "all", settings.mcp_servers)
+    shown = settings.mcp_servers.value
+    servers = (_codes(shown) if shown is not None else "all") + _within(
+        settings.server_filters, shown
     )
+    lines.append(_row("servers", servers, settings.mcp_servers))
     budget = settings.budget.value
     lines.append(_row("budget", budget_words(budget) if budget else "none", settings.budget))
     lines.append(_row("memory", "on" if settings.memory.value else "off", settings.memory))
@@ -48,7 +47,15 @@ def settings_lines(settings: ChannelSettings) -> list[str]:
     return lines
 
 
-def _row(label: str, value: str, sourced: Sourced[object]) -> str:
+def _within(filters: tuple[tuple[str, ...], ...], shown: tuple[str, ...] | None) -> str:
+    """The file's list a value set in Slack narrows (both apply)."""
+    ceiling = [names for names in filters if names != shown]
+    if not ceiling:
+        return ""
+    return f", within the file's {', '.join(_codes(names) for names in ceiling)} (both apply)"
+
+
+def _row(label: str, value: str, sourced: Sourced[Any]) -> str:
     return f"• *{label}*: {value} — {sourced.source.words()}"
 
 
@@ -75,23 +82,25 @@ def budget_words(budget: Budget) -> str:
     return " and ".join(parts) + " a day, for everyone here together"
 
 
-def changed(change: Change, unmatched: list[str]) -> str:
+def changed(change: Change, unmatched: list[str], channel: str) -> str:
     """What an admin's change did (``unmatched``: tool globs that name no tool now)."""
     value: Value = change.value
+    here = "this direct message" if channel.startswith("D") else "this channel"
     if change.key == "instructions":
-        said = f"This channel's instructions are set ({len(str(value)):,} characters)"
+        said = f"The instructions of {here} are set ({len(str(value)):,} characters)"
     elif change.key == "tools":
         assert isinstance(value, tuple)
-        said = f"This channel offers only the tools {_codes(value)} (within each person's roles)"
+        said = f"Only the tools {_codes(value)} are offered in {here} (within each person's roles)"
     elif change.key == "servers":
         assert isinstance(value, tuple)
-        said = f"This channel offers only the tools of {_codes(value)} among MCP servers"
+        said = f"Of the MCP servers, only {_codes(value)} offer their tools in {here}"
     elif change.key == "budget":
         assert isinstance(value, Budget)
-        said = f"This channel's budget is {budget_words(value)}"
+        said = f"The budget of {here} is {budget_words(value)}"
+    elif value:
+        said = f"Memory is on in {here}: the bot may save notes and reads them in every thread"
     else:
-        on = "on: the bot may save notes here and reads them in every thread" if value else "off"
-        said = f"Memory is {on}"
+        said = f"Memory is off in {here}: the bot neither saves notes nor reads them"
     warning = ""
     if unmatched:
         warning = (
@@ -104,8 +113,8 @@ def changed(change: Change, unmatched: list[str]) -> str:
 def reset_words(key: str | None, removed: Mapping[str, Override]) -> str:
     """What a reset did: the values set in Slack it removed."""
     if not removed:
-        what = f"`{key}`" if key else "anything"
-        return f"Nothing was set in Slack for {what} here: nothing changed."
+        what = f" for `{key}`" if key else ""
+        return f"Nothing was set in Slack{what} here: nothing changed."
     keys = _codes(sorted(setting_name(k) for k in removed))
     return f"Removed {keys} set in Slack: the file's entry or the default applies, {EVERY_REPLICA}."
 
