@@ -159,7 +159,10 @@ def load(
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
     if price_for(config.llm.model, config.llm.prices) is None:
-        unpriced = unpriced_cost_limits(config.budgets, config.roles, config.llm.model)
+        channel_budgets = {key: entry.budget for key, entry in config.channels.items()}
+        unpriced = unpriced_cost_limits(
+            config.budgets, config.roles, config.llm.model, channel_budgets
+        )
         if unpriced:
             raise ConfigError("invalid budgets\n" + "\n".join(f"  {p}" for p in unpriced))
     registry.add_source(mcp)

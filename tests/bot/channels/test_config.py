@@ -3,12 +3,15 @@ its key's path (a bad channel key, a wrong type, instructions too long, an unkno
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bot.channels.config import EXTERNAL, MAX_INSTRUCTIONS_CHARS, is_glob
 from bot.config.errors import ConfigError
 from bot.config.loading import parse_config
 from bot.config.schema import AppConfig
+from bot.process.services import build_services
 
 EXAMPLE = """
 channels:
@@ -98,3 +101,15 @@ def test_an_empty_tool_glob_is_refused() -> None:
 def test_which_keys_are_globs(key: str, glob: bool) -> None:
     assert is_glob(key) is glob
     assert key in parse_config(f'channels: {{"{key}": {{}}}}').channels
+
+
+def test_a_channels_cost_limit_without_a_price_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("llm: {model: m1}\nchannels: {C0SUPPORT: {budget: {daily_cost_usd: 5}}}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with pytest.raises(
+        ConfigError, match=r"channels\.C0SUPPORT\.budget\.daily_cost_usd: llm\.prices has no price"
+    ):
+        build_services(path)
