@@ -53,7 +53,10 @@ class ChannelCommands:
             )
             lines += standing_lines(standing, "")
         if not settings.locked.value:
-            lines.append(f"Admins change them here: `{self.command} channel <key> …` (`help`).")
+            lines.append(
+                f"Admins change them with `{self.command} channel <key> …` (see "
+                f"`{self.command} help`)."
+            )
         return "\n".join(limited(lines))
 
     async def change(self, caller: Caller, invocation: Invocation) -> str:

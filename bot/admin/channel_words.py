@@ -40,7 +40,8 @@ def settings_lines(settings: ChannelSettings) -> list[str]:
     )
     lines.append(_row("servers", servers, settings.mcp_servers))
     budget = settings.budget.value
-    lines.append(_row("budget", budget_words(budget) if budget else "none", settings.budget))
+    shown = f"{budget_words(budget)}, for everyone here together" if budget else "none"
+    lines.append(_row("budget", shown, settings.budget))
     lines.append(_row("memory", "on" if settings.memory.value else "off", settings.memory))
     locked = "yes: changes from Slack are refused" if settings.locked.value else "no"
     lines.append(_row("locked", locked, settings.locked))
@@ -79,7 +80,7 @@ def budget_words(budget: Budget) -> str:
         parts.append(amount("tokens", budget.daily_tokens))
     if budget.daily_cost_usd is not None:
         parts.append(amount("cost", budget.daily_cost_usd))
-    return " and ".join(parts) + " a day, for everyone here together"
+    return " and ".join(parts) + " a day"
 
 
 def changed(change: Change, unmatched: list[str], channel: str) -> str:
@@ -93,10 +94,10 @@ def changed(change: Change, unmatched: list[str], channel: str) -> str:
         said = f"Only the tools {_codes(value)} are offered in {here} (within each person's roles)"
     elif change.key == "servers":
         assert isinstance(value, tuple)
-        said = f"Of the MCP servers, only {_codes(value)} offer their tools in {here}"
+        said = f"Of the MCP servers' tools, only those of {_codes(value)} are offered in {here}"
     elif change.key == "budget":
         assert isinstance(value, Budget)
-        said = f"The budget of {here} is {budget_words(value)}"
+        said = f"The budget of {here} is {budget_words(value)}, for everyone in it together"
     elif value:
         said = f"Memory is on in {here}: the bot may save notes and reads them in every thread"
     else:
@@ -188,7 +189,7 @@ def _sets(
     if servers is not None:
         parts.append(f"servers {shorten(_codes(servers), 120)}")
     if budget is not None:
-        parts.append(f"budget {budget_words(budget).removesuffix(', for everyone here together')}")
+        parts.append(f"budget {budget_words(budget)}")
     if memory is not None:
         parts.append(f"memory {'on' if memory else 'off'}")
     if locked:

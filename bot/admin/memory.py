@@ -8,7 +8,7 @@ from __future__ import annotations
 from bot.admin.context import AdminStores, Caller, admin_entry
 from bot.admin.parsing import Invocation
 from bot.admin.reports import when
-from bot.slack.blocks.limits import limited, shorten
+from bot.slack.blocks.limits import MESSAGE_TEXT_CHARS, limited, shorten
 from bot.state.channel_memory import memory_scope
 from permissions.policy import Policy
 
@@ -38,7 +38,7 @@ class MemoryCommands:
         ]
         head = f"*{where[0].upper()}{where[1:]}* ({_count(len(found))}, newest first; "
         head += f"`{self.command} forget <id>` removes one):"
-        return "\n".join([head, *limited(rows)])
+        return "\n".join([head, *limited(rows, MESSAGE_TEXT_CHARS - len(head) - 1)])
 
     async def forget(self, caller: Caller, invocation: Invocation) -> str:
         usage = f"Usage: `{self.command} forget <id>` or `{self.command} forget all`"
