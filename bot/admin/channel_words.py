@@ -34,14 +34,14 @@ def settings_lines(settings: ChannelSettings) -> list[str]:
     )
     tools = _tools(settings.tools.value) + _within(settings.tool_filters, settings.tools.value)
     lines.append(_row("tools", tools, settings.tools))
-    shown = settings.mcp_servers.value
-    servers = (_codes(shown) if shown is not None else "all") + _within(
-        settings.server_filters, shown
+    named = settings.mcp_servers.value
+    servers = (_codes(named) if named is not None else "all") + _within(
+        settings.server_filters, named
     )
     lines.append(_row("servers", servers, settings.mcp_servers))
     budget = settings.budget.value
-    shown = f"{budget_words(budget)}, for everyone here together" if budget else "none"
-    lines.append(_row("budget", shown, settings.budget))
+    limit = f"{budget_words(budget)}, for everyone here together" if budget else "none"
+    lines.append(_row("budget", limit, settings.budget))
     lines.append(_row("memory", "on" if settings.memory.value else "off", settings.memory))
     locked = "yes: changes from Slack are refused" if settings.locked.value else "no"
     lines.append(_row("locked", locked, settings.locked))
