@@ -15,6 +15,7 @@ from bot.admin.reports import standing_lines
 from bot.channels.config import ChannelsConfig
 from bot.channels.resolve import ChannelSettings, resolve, stored_key
 from bot.slack.blocks.limits import limited
+from bot.state.channel_settings import parse
 from permissions.patterns import matches_any
 from tools.registry import ToolRegistry
 
@@ -88,9 +89,13 @@ class ChannelCommands:
         return [glob for glob in change.value if not matches_any(glob, names)]
 
     async def home_rows(self) -> list[str]:
-        """For an admin's Home tab: the file's entries and the channels set in Slack."""
-        slack_set = {
-            channel: await self.state.channels.read(channel)
-            for channel in await self.state.channels.channels()
-        }
+        """For an admin's Home tab: the file's entries and the channels set in Slack (read in
+        one round trip after the index)."""
+        overrides = self.state.channels
+        channels = await overrides.channels()
+        async with overrides.client.pipeline(transaction=False) as pipe:
+            for channel in channels:
+                overrides.read_in(pipe, channel)
+            read = await pipe.execute() if channels else []
+        slack_set = {channel: parse(raw) for channel, raw in zip(channels, read, strict=True)}
         return home_rows(self.config, slack_set)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bot.admin.context import Caller
 from bot.channels.resolve import resolve
 from bot.process.state import State
@@ -204,13 +206,18 @@ async def test_help_lists_the_channel_commands_and_admins_see_the_changes(state:
     assert "Did you mean `/agent channel`?" in (await admin.run(ALICE, "chanel")).text
 
 
+@pytest.mark.cluster
 async def test_the_home_tab_rows_name_the_file_entries_and_the_channels_set_in_slack(
     state: State,
 ) -> None:
     admin = admin_commands(state)
     await admin.run(Caller("T1", "UADMIN", "C0OTHER", "T1"), "channel memory on")
     await admin.run(Caller("T1", "UADMIN", "C0OTHER", "T1"), "channel tools get_*")
-    assert await admin.channel.home_rows() == [
+    for n in range(8):  # channels in several shards of a cluster, read in one pipeline
+        await admin.run(Caller("T1", "UADMIN", f"C0MORE{n}", "T1"), "channel memory off")
+    rows = await admin.channel.home_rows()
+    assert rows[4:12] == [f"• <#C0MORE{n}> — set in Slack: memory off" for n in range(8)]
+    assert rows[:4] + rows[12:] == [
         "• <#C0SUPPORT> — file: instructions; tools `search_*`, `get_time`; servers "
         "`zendesk`; budget 300,000 tokens and $5.00 a day; memory on",
         "• `C0ENG*` — file: tools `get_*`, `calculate`",
