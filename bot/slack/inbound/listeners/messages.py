@@ -24,9 +24,7 @@ def register(app: AsyncApp, ingress: Ingress) -> None:
             bot_id=context.bot_id,
         )
         # Raises StateUnavailable when Redis is down: the error handler answers 503.
-        await ingress.receive(
-            event, body.get("event_id") or "", me, shared=shared_channel(body)
-        )
+        await ingress.receive(event, body.get("event_id") or "", me, shared=shared_channel(body))
 
     app.event("app_mention")(on_message)
     app.event("message")(on_message)
