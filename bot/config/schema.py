@@ -7,6 +7,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bot.budget.config import BudgetsConfig
+from bot.channels.config import ChannelsConfig
 from bot.llm.pricing import Price
 from bot.oauth.config import OAuthConfig
 from permissions.approval import ApprovalConfig, unknown_approver_roles
@@ -231,6 +232,10 @@ class AppConfig(_Strict):
     roles: dict[str, RoleConfig] = Field(default_factory=dict)
     approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
+    channels: ChannelsConfig = Field(
+        default_factory=dict,
+        description="Settings per channel: by channel ID, channel-ID glob, or `external`.",
+    )
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)

@@ -11,6 +11,8 @@ from bot.config.environment import Environment
 from bot.config.schema import AppConfig, oauth_servers
 from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
+from bot.state.channel_memory import ChannelMemory
+from bot.state.channel_settings import ChannelOverrides
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.policy_reads import PolicyReads
@@ -142,6 +144,8 @@ def shared_records(
         policy_reads=PolicyReads(roles, switches),
         signed=SignedRequests(client, keys, replication),
         approval_quota=ApprovalQuota(client, keys),
+        channels=ChannelOverrides(client, keys, audit),
+        memory=ChannelMemory(client, keys, audit),
     )
 
 

@@ -1,5 +1,6 @@
 """The audit log: a capped stream of who did what, and when: tool calls, admin commands,
-approvals, turns given up, refused model calls, feedback and MCP sampling."""
+approvals, turns given up, refused model calls, feedback, MCP sampling, channel settings
+changed in Slack and the notes of channels' memory."""
 
 from __future__ import annotations
 
@@ -13,6 +14,24 @@ from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 
 MAX_ENTRIES = 10_000
+
+# A Lua function for a step that writes its audit entry itself: ``audit(stream, maxlen, from,
+# extra)`` adds the entry whose fields come flat from ARGV[from] on (``AuditLog.flat``), its
+# detail merged with the table ``extra`` (what only the step knows: a note's id, the value
+# before a change).
+AUDIT_LUA = """
+local function audit(stream, maxlen, from, extra)
+  local fields = {unpack(ARGV, from)}
+  for i = 1, #fields, 2 do
+    if fields[i] == 'detail' then
+      local detail = cjson.decode(fields[i + 1])
+      for name, value in pairs(extra) do detail[name] = value end
+      fields[i + 1] = cjson.encode(detail)
+    end
+  end
+  redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', unpack(fields))
+end
+"""
 
 
 class AuditKind(StrEnum):
@@ -30,6 +49,12 @@ class AuditKind(StrEnum):
     # signin_declined, signin_expired, refresh_failed, disconnected, revoke_failed,
     # callback_refused (never a token, code or state in the entry)
     CONNECTION = "connection"
+    # a channel's setting changed in Slack; action: set, reset; target: the channel ID;
+    # detail: key, before, after (each the value's JSON text, or null), team
+    CHANNEL = "channel"
+    # a note of a channel's (or a person's) memory; action: remembered, forgotten, cleared;
+    # target: the memory's scope; detail: note id, text, channel, team (cleared: count)
+    MEMORY = "memory"
 
     @classmethod
     def _missing_(cls, value: object) -> AuditKind:
@@ -69,6 +94,10 @@ class AuditLog:
             "detail": json.dumps(entry.detail, ensure_ascii=False, default=str),
             "at": repr(entry.at),
         }
+
+    def flat(self, entry: AuditEntry) -> list[str]:
+        """The entry's fields as a script's arguments: name, value, name, value..."""
+        return [part for pair in self.fields(entry).items() for part in pair]
 
     def add_to(self, pipe: Any, entry: AuditEntry, shard: int) -> None:
         """Queue the entry on a pipeline or transaction, in ``shard`` (that of the keys the

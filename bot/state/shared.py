@@ -1,6 +1,7 @@
 """The records shared across threads, bundled (one per process): who did what, what it
 cost, what people thought of the answers, who may use which tools, the signed requests
-already accepted, and each person's open approval requests."""
+already accepted, each person's open approval requests, channels' settings set in Slack
+and their memories' notes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 
 from bot.state.approval_quota import ApprovalQuota
 from bot.state.audit import AuditLog
+from bot.state.channel_memory import ChannelMemory
+from bot.state.channel_settings import ChannelOverrides
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.policy_reads import PolicyReads
@@ -29,3 +32,5 @@ class SharedRecords:
     policy_reads: PolicyReads  # the roles and the switches in one round trip
     signed: SignedRequests  # slash commands and interactions accepted: a replay is refused
     approval_quota: ApprovalQuota  # each person's approval requests waiting for a decision
+    channels: ChannelOverrides  # channels' settings set in Slack (/agent channel)
+    memory: ChannelMemory  # the notes of channels' (and people's DM) memories

@@ -182,14 +182,45 @@ class Keys:
         return f"{self._team(team)}grants:{team}"
 
     def budget(self, team: str, day: str, counter: str) -> str:
-        """One spending counter (``user:U1``, ``workspace``) on one budget day: settled tokens
-        and cost, and the holds of calls under way (bot/budget/ledger.py)."""
+        """One spending counter (``user:U1``, ``workspace``, ``channel:C1``) on one budget
+        day: settled tokens and cost, and the holds of calls under way
+        (bot/budget/ledger.py)."""
         return f"{self._team(team)}budget:{team}:{day}:{counter}"
 
     def open_approvals(self, team: str, user: str) -> str:
         """The approval requests a person's turns have waiting for a decision: request id,
         scored by its deadline."""
         return f"{self._team(team)}approvals:open:{team}:{user}"
+
+    # --- a channel's settings set in Slack, and a memory's notes (bot/state/channel_*.py) --
+    # Keyed by the channel ID alone (unique across workspaces, one ID for both sides of a
+    # Slack Connect channel) in the channel's shard; a memory by its scope (a channel ID, or
+    # ``user:<U…>`` for a person's DMs) in the scope's shard.
+
+    def channel_shard(self, channel_or_scope: str) -> int:
+        """The shard of a channel's settings, or of a memory's notes (and of the audit
+        entries written beside them)."""
+        return self.shards.of(channel_or_scope)
+
+    def channel_settings(self, channel: str) -> str:
+        """The values set in Slack for one channel: key -> JSON {value, by, at}."""
+        return f"{self._in(self.channel_shard(channel))}channel:{channel}:settings"
+
+    def channels_set_in_slack(self, shard: int) -> str:
+        """The shard's channels with any value set in Slack (readers merge the shards)."""
+        return f"{self._in(shard)}channels:set-in-slack"
+
+    def memory(self, scope: str) -> str:
+        """A memory's notes: note id (``n<k>``) -> JSON {text, by, at, channel}."""
+        return f"{self._in(self.channel_shard(scope))}memory:{scope}"
+
+    def memory_sequence(self, scope: str) -> str:
+        """The last note number given in a memory (never reset, so an id is never reused)."""
+        return f"{self._in(self.channel_shard(scope))}memory:{scope}:seq"
+
+    def memory_saved(self, scope: str, key: str) -> str:
+        """The note saved under one idempotency key (a turn's call): saved once."""
+        return f"{self._in(self.channel_shard(scope))}memory:{scope}:saved:{key}"
 
     # --- a person's connections to MCP servers (bot/oauth/), in the team's shard --------
 
