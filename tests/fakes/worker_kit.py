@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
+from bot.channels.reader import ChannelView
 from bot.config.schema import AppConfig, LLMConfig, QueueConfig
 from bot.llm.client import OpenAIChatModel
 from bot.llm.model import ChatModel
@@ -145,7 +146,9 @@ def make_worker(
 ) -> Worker:
     chosen = toolset or StaticToolset(tools)
 
-    async def toolset_for(queued: QueuedTurn, deadline: Deadline) -> Toolset:
+    async def toolset_for(
+        queued: QueuedTurn, deadline: Deadline, channel: ChannelView | None
+    ) -> Toolset:
         return chosen
 
     agent = Agent(model, LoopSettings(system_prompt="test"), toolset_for, 16000, TokenEstimator())
