@@ -1,6 +1,7 @@
 """Spending limits as the rest of the bot uses them: the model wrapped for a person (their
-limits resolved from their roles), each call reserved and settled in the ledger, refusals
-audited and counted, and where a person stands today for ``/agent usage``."""
+limits resolved from their roles, and the limit of the channel they ask in), each call
+reserved and settled in the ledger, refusals audited and counted, and where a person (or a
+channel) stands today for ``/agent usage`` (``/agent channel``)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from bot.budget.config import BudgetsConfig, configured
 from bot.budget.estimate import CallEstimator, Estimate
 from bot.budget.guard import BudgetedModel, CappableChatModel, Hold
 from bot.budget.ledger import COST_UNITS, BudgetLedger, Check, cost_units
-from bot.budget.limits import Limit, applicable
+from bot.budget.limits import Limit, applicable, channel_limits
 from bot.budget.refusal import OverBudget, Refusal
 from bot.llm.pricing import Price, cost_of
 from bot.llm.usage import Usage
 from bot.observability import metrics
 from bot.state.audit import AuditEntry, AuditKind, AuditLog
+from permissions.budget import Budget
 from permissions.config import RoleConfig
 from permissions.policy import Person, Policy
 from permissions.sources import role_names
@@ -34,13 +36,15 @@ HOLD_S = 15 * 60
 
 @dataclass(frozen=True)
 class Spender:
-    """Whose model calls these are (their roles decide their limits), and where."""
+    """Whose model calls these are (their roles decide their limits), and where (the
+    channel's budget, when it has one, limits everyone in it together)."""
 
     team: str  # the bot's workspace
     user: str
     roles: tuple[str, ...] = ()
     channel: str | None = None
     thread: str | None = None
+    channel_budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,10 @@ class Budgets:
         return self.estimate.price
 
     def limits(self, spender: Spender) -> list[Limit]:
-        return applicable(self.config, self.roles, spender.roles, spender.user)
+        channel = None
+        if spender.channel and spender.channel_budget is not None:
+            channel = (spender.channel, spender.channel_budget)
+        return applicable(self.config, self.roles, spender.roles, spender.user, channel)
 
     def guard(self, model: CappableChatModel, spender: Spender) -> CappableChatModel:
         """``model`` within ``spender``'s limits (``model`` itself when none applies)."""
@@ -96,14 +103,21 @@ class Budgets:
         return BudgetedModel(model, reserve, self.estimate)
 
     async def guard_for(
-        self, model: CappableChatModel, person: Person, thread: str | None = None
+        self,
+        model: CappableChatModel,
+        person: Person,
+        thread: str | None = None,
+        *,
+        channel_budget: Budget | None = None,
     ) -> CappableChatModel:
         """``model`` within the limits on ``person``, their roles as the policy resolves them
-        (a turn's, an MCP sampling request's)."""
-        if not self.enabled:
+        (a turn's, an MCP sampling request's), and ``channel_budget``: the limits of the
+        channel they ask in (``person.channel``), reserved in the same step."""
+        if not self.enabled and channel_budget is None:
             return model
-        roles = tuple(role_names(await self.policy.held(person)))
-        return self.guard(model, Spender(person.team, person.user, roles, person.channel, thread))
+        roles = tuple(role_names(await self.policy.held(person))) if self.enabled else ()
+        spender = Spender(person.team, person.user, roles, person.channel, thread, channel_budget)
+        return self.guard(model, spender)
 
     def today(self) -> tuple[datetime, BudgetDay]:
         now = self.clock()
@@ -139,8 +153,18 @@ class Budgets:
         else:
             roles = tuple(role_names(await self.policy.held(person)))
             user, limits = person.user, self.limits(Spender(team, person.user, roles))
-        counters = [limit.counter(user) for limit in limits]
-        spent = await self.ledger.spent(team, day, counters)
+        return await self._standing(team, day, now, user, limits)
+
+    async def standing_of_channel(self, team: str, channel: str, budget: Budget) -> Standing:
+        """Today's spend in ``channel`` against each limit of its ``budget``."""
+        now, day = self.today()
+        limits = channel_limits(channel, budget)
+        return await self._standing(team, day, now, "", limits)
+
+    async def _standing(
+        self, team: str, day: BudgetDay, now: datetime, user: str, limits: list[Limit]
+    ) -> Standing:
+        spent = await self.ledger.spent(team, day, [limit.counter(user) for limit in limits])
         return Standing(
             day,
             now,

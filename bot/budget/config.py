@@ -53,7 +53,8 @@ class BudgetsConfig(BaseModel):
 
 
 def configured(budgets: BudgetsConfig, roles: Mapping[str, RoleConfig]) -> list[tuple[str, Budget]]:
-    """Every limit in the config, with its key."""
+    """Every limit on people in the config, with its key (channels' limits:
+    ``channels.KEY.budget``, passed apart)."""
     found = [(f"roles.{name}.budget", role.budget) for name, role in roles.items() if role.budget]
     found += [(f"budgets.users.{user}", budget) for user, budget in budgets.users.items()]
     if budgets.workspace is not None:
@@ -62,13 +63,23 @@ def configured(budgets: BudgetsConfig, roles: Mapping[str, RoleConfig]) -> list[
 
 
 def unpriced_cost_limits(
-    budgets: BudgetsConfig, roles: Mapping[str, RoleConfig], model: str
+    budgets: BudgetsConfig,
+    roles: Mapping[str, RoleConfig],
+    model: str,
+    channels: Mapping[str, Budget | None] | None = None,
 ) -> list[str]:
     """A problem for every cost limit, when ``model`` has no price in ``llm.prices`` (nothing
-    could count its cost, so the limit would never stop anyone)."""
+    could count its cost, so the limit would never stop anyone). ``channels``: each channel
+    entry's budget, by the entry's key."""
+    found = configured(budgets, roles)
+    found += [
+        (f"channels.{key}.budget", budget)
+        for key, budget in (channels or {}).items()
+        if budget is not None
+    ]
     return [
         f"{key}.daily_cost_usd: llm.prices has no price for the model {model!r}, "
         "so its cost cannot be counted"
-        for key, budget in configured(budgets, roles)
+        for key, budget in found
         if budget.daily_cost_usd is not None
     ]

@@ -22,6 +22,9 @@ def limit_words(limit: Limit) -> str:
         return f"your daily limit of {how_much}"
     if limit.scope == "role":
         return f"the daily limit of {how_much} that the role *{limit.role}* gives each person"
+    if limit.scope == "channel":
+        everyone = f"for everyone in <#{limit.channel}> together"
+        return f"this channel's daily limit of {how_much} ({everyone})"
     return f"the workspace's daily limit of {how_much} (for everyone together)"
 
 

@@ -22,8 +22,8 @@ def channel_context(view: ChannelView, estimator: TokenEstimator, *, dm: bool) -
         where = "this direct conversation" if dm else "this channel"
         parts.append(
             f"## Instructions for {where}\n"
-            f"The admins of this workspace set these for {where}; follow them after the "
-            f"instructions above.\n\n{instructions}"
+            f"These apply in {where} only, on top of the instructions above.\n\n"
+            f"{instructions}"
         )
     if view.notes:
         parts.append(notes_section(view.notes, estimator, dm=dm))

@@ -79,6 +79,7 @@ async def run_checks(cli_config: Path | None) -> list[Finding]:
             found += result
         if tools is not None:  # once the MCP servers have listed their tools
             found += [warn("roles", pattern) for pattern in tools.unmatched_patterns()]
+            found += [warn("channels", name) for name in tools.unmatched_channel_names()]
     finally:
         if tools is not None:
             await tools.aclose()

@@ -74,7 +74,7 @@ MODEL_COST = Counter(
 BUDGET_REFUSALS = Counter(
     PREFIX + "budget_refusals",
     "Model calls refused before they were made because a spending limit was reached, by "
-    "the limit's scope (user, role, workspace) and metric (tokens, cost).",
+    "the limit's scope (user, role, channel, workspace) and metric (tokens, cost).",
     ["scope", "metric"],
 )
 QUEUE_DEPTH = Gauge(

@@ -12,6 +12,7 @@ from bot.budget.budgets import Budgets
 from bot.budget.config import unpriced_cost_limits
 from bot.budget.estimate import CallEstimator
 from bot.budget.guard import CappableChatModel
+from bot.channels.unmatched import unmatched_names
 from bot.config.environment import Environment
 from bot.config.errors import ConfigError
 from bot.config.loading import load_config
@@ -61,8 +62,9 @@ class Tools:
 
     async def start(self) -> None:
         """Connect the MCP servers (each waited for at most its connect timeout), then warn
-        about role patterns that match no tool (warnings, never a stop: `slack-agent check`
-        shows them too). Two servers offering one tool name is a :class:`ConfigError`."""
+        about role patterns and channel entries' tool globs that match no tool, and channel
+        entries' servers that are none (warnings, never a stop: `slack-agent check` shows
+        them too). Two servers offering one tool name is a :class:`ConfigError`."""
         if self.mcp.connections or self.mcp.personal:
             try:
                 await self.mcp.start()
@@ -70,12 +72,18 @@ class Tools:
                 raise ConfigError(str(exc)) from None
         servers = self.mcp.connections or self.mcp.personal
         later = " (an MCP server may list it later)" if servers else ""
-        for pattern in self.unmatched_patterns():
+        for pattern in self.unmatched_patterns() + self.unmatched_channel_names():
             log.warning("%s%s", pattern, later)
 
     def unmatched_patterns(self) -> list[str]:
         """The roles' tool patterns that match none of the tools listed now."""
         return unmatched_patterns(self.config.roles, self.registry.names())
+
+    def unmatched_channel_names(self) -> list[str]:
+        """The channel entries' tool globs that match none of the tools listed now, and their
+        server names that are no configured MCP server."""
+        servers = list(self.config.mcp.servers)
+        return unmatched_names(self.config.channels, self.registry.names(), servers)
 
     async def aclose(self) -> None:
         await self.mcp.stop()
@@ -159,7 +167,10 @@ def load(
     if problems:
         raise ConfigError("invalid roles\n" + "\n".join(f"  {p}" for p in problems))
     if price_for(config.llm.model, config.llm.prices) is None:
-        unpriced = unpriced_cost_limits(config.budgets, config.roles, config.llm.model)
+        channel_budgets = {key: entry.budget for key, entry in config.channels.items()}
+        unpriced = unpriced_cost_limits(
+            config.budgets, config.roles, config.llm.model, channel_budgets
+        )
         if unpriced:
             raise ConfigError("invalid budgets\n" + "\n".join(f"  {p}" for p in unpriced))
     registry.add_source(mcp)

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from bot.budget.config import BudgetsConfig, unpriced_cost_limits
-from bot.budget.limits import Limit, applicable
+from bot.budget.limits import Limit, applicable, channel_limits
+from bot.budget.wording import limit_words
 from bot.config.errors import ConfigError
 from bot.config.loading import parse_config
+from permissions.budget import Budget
 from permissions.config import RoleConfig
 
 ROLES = {
@@ -115,4 +117,36 @@ def test_cost_limits_need_a_price() -> None:
         "so its cost cannot be counted",
         "budgets.users.U0ALICE.daily_cost_usd: llm.prices has no price for the model 'gpt-x', "
         "so its cost cannot be counted",
+    ]
+
+
+def test_a_channels_limit_joins_the_persons_and_counts_everyone_in_the_channel() -> None:
+    channel = ("C0SUPPORT", Budget(daily_tokens=300_000, daily_cost_usd=5))
+    limits = applicable(BUDGETS, ROLES, ["member"], "U0ALICE", channel)
+    assert limits == [
+        Limit("user", "tokens", 80_000),
+        Limit("role", "tokens", 100_000, "member"),
+        Limit("channel", "cost", 5, channel="C0SUPPORT"),
+        Limit("channel", "tokens", 300_000, channel="C0SUPPORT"),
+        Limit("workspace", "cost", 100),
+        Limit("workspace", "tokens", 5_000_000),
+    ]
+    assert limits[2].counter("U0ALICE") == limits[2].counter("U0BOB") == "channel:C0SUPPORT"
+    assert limits[2].source == "channel C0SUPPORT"
+    assert channel_limits("C0X", Budget(daily_tokens=10)) == [
+        Limit("channel", "tokens", 10, channel="C0X")
+    ]
+
+
+def test_a_channels_limit_in_words() -> None:
+    assert limit_words(Limit("channel", "tokens", 300_000, channel="C0SUPPORT")) == (
+        "this channel's daily limit of 300,000 tokens (for everyone in <#C0SUPPORT> together)"
+    )
+
+
+def test_a_channels_cost_limit_needs_a_price_too() -> None:
+    channels = {"C0SUPPORT": Budget(daily_cost_usd=5), "C0ENG*": None, "*": Budget(daily_tokens=9)}
+    assert unpriced_cost_limits(BudgetsConfig(), {}, "gpt-x", channels) == [
+        "channels.C0SUPPORT.budget.daily_cost_usd: llm.prices has no price for the model "
+        "'gpt-x', so its cost cannot be counted"
     ]

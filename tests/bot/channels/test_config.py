@@ -3,12 +3,15 @@ its key's path (a bad channel key, a wrong type, instructions too long, an unkno
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bot.channels.config import EXTERNAL, MAX_INSTRUCTIONS_CHARS, is_glob
 from bot.config.errors import ConfigError
 from bot.config.loading import parse_config
 from bot.config.schema import AppConfig
+from bot.process.services import build_services
 
 EXAMPLE = """
 channels:
@@ -36,6 +39,15 @@ def test_the_issue_example_loads() -> None:
     assert support.budget is not None and support.budget.daily_tokens == 300000
     assert support.memory is True and support.locked is False
     assert channels[EXTERNAL].memory is False and channels[EXTERNAL].instructions is None
+
+
+def test_the_readmes_channels_section_shows_the_issues_example() -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    start = readme.index("```yaml\n", readme.index("\n## Channels\n")) + len("```yaml\n")
+    channels = parse_config(readme[start : readme.index("```", start)], "README.md").channels
+    assert list(channels) == ["C0SUPPORT", EXTERNAL]
+    assert channels["C0SUPPORT"] == parse_config(EXAMPLE).channels["C0SUPPORT"]
+    assert channels[EXTERNAL] == parse_config(EXAMPLE).channels[EXTERNAL]
 
 
 def test_no_section_is_no_entry() -> None:
@@ -98,3 +110,15 @@ def test_an_empty_tool_glob_is_refused() -> None:
 def test_which_keys_are_globs(key: str, glob: bool) -> None:
     assert is_glob(key) is glob
     assert key in parse_config(f'channels: {{"{key}": {{}}}}').channels
+
+
+def test_a_channels_cost_limit_without_a_price_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("llm: {model: m1}\nchannels: {C0SUPPORT: {budget: {daily_cost_usd: 5}}}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with pytest.raises(
+        ConfigError, match=r"channels\.C0SUPPORT\.budget\.daily_cost_usd: llm\.prices has no price"
+    ):
+        build_services(path)

@@ -221,7 +221,8 @@ async def test_a_role_pattern_that_matches_no_tool_is_a_warning_not_a_failure(
 ) -> None:
     """A deny pattern for a tool the bot does not have (README's `!search_payroll`) denies
     nothing: `check` warns, the config is valid and the exit code is 0. Patterns naming an
-    MCP server's tools are looked at once the server has listed them."""
+    MCP server's tools are looked at once the server has listed them. So are a channel
+    entry's tool globs; its server names are looked up among the configured servers."""
     fake_slack.granted_scopes = SCOPES | {"files:read"}
     text = f"""llm: {{model: fake-model}}
 mcp:
@@ -235,6 +236,8 @@ roles:
     members: [S0WAREHOUSE]
     tools: ["wh_lookup_stock", "search_*", "!search_payroll"]
   member: {{default: true, tools: [get_time]}}
+channels:
+  C0SUPPORT: {{tools: ["wh_*", "zendesk_*"], mcp_servers: [warehouse, zendesk]}}
 """
     server = persistent_redis()
     try:
@@ -251,3 +254,8 @@ roles:
         "roles: roles.staff.tools[2]: '!search_payroll' matches no tool",
     ]
     assert warned[1].endswith("; it denies nothing") and "wh_lookup_stock" in warned[1]
+    channels = [line for line in lines(checks, "warn") if line.startswith("channels: ")]
+    assert [w.split(" (")[0] for w in channels] == [
+        "channels: channels.C0SUPPORT.tools[1]: 'zendesk_*' matches no tool",
+        "channels: channels.C0SUPPORT.mcp_servers[1]: 'zendesk' is no configured MCP server",
+    ]

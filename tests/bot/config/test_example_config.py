@@ -1,6 +1,6 @@
 """agent.example.yaml, the file docker-compose mounts, is a config the bot starts with, and
-it has the safety features in it: roles, an approval rule, budgets, and an MCP server to
-uncomment."""
+it has the safety features in it: roles, an approval rule, budgets, and an MCP server and a
+channel entry to uncomment."""
 
 from __future__ import annotations
 
@@ -58,3 +58,16 @@ def test_the_sign_in_servers_need_the_oauth_section(monkeypatch: pytest.MonkeyPa
     text = uncommented(EXAMPLE.read_text(), "mcp")
     with pytest.raises(ConfigError, match=r"oauth\.redirect_base_url is not set"):
         parse_config(text, "agent.example.yaml")
+
+
+def test_its_channel_entry_is_valid_once_uncommented(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("SLACK_AGENT_CONFIG", raising=False)
+    path = tmp_path / "agent.yaml"
+    path.write_text(uncommented(EXAMPLE.read_text(), "channels"))
+    config, _, tools = load(path)
+    support = config.channels["C0SUPPORT"]
+    assert support.instructions and support.memory is True
+    assert support.budget is not None and support.budget.daily_tokens == 300000
+    assert tools.unmatched_channel_names() == []  # its tools are the example's own

@@ -232,6 +232,7 @@ def test_the_readme_example_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     }
     assert config.mcp.servers["github"].auth == "oauth"
     assert config.oauth.callback_url == "https://bot.example.com/oauth/callback"
+    assert config.channels["C0SUPPORT"].mcp_servers == ["jira"]
 
 
 def test_a_base_url_the_sdk_cannot_use_stops_the_start(
