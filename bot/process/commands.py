@@ -10,6 +10,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,7 +97,8 @@ def console_channel(
         return remember_tool(memory, CONSOLE_TEAM, channel, user, prompt, command)
 
     async def model(view: ChannelView) -> ChatModel:
-        return services.budgets.guard(services.model, spender)
+        budget = view.settings.budget.value
+        return services.budgets.guard(services.model, replace(spender, channel_budget=budget))
 
     return ConsoleChannel(channel, read, remember, model, services.model.estimator)
 

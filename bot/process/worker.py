@@ -153,11 +153,15 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
 
 def slack_models(services: Services) -> ModelFor:
     """A Slack turn's model: within the spending limits of its person (their own, their
-    roles', the workspace's), each call reserved before it is made."""
+    roles', the workspace's) and of its channel (everyone in it together), each call
+    reserved in all of them at once before it is made."""
 
     async def model_for(turn: Turn, channel: ChannelView | None) -> ChatModel:
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
-        return await services.budgets.guard_for(services.model, person, turn.thread_ts)
+        budget = channel.settings.budget.value if channel is not None else None
+        return await services.budgets.guard_for(
+            services.model, person, turn.thread_ts, channel_budget=budget
+        )
 
     return model_for
 

@@ -12,7 +12,7 @@ from slack_sdk.models.blocks import ContextBlock, MarkdownTextObject
 from bot.channels.remember import Remembered, saved_words
 from bot.slack.blocks.escape import escaped, visible
 
-MAX_LINES = 10  # notes named under one answer; the rest are counted
+MAX_LINES = 9  # notes named under one answer, the rest counted: a context block holds 10
 
 
 def saved_line(note: Remembered) -> str:

@@ -6,12 +6,14 @@ the "Saved to" line under the answer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from tests.fakes.llm_server import calls, error, text, tool_results
 from tests.fakes.slack_harness import SlackHarness, direct_message, mention
-from tests.fakes.slack_server import Message
+from tests.fakes.slack_server import TEAM, Message
+from tests.waiting import until
 
 CHANNELS: dict[str, Any] = {
     "C0SUPPORT": {
@@ -194,3 +196,57 @@ async def test_the_saved_line_comes_with_a_failed_answer_and_with_a_long_answers
     assert [saved_lines(part) for part in parts] == [[]] * (len(parts) - 1) + [
         ["Saved to this channel's memory: “Retro is on Friday.”"]
     ]
+
+
+BUDGETS: dict[str, Any] = {
+    "C0SMALL": {"budget": {"daily_tokens": 10}},
+    "C0BUDGET": {"budget": {"daily_tokens": 3000}},
+}
+
+
+async def test_over_a_channels_budget_the_answer_names_the_channel(
+    slack_app: SlackHarness,
+) -> None:
+    app = await slack_app.start(channels=BUDGETS)
+    app.llm.add(text("First."), text("Elsewhere."))
+    await ask(app, mention("hello", "807.000001", channel="C0SMALL"))  # 0 spent: admitted
+    [refused] = await ask(app, mention("again", "807.000002", channel="C0SMALL"))
+    assert "this channel's daily limit of 10 tokens (for everyone in <#C0SMALL> together)" in (
+        refused.shown
+    )
+    assert len(app.llm.requests) == 1  # the model was not called for the second
+    await ask(app, mention("hello", "807.000003", channel="C0ELSEWHERE", user="U0ALICE"))
+    assert len(app.llm.requests) == 2  # the channel's limit is the channel's alone
+
+
+async def test_twenty_turns_at_once_overshoot_a_channels_budget_by_at_most_one_estimate(
+    slack_app: SlackHarness,
+) -> None:
+    app = await slack_app.start(
+        channels=BUDGETS, llm={"max_tokens": 200}, queue={"concurrency": 20}
+    )
+    # Every admitted call waits for the others: all 20 reserve while the admitted ones hold.
+    answer = asyncio.Event()
+    app.llm.add(*(text("Answered.", hold=answer, usage=(150, 50)) for _ in range(20)))
+    events = [mention(f"q{n}", f"808.{n + 1:06d}", channel="C0BUDGET") for n in range(20)]
+    for event in events:
+        envelope = app.envelope(event)
+        envelope["is_ext_shared_channel"] = False
+        assert (await app.post(envelope))[0] == 200
+
+    def refused() -> int:
+        shown = (m.shown for e in events for m in app.slack.thread("C0BUDGET", e["ts"]))
+        return sum("<#C0BUDGET>" in text for text in shown)
+
+    await until(lambda: refused() + len(app.llm.requests) == 20, 30)
+    answer.set()
+    answers = [(await app.answered("C0BUDGET", e["ts"], within=30))[0].shown for e in events]
+    assert answers.count("Answered.") == len(app.llm.requests) == 20 - refused()
+    assert 0 < refused() < 20
+    assert app.services is not None
+    _, day = app.services.budgets.today()
+    (channel,) = await app.state.budgets.spent(TEAM, day, ["channel:C0BUDGET"])
+    assert channel.held_tokens == 0  # every call settled
+    # The holds of the calls under way passed the limit, by less than one call's estimate.
+    assert 3000 < channel.peak_spent <= 3000 + channel.peak_tokens
+    assert channel.tokens == 200 * len(app.llm.requests)
