@@ -71,9 +71,8 @@ def channel_tools(inner: Toolset, channel: ChannelView | None) -> Toolset:
     if channel is None:
         return inner
     settings = channel.settings
-    return (
-        ChannelScope(inner, settings) if settings.tool_filters or settings.server_filters else inner
-    )
+    narrows = settings.tool_filters or settings.server_filters
+    return ChannelScope(inner, settings) if narrows else inner
 
 
 def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
