@@ -2,7 +2,9 @@
 
 Prints:
 - Redis round trips and bytes (both directions, as the server counts them) per turn, for a
-  turn with one tool round and for a plain question-and-answer turn;
+  turn with one tool round and for a plain question-and-answer turn, and that turn again
+  reading its channel's settings and notes (bot/channels/reader.py, no ``channels:``
+  section: what every Slack turn reads);
 - enqueue-to-start latency (a turn enqueued until its worker calls the model), p50 and p99,
   with 1, 8 and 64 turns enqueued at once.
 
@@ -22,12 +24,13 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from bot.agent.events import AgentEvent
+from bot.channels.reader import ChannelReader, ChannelView
 from bot.config.schema import AppConfig
 from bot.llm.response import ModelResponse, ToolCall
 from bot.llm.usage import Usage
 from bot.process.state import State, open_state
 from bot.turn.model import QueuedTurn, Turn
-from bot.turn.ports import Deadline, DeliveryRecord, Fence, Settled
+from bot.turn.ports import ChannelFor, Deadline, DeliveryRecord, Fence, Settled, no_channel
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tests.fakes.function_model import FunctionModel
@@ -118,16 +121,30 @@ async def measure(turns: int, trips: RoundTrips) -> None:
     try:
         print(f"Redis per turn ({turns} turns each, {REDIS_URL.split('@')[-1]})")
         print(f"{'turn':<26} {'round trips':>12} {'bytes':>10}")
-        for label, with_tool in (("one tool round + answer", True), ("answer only", False)):
+        shared = state.shared
+        reader = ChannelReader({}, shared.channels, shared.memory)
+
+        async def channel_for(turn: Turn) -> ChannelView:
+            return await reader.read(turn.channel, turn.user, False)
+
+        for row, (label, with_tool, channel) in enumerate(
+            (
+                ("one tool round + answer", True, no_channel),
+                ("answer only", False, no_channel),
+                ("answer only, channel read", False, channel_for),
+            )
+        ):
             starts: dict[str, float] = {}
-            worker = make_worker(state, model(with_tool, starts), responder, concurrency=1)
+            worker = make_worker(
+                state, model(with_tool, starts), responder, concurrency=1, channel_for=channel
+            )
             stop = asyncio.Event()
             task = asyncio.create_task(worker.run(stop))
             await asyncio.sleep(0.3)  # let the worker settle into its blocking read
             trips_before, bytes_before = trips.sent, await net_bytes(state)
             for n in range(turns):
                 thread = f"{label}-{n % 10}"  # ten threads, so histories grow like real ones
-                ts = f"{int(with_tool)}{n}.1"
+                ts = f"{row + 1}{n}.1"
                 turn = Turn("T1", "C1", thread, "U1", f"q{label}{n}", ts, f"Ev{label}{n}")
                 await run_batch(state, responder, [turn], {})
             per_turn = (trips.sent - trips_before) / turns
@@ -173,10 +190,20 @@ async def measure(turns: int, trips: RoundTrips) -> None:
 
 
 def make_worker(
-    state: State, fn_model: FunctionModel, responder: Responder, concurrency: int
+    state: State,
+    fn_model: FunctionModel,
+    responder: Responder,
+    concurrency: int,
+    channel_for: ChannelFor = no_channel,
 ) -> Worker:
     return kit_worker(
-        state, fn_model, responder, tools=[noop], concurrency=concurrency, claim_idle_s=60
+        state,
+        fn_model,
+        responder,
+        tools=[noop],
+        concurrency=concurrency,
+        claim_idle_s=60,
+        channel_for=channel_for,
     )
 
 

@@ -44,6 +44,11 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--user", help="Slack user ID to act as (chooses roles)")
     chat.add_argument("--role", help="act with exactly this role from the config")
     chat.add_argument(
+        "--channel",
+        help="act in this Slack channel (its ID, e.g. C0SUPPORT): its settings from the "
+        "config and from Slack, its notes, remember, its tools and budget",
+    )
+    chat.add_argument(
         "--yes", action="store_true", help="approve tools that need confirmation without asking"
     )
 
@@ -139,7 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bot.process.listen import Listen
 
         if args.command == "chat":
-            options = ChatOptions(thread=args.thread, user=args.user, role=args.role, yes=args.yes)
+            options = ChatOptions(
+                thread=args.thread,
+                user=args.user,
+                role=args.role,
+                yes=args.yes,
+                channel=args.channel,
+            )
             return asyncio.run(commands.chat(args.config, options))
         if args.command == "run":
             listen = Listen(args.host, args.port, args.metrics_port)

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from bot.agent.loop import LoopSettings, run_turn
+from bot.channels.reader import ChannelView
+from bot.channels.remember import with_remember
 from bot.console.approval import console_approver
 from bot.console.asker import ConsoleAsker
+from bot.console.channel import ConsoleChannel, prompt_id
 from bot.console.display import ConsoleDisplay
 from bot.console.interrupt import CtrlC
 from bot.console.lines import LineReader
@@ -37,18 +40,21 @@ class ChatOptions:
     user: str | None = None
     role: str | None = None
     yes: bool = False  # approve every tool that needs confirmation (for scripts)
+    channel: str | None = None  # a Slack channel's ID: its settings, notes and budget
 
 
 @dataclass(frozen=True)
 class Conversation:
     """What the console talks through: the model, the loop's settings, and the history of
-    its threads (kept in Redis like Slack's), trimmed to ``budget`` tokens."""
+    its threads (kept in Redis like Slack's), trimmed to ``budget`` tokens; with
+    ``--channel``, that channel's settings (``channel.py``)."""
 
     model: ChatModel
     settings: LoopSettings
     history: RedisHistory
     budget: int
     estimator: TokenEstimator
+    channel: ConsoleChannel | None = None
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,10 @@ class ConsoleTools:
     to the approver passed in), the roles that decided it, and whether that person may
     approve (``approval.approvers``: they are the requester); and, when an MCP server signs
     each person in, how their calls wait for them to connect at the terminal (``sign_in``:
-    the guarded tools wrapped in the sign-in gate, ``bot/console/sign_in.py``)."""
+    the guarded tools wrapped in the sign-in gate, ``bot/console/sign_in.py``). ``guarded``
+    is given the channel's settings with ``--channel`` (its tools narrow the offer)."""
 
-    guarded: Callable[[Approver | None], Toolset]
+    guarded: Callable[[Approver | None, ChannelView | None], Toolset]
     roles: list[str]
     may_decide: bool
     sign_in: Callable[[Toolset, ConsoleTerminal], Toolset] | None = None
@@ -75,38 +82,46 @@ async def run_chat(
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
 ) -> int:
-    roles, store = tools.roles, conversation.history
-    key = ThreadKey(CONSOLE_TEAM, CONSOLE_CHANNEL, options.thread)
+    roles, store, channel = tools.roles, conversation.history, conversation.channel
+    where = channel.id if channel is not None else CONSOLE_CHANNEL
+    key = ThreadKey(CONSOLE_TEAM, where, options.thread)
     display = ConsoleDisplay(stdout, stderr)
     interactive = stdin.isatty()
     lines = LineReader(stdin)
     # Calls that need approval (the same rule as in Slack) are asked for here; tools run for
     # the console's person, and MCP questions are asked here on a terminal only.
     approver = console_approver(interactive, options.yes, tools.may_decide, lines, stderr)
-    approved = tools.guarded(approver)
     ctrl_c = CtrlC()  # a turn's, or a sign-in's inside it
+    terminal: ConsoleTerminal | None = None
     if tools.sign_in is not None:
         from bot.console.sign_in import ConsoleTerminal  # with the MCP SDK, only when used
 
-        approved = tools.sign_in(approved, ConsoleTerminal(interactive, stderr, ctrl_c))
+        terminal = ConsoleTerminal(interactive, stderr, ctrl_c)
     asker = ConsoleAsker(lines, stderr) if interactive else None
     user = options.user or "console"
-    toolset = for_requester(
-        approved,
-        Requester(CONSOLE_TEAM, user, CONSOLE_CHANNEL, options.thread, asker, CONSOLE_TEAM),
-    )
-    # The thread as this person may see it: others' results of tools they may not use are
-    # withheld (the same rule as in Slack; with --role, the role decides).
-    scope = requester_scope(user, toolset)
+    requester = Requester(CONSOLE_TEAM, user, where, options.thread, asker, CONSOLE_TEAM)
+
+    def toolset_in(view: ChannelView | None, prompt: str) -> Toolset:
+        """The person's tools for one prompt, in the channel's settings ``view``."""
+        approved = tools.guarded(approver, view)
+        if tools.sign_in is not None and terminal is not None:
+            approved = tools.sign_in(approved, terminal)
+        remember = channel.remember(view, prompt) if channel is not None and view else None
+        return with_remember(for_requester(approved, requester), remember)
+
+    view = await channel.read() if channel is not None else None
     if interactive:
-        names = ", ".join(t.name for t in await toolset.list_tools()) or "none"
+        names = ", ".join(t.name for t in await toolset_in(view, "").list_tools()) or "none"
         who = f" as {', '.join(roles)}" if roles else ""
-        stderr.write(f"slack-agent chat · thread {options.thread}{who} · tools: {names}\n")
+        at = f" · channel {where}" if channel is not None else ""
+        stderr.write(f"slack-agent chat · thread {options.thread}{at}{who} · tools: {names}\n")
         stderr.write(HELP + "\n")
 
     async for prompt in _prompts(lines, stderr, interactive):
         if prompt in ("/exit", "/quit"):
             break
+        view = await channel.read() if channel is not None else None  # once a prompt
+        toolset = toolset_in(view, prompt_id())
         if prompt == "/tools":
             for tool in await toolset.list_tools():
                 stderr.write(f"  {tool.name}: {tool.description.splitlines()[0]}\n")
@@ -114,17 +129,26 @@ async def run_chat(
         if prompt == "/help":
             stderr.write(HELP + "\n")
             continue
+        # The thread as this person may see it: others' results of tools they may not use
+        # are withheld (the same rule as in Slack; with --role, the role decides).
+        scope = requester_scope(user, toolset)
+        history = await store.for_model(key, conversation.budget, conversation.estimator, scope)
+        model = conversation.model
+        context = ""
+        if channel is not None and view is not None:
+            model, context = await channel.model(view), channel.context(view)
         cancel = asyncio.Event()
         # While a turn runs on a terminal, Ctrl-C stops the turn instead of the console.
         with ctrl_c.calls(cancel.set, enabled=interactive):
             result = await run_turn(
-                conversation.model,
+                model,
                 conversation.settings,
-                await store.for_model(key, conversation.budget, conversation.estimator, scope),
+                history,
                 prompt,
                 toolset,
                 observer=display,
                 cancel=cancel,
+                context=context,
             )
         if result.new_messages:
             await store.append(key, result.new_messages, user=user)

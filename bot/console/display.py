@@ -1,4 +1,5 @@
-"""Print a turn as it happens: tool lines and a footer on stderr, the answer on stdout."""
+"""Print a turn as it happens: tool lines and a footer on stderr, the answer on stdout (with a
+line for each note the turn saved to memory)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from bot.agent.events import (
     TurnFinished,
 )
 from bot.agent.result import CallOutcome, TurnResult
+from bot.channels.remember import saved_notes, saved_words
 
 ARGUMENT_CHARS = 200
 
@@ -63,6 +65,8 @@ class ConsoleDisplay:
         streamed = "".join(self._round_text) if self._round == result.rounds else ""
         if result.text.strip() != streamed.strip():
             self.out.write(result.text + "\n")
+        for note in saved_notes(result.new_messages):
+            self.out.write(saved_words(note) + "\n")
         self.out.flush()
         self._round, self._round_text = 0, []
         self.err.write(footer(result) + "\n")

@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.budget.budgets import Spender
+from bot.channels.reader import ChannelView
+from bot.channels.remember import remember_tool
 from bot.config.errors import ConfigError
+from bot.console.channel import ConsoleChannel
 from bot.console.chat import CONSOLE_TEAM, ChatOptions, ConsoleTools, Conversation, run_chat
+from bot.llm.model import ChatModel
 from bot.observability import tracing
 from bot.observability.process_metrics import WorkerMetrics
 from bot.observability.redaction import print_redacted
@@ -24,12 +30,14 @@ from bot.process.services import Services, build_services, load
 from bot.process.state import busy_connections
 from bot.process.supervisor import Supervisor, WorkerLaunch
 from bot.process.tool_listing import personal_lines, signs_in, tool_lines, tool_row
+from bot.process.worker import channel_reader, channel_tools
 from bot.process.worker_count import cpu_count, worker_processes
 from bot.state.redis.mode import check_cluster_mode
 from bot.state.redis.persistence import check_persistence
 from permissions.policy import Person
 from permissions.sources import role_names
 from tools.approval import Approver
+from tools.definition import Tool
 from tools.mcp.oauth.account import Account
 from tools.toolset import Toolset
 
@@ -40,26 +48,59 @@ if TYPE_CHECKING:
     from bot.process.workers import Workers
 
 STOP_MARGIN_S = 5.0  # beyond a worker's own grace and hand-back, before it is killed
+CHANNEL_ID = re.compile(r"^[CDG][A-Z0-9]{2,}$")  # what `chat --channel` takes
 
 
 async def chat(config: Path | None, options: ChatOptions) -> int:
     """``slack-agent chat``: the same loop, tools and policy as in Slack, in a terminal."""
+    if options.channel is not None and not CHANNEL_ID.match(options.channel):
+        raise ConfigError(
+            f"--channel: {options.channel!r} is not a Slack channel ID (C…, G… or D…)"
+        )
     services = build_services(config, "chat", console=True)
     try:
         tools = await console_tools(services, options)  # a bad --role fails before any prompt
         await services.start()
         # Within the console person's spending limits, like a Slack turn.
-        spender = Spender(CONSOLE_TEAM, options.user or "console", tuple(tools.roles))
+        user = options.user or "console"
+        spender = Spender(CONSOLE_TEAM, user, tuple(tools.roles), options.channel)
         conversation = Conversation(
             services.budgets.guard(services.model, spender),
             services.loop_settings,
             services.state.threads.history,
             services.config.history.token_budget,
             services.model.estimator,
+            console_channel(services, options, spender),
         )
         return await run_chat(conversation, tools, options)
     finally:
         await services.aclose()
+
+
+def console_channel(
+    services: Services, options: ChatOptions, spender: Spender
+) -> ConsoleChannel | None:
+    """With ``--channel``: that channel's settings and notes (the file's and Slack's), its
+    ``remember`` and its budget for the console's turns."""
+    channel = options.channel
+    if channel is None:
+        return None
+    reader, user = channel_reader(services), options.user or "console"
+
+    async def read() -> ChannelView:
+        return await reader.read(channel, user, False)
+
+    def remember(view: ChannelView, prompt: str) -> Tool | None:
+        if not view.settings.may_remember(False):  # the console's person is of this workspace
+            return None
+        memory, command = services.state.shared.memory, services.config.slack.command
+        return remember_tool(memory, CONSOLE_TEAM, channel, user, prompt, command)
+
+    async def model(view: ChannelView) -> ChatModel:
+        budget = view.settings.budget.value
+        return services.budgets.guard(services.model, replace(spender, channel_budget=budget))
+
+    return ConsoleChannel(channel, read, remember, model, services.model.estimator)
 
 
 async def console_tools(services: Services, options: ChatOptions) -> ConsoleTools:
@@ -69,7 +110,7 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
     those servers too, each call waiting for them to connect at the terminal."""
     config, roles, policy = services.config, services.config.roles, services.policy
     user = options.user or "console"
-    person = Person(CONSOLE_TEAM, user, None, user_team=CONSOLE_TEAM)
+    person = Person(CONSOLE_TEAM, user, options.channel, user_team=CONSOLE_TEAM)
     if options.role is not None:
         if options.role not in roles:
             known = ", ".join(roles) or "none are configured"
@@ -86,8 +127,8 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
 
         inner = PersonalToolset(services.registry, personal, account)
 
-    def guarded(approver: Approver | None) -> Toolset:
-        return policy.guarded(inner, person, approver, held)
+    def guarded(approver: Approver | None, channel: ChannelView | None) -> Toolset:
+        return policy.guarded(channel_tools(inner, channel), person, approver, held)
 
     sign_in: Callable[[Toolset, ConsoleTerminal], Toolset] | None = None
     if side is not None and personal:

@@ -27,6 +27,7 @@ from bot.slack.inbox.compose import SlackInbox
 from bot.slack.inbox.context import SlackContext
 from bot.slack.inbox.files import FileReader
 from bot.slack.inbox.names import SlackNames
+from bot.slack.inbox.shared_channels import SharedChannels
 from bot.slack.outbound.responder import SlackResponder
 from bot.slack.outbound.waiting_note import SlackWaitingNote
 from bot.turn.store.tool_outputs import ToolOutputs
@@ -51,6 +52,7 @@ class SlackSide:
     inbox: SlackInbox  # the message whole, as the model reads it
     context: SlackContext  # what the model is told about the Slack around a turn
     waiting_note: SlackWaitingNote  # a thread's later messages wait behind an approval
+    shared: SharedChannels  # whether a channel is shared with another organisation
 
 
 def build_slack_side(services: Services, *, http: bool) -> SlackSide:
@@ -158,6 +160,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         inbox,
         SlackContext(state.threads.pane),
         SlackWaitingNote(client, identity, deciders(config.approval, config.roles)),
+        SharedChannels(client, state.shared.cache),
     )
 
 

@@ -1,10 +1,16 @@
 """The worker of a process: Slack turns from the queue, each run for its person with the
-tools the policy gives them, and the one place that knows which stores each part gets."""
+tools the policy gives them, in its channel's settings (read once a turn: its tools narrowed,
+its instructions and notes, ``remember``, its budget), and the one place that knows which
+stores each part gets."""
 
 from __future__ import annotations
 
 from functools import partial
 
+from bot.channels.config import EXTERNAL
+from bot.channels.prompt import channel_context
+from bot.channels.reader import ChannelReader, ChannelView
+from bot.channels.remember import remember_tool, with_remember
 from bot.config.schema import QueueConfig
 from bot.llm.model import ChatModel
 from bot.process.services import Services
@@ -15,24 +21,69 @@ from bot.slack.outbound.asker import SlackAsker
 from bot.turn.approval import TurnApprover
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
-from bot.turn.ports import Agent, Deadline, ModelFor, Responder, ToolsetFor, WaitingNote
+from bot.turn.ports import (
+    Agent,
+    ChannelFor,
+    ContextFor,
+    Deadline,
+    ModelFor,
+    Responder,
+    ToolsetFor,
+    WaitingNote,
+)
 from bot.turn.waiting_note import WaitingTeller
 from bot.turn.worker.consumer import EXPIRY_EVERY_S, Worker, consumer_name, expiry_every
 from bot.turn.worker.processor import FAILURE_BACKOFF_S, ThreadProcessor
 from bot.turn.worker.stops import POLL_S, StopWatcher
+from permissions.channel_scope import ChannelScope
 from permissions.policy import Person
 from tools.call_context import Requester, for_requester
 from tools.mcp.oauth.account import Account
 from tools.toolset import Toolset
 
 
+def slack_channels(services: Services, slack: SlackSide) -> ChannelFor:
+    """What a Slack turn's channel sets: the file's ``channels:`` entries and the values set
+    in Slack, resolved, and the channel's notes (in a DM, the person's), one Redis round
+    trip. Whether the channel is shared with another organisation only matters to the
+    ``external`` entry: without one, Slack is never asked (the event's flag, or not
+    shared)."""
+    reader = channel_reader(services)
+    ask = EXTERNAL in services.config.channels
+
+    async def channel_for(turn: Turn) -> ChannelView:
+        said = turn.shared
+        external = await slack.shared.external(turn.channel, said) if ask else bool(said)
+        return await reader.read(turn.channel, turn.user, external)
+
+    return channel_for
+
+
+def channel_reader(services: Services) -> ChannelReader:
+    """The reader of channels' settings and notes, over the file's ``channels:`` section."""
+    shared = services.state.shared
+    return ChannelReader(services.config.channels, shared.channels, shared.memory)
+
+
+def channel_tools(inner: Toolset, channel: ChannelView | None) -> Toolset:
+    """``inner`` as the channel offers it: narrowed by its ``tools`` and ``mcp_servers``
+    (unchanged where they narrow nothing)."""
+    if channel is None:
+        return inner
+    settings = channel.settings
+    narrows = settings.tool_filters or settings.server_filters
+    return ChannelScope(inner, settings) if narrows else inner
+
+
 def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
-    """A Slack turn's tools: what its person's roles allow (asked again at every call);
-    a call that needs a person's approval parks the turn until someone who may decide
-    clicks (bot/turn/approval.py); each tool run for the person, who is asked in the
-    thread when an MCP server has a question. With MCP servers that sign each person in,
-    the person's own tools of those servers are offered too, and a call of one waits for
-    them to connect (bot/turn/sign_in.py) before anyone is asked to approve it."""
+    """A Slack turn's tools: what its channel offers (its ``tools`` and ``mcp_servers``)
+    and its person's roles allow (both asked again at every call); a call that needs a
+    person's approval parks the turn until someone who may decide clicks
+    (bot/turn/approval.py); each tool run for the person, who is asked in the thread when
+    an MCP server has a question. With MCP servers that sign each person in, the person's
+    own tools of those servers are offered too, and a call of one waits for them to connect
+    (bot/turn/sign_in.py) before anyone is asked to approve it. Where the channel's memory
+    is on, ``remember`` beside them, outside the roles (memory is its switch)."""
     policy, registry, state, config = (
         services.policy,
         services.registry,
@@ -42,9 +93,23 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     oauth = state.oauth
     personal = services.tools.mcp.personal if oauth is not None else {}
 
-    async def toolset_for(queued: QueuedTurn, deadline: Deadline) -> Toolset:
+    async def toolset_for(
+        queued: QueuedTurn, deadline: Deadline, channel: ChannelView | None
+    ) -> Toolset:
         turn = queued.turn
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
+        remember = (
+            remember_tool(
+                state.shared.memory,
+                turn.team,
+                turn.channel,
+                turn.user,
+                queued.entry_id,
+                config.slack.command,
+            )
+            if channel is not None and channel.settings.may_remember(person.external)
+            else None
+        )
         approver = TurnApprover(
             state.threads.approvals,
             state.shared.audit,
@@ -58,7 +123,10 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
             turn.team, turn.user, turn.channel, turn.thread_ts, asker, turn.author_team
         )
         if oauth is None or not personal:
-            return for_requester(policy.guarded(registry, person, approver), requester)
+            offered = channel_tools(registry, channel)
+            return with_remember(
+                for_requester(policy.guarded(offered, person, approver), requester), remember
+            )
         # loaded only with a server that signs people in (they load the MCP SDK)
         from bot.turn.sign_in import TurnSignIn
         from tools.mcp.oauth.gate import PersonalToolset, SignInToolset
@@ -73,22 +141,45 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
             timeout_s=config.approval.timeout_s,
             allow_external=config.oauth.allow_external,
         )
-        own = PersonalToolset(registry, personal, Account(turn.team, turn.user))
+        own = channel_tools(
+            PersonalToolset(registry, personal, Account(turn.team, turn.user)), channel
+        )
         allowed = SignInToolset(policy.guarded(own, person, approver), connector, personal)
-        return for_requester(allowed, requester)
+        return with_remember(for_requester(allowed, requester), remember)
 
     return toolset_for
 
 
 def slack_models(services: Services) -> ModelFor:
     """A Slack turn's model: within the spending limits of its person (their own, their
-    roles', the workspace's), each call reserved before it is made."""
+    roles', the workspace's) and of its channel (everyone in it together), each call
+    reserved in all of them at once before it is made."""
 
-    async def model_for(turn: Turn) -> ChatModel:
+    async def model_for(turn: Turn, channel: ChannelView | None) -> ChatModel:
         person = Person(turn.team, turn.user, turn.channel, user_team=turn.author_team)
-        return await services.budgets.guard_for(services.model, person, turn.thread_ts)
+        budget = channel.settings.budget.value if channel is not None else None
+        return await services.budgets.guard_for(
+            services.model, person, turn.thread_ts, channel_budget=budget
+        )
 
     return model_for
+
+
+def slack_contexts(services: Services, slack: SlackSide) -> ContextFor:
+    """What a Slack turn's model is told besides the base system prompt: what the surface
+    knows (bot/slack/inbox/context.py), then the channel's instructions and notes."""
+    estimator = services.model.estimator
+
+    async def context_for(turn: Turn, channel: ChannelView | None) -> str:
+        surface = await slack.context(turn)
+        own = (
+            channel_context(channel, estimator, dm=turn.channel.startswith("D"))
+            if channel is not None
+            else ""
+        )
+        return "\n\n".join(part for part in (surface, own) if part)
+
+    return context_for
 
 
 def slack_agent(services: Services, slack: SlackSide) -> Agent:
@@ -98,9 +189,10 @@ def slack_agent(services: Services, slack: SlackSide) -> Agent:
         toolset_for=slack_toolsets(services, slack),
         history_budget=services.config.history.token_budget,
         estimator=services.model.estimator,
-        context_for=slack.context,
+        context_for=slack_contexts(services, slack),
         message_for=slack.inbox,
         models=slack_models(services),
+        channel_for=slack_channels(services, slack),
     )
 
 

@@ -1,8 +1,8 @@
 """A turn: one message from a person that the bot must answer, as it travels the queue.
 
 Its JSON form is the queue's wire format and stays as it was when the turn carried an
-``extra`` dict (``extra.message``, ``extra.new_thread``), so replicas of either version read
-each other's entries during a rolling deploy.
+``extra`` dict (``extra.message``, ``extra.new_thread``, ``extra.shared``), so replicas of
+either version read each other's entries during a rolling deploy.
 """
 
 from __future__ import annotations
@@ -52,6 +52,10 @@ class Turn:
     # The W3C trace context of the ingress span ("" when not traced; entries queued before
     # it existed load without it), so the worker's spans join the turn's trace.
     traceparent: str = ""
+    # Whether the channel is shared with another organisation (Slack Connect), as the event
+    # said it (the envelope's ``is_ext_shared_channel``); None when it did not say (the
+    # console, turns queued before it was carried): then Slack is asked (bot/slack/inbox).
+    shared: bool | None = None
 
     @property
     def order(self) -> float:
@@ -76,6 +80,8 @@ class Turn:
         extra: dict[str, Any] = {"new_thread": self.new_thread}
         if self.message is not None:
             extra["message"] = self.message.to_dict()
+        if self.shared is not None:
+            extra["shared"] = self.shared
         data = {
             "team": self.team,
             "channel": self.channel,
@@ -108,6 +114,7 @@ class Turn:
             message=_message(extra.get("message") if isinstance(extra, dict) else None),
             new_thread=bool(extra.get("new_thread")) if isinstance(extra, dict) else False,
             traceparent=str(data.get("traceparent") or ""),
+            shared=_shared(extra.get("shared") if isinstance(extra, dict) else None),
         )
 
 
@@ -116,6 +123,11 @@ def _kind(value: Any) -> TurnKind:
         return TurnKind(value)
     except ValueError:
         return TurnKind.MENTION
+
+
+def _shared(value: Any) -> bool | None:
+    """The carried ``shared`` flag; None when absent or not a boolean."""
+    return value if isinstance(value, bool) else None
 
 
 def _message(data: Any) -> SlackMessage | None:

@@ -154,12 +154,14 @@ class TurnOwner:
         self, view: TurnView, record: TurnRecord
     ) -> TurnRecord | Waiting | DeadLettered:
         agent, queued, turn = self.agent, self.queued, self.queued.turn
-        toolset = await agent.toolset_for(queued, self.fence)
+        # Read once, given to the tools, the context and the model alike.
+        channel = await agent.channel_for(turn)
+        toolset = await agent.toolset_for(queued, self.fence, channel)
         scope = requester_scope(turn.user, toolset)  # withholds what this person may not see
         history = await self.stores.history.for_model(
             turn.thread_key, agent.history_budget, agent.estimator, scope, record.history
         )
-        context = await agent.context_for(turn)
+        context = await agent.context_for(turn, channel)
         log.debug("running turn %s: %r", queued.entry_id, turn.text)  # the text: DEBUG only
         if not record.journal:
             # Seen at work at once, while the message is read (its files, the thread).
@@ -171,7 +173,7 @@ class TurnOwner:
         )
         outcome = await unless(
             run_turn(
-                await agent.model_for(turn),
+                await agent.model_for(turn, channel),
                 agent.settings,
                 [*history, *given.attachments],
                 given.message,

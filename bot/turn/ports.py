@@ -1,8 +1,9 @@
 """What a queued turn asks of the surface it answers on (Slack; the tests' in-memory one), as
 the turn's owner sees it.
 
-- the :class:`Agent`: the model and the loop's settings, and per turn its tools, what the
-  surface knows, the person's message (:class:`TurnInput`) and the model to call;
+- the :class:`Agent`: the model and the loop's settings, and per turn what its channel sets
+  (read once, and given to what follows), its tools, what the surface knows, the person's
+  message (:class:`TurnInput`) and the model to call;
 - the :class:`Responder`: how the turn reaches the person, one :class:`TurnView` per turn,
   written through the owner's :class:`Fence`, and the notices owed to people;
 - the :class:`WaitingNote`: the note a thread gets when its later messages wait behind a
@@ -25,6 +26,7 @@ from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
 from bot.agent.messages import user_message
 from bot.agent.result import StopReason
+from bot.channels.reader import ChannelView
 from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.turn.model import QueuedTurn, Turn
@@ -145,15 +147,22 @@ class TurnInput:
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
+# What the turn's channel sets (its settings and notes, bot/channels), read once a turn and
+# given to the three that follow; None: the surface has no channel settings.
+ChannelFor = Callable[[Turn], Awaitable[ChannelView | None]]
 # The queued turn and its owner's lease (what the tools say in Slack, a question an MCP
 # server asks, is said within it).
-ToolsetFor = Callable[[QueuedTurn, Deadline], Awaitable[Toolset]]
-ContextFor = Callable[[Turn], Awaitable[str]]
+ToolsetFor = Callable[[QueuedTurn, Deadline, ChannelView | None], Awaitable[Toolset]]
+ContextFor = Callable[[Turn, ChannelView | None], Awaitable[str]]
 MessageFor = Callable[[Turn], Awaitable[TurnInput]]
-ModelFor = Callable[[Turn], Awaitable[ChatModel]]
+ModelFor = Callable[[Turn, ChannelView | None], Awaitable[ChatModel]]
 
 
-async def no_context(turn: Turn) -> str:
+async def no_channel(turn: Turn) -> ChannelView | None:
+    return None
+
+
+async def no_context(turn: Turn, channel: ChannelView | None) -> str:
     return ""
 
 
@@ -173,7 +182,8 @@ class Agent:
     context_for: ContextFor = no_context  # what the surface knows (the channel in view)
     message_for: MessageFor = plain_message  # the user message (with files, the thread...)
     models: ModelFor | None = None  # the model for a turn (its person's limits); None: model
+    channel_for: ChannelFor = no_channel  # the channel's settings and notes, once a turn
 
-    async def model_for(self, turn: Turn) -> ChatModel:
+    async def model_for(self, turn: Turn, channel: ChannelView | None) -> ChatModel:
         """The model this turn calls."""
-        return self.model if self.models is None else await self.models(turn)
+        return self.model if self.models is None else await self.models(turn, channel)

@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.agent.events import AgentEvent
 from bot.agent.loop import LoopSettings
+from bot.channels.reader import ChannelView
 from bot.config.schema import AppConfig, LLMConfig, QueueConfig
 from bot.llm.client import OpenAIChatModel
 from bot.llm.model import ChatModel
@@ -20,7 +21,16 @@ from bot.process.state import State, open_state
 from bot.process.worker import build_worker as assemble
 from bot.turn.model import QueuedTurn, Turn
 from bot.turn.owner import Timing
-from bot.turn.ports import Agent, Deadline, DeliveryFailed, DeliveryRecord, Fence, Settled
+from bot.turn.ports import (
+    Agent,
+    ChannelFor,
+    Deadline,
+    DeliveryFailed,
+    DeliveryRecord,
+    Fence,
+    Settled,
+    no_channel,
+)
 from bot.turn.store.notices import Notice
 from bot.turn.worker.consumer import Worker
 from tools import StaticToolset, Tool, Toolset
@@ -142,13 +152,24 @@ def make_worker(
     deliver_timeout_s: float = 600.0,
     shutdown_grace_s: float = 25.0,
     toolset: Toolset | None = None,
+    channel_for: ChannelFor = no_channel,
 ) -> Worker:
+    """``channel_for``: what a turn's channel sets (none: no channel settings)."""
     chosen = toolset or StaticToolset(tools)
 
-    async def toolset_for(queued: QueuedTurn, deadline: Deadline) -> Toolset:
+    async def toolset_for(
+        queued: QueuedTurn, deadline: Deadline, channel: ChannelView | None
+    ) -> Toolset:
         return chosen
 
-    agent = Agent(model, LoopSettings(system_prompt="test"), toolset_for, 16000, TokenEstimator())
+    agent = Agent(
+        model,
+        LoopSettings(system_prompt="test"),
+        toolset_for,
+        16000,
+        TokenEstimator(),
+        channel_for=channel_for,
+    )
     queue = QueueConfig.model_construct(  # tests may go past the config's limits
         concurrency=concurrency,
         claim_idle_s=claim_idle_s,

@@ -117,7 +117,7 @@ async def slack_answer(app: SlackHarness, case: Case) -> Answer:
     assert app.services is not None and app.process is not None
     toolset_for = slack_toolsets(app.services, app.process.slack)
     turn = Turn(TEAM, "C0CHAN", "300.000001", case.user, "hi")
-    tools = await toolset_for(QueuedTurn("1-0", turn), NoDeadline())
+    tools = await toolset_for(QueuedTurn("1-0", turn), NoDeadline(), None)
     return await answer_of(tools, case)
 
 
@@ -131,7 +131,7 @@ async def console_answer(app: SlackHarness, case: Case) -> tuple[Answer, bool]:
         return Refused()
 
     console = await console_tools(app.services, ChatOptions(user=case.user))
-    answer = await answer_of(console.guarded(approver), case)
+    answer = await answer_of(console.guarded(approver, None), case)
     assert (answer == "asks") == (asked == [case.tool])
     return answer, console.may_decide
 

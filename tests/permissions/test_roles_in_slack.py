@@ -250,7 +250,7 @@ async def test_a_call_asks_redis_once_for_roles_and_switches(slack_app: SlackHar
     toolset_for = slack_toolsets(app.services, app.process.slack)
     turn = Turn(TEAM, "C0CHAN", "210.000001", "U0ADMIN", "hi")
     await app.command("grant <@U0ADMIN> warehouse_staff", user="U0ADMIN")  # nothing cached
-    tools = await toolset_for(QueuedTurn("entry", turn), NoDeadline())
+    tools = await toolset_for(QueuedTurn("entry", turn), NoDeadline(), None)
     await tools.list_tools()  # the answer looked up and cached: now a usual turn
     with counting_round_trips() as listing:
         offered = [t.name for t in await tools.list_tools()]

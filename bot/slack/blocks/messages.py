@@ -98,12 +98,14 @@ def turn_blocks(
     stop: str | None = None,
     feedback: dict[str, Any] | None = None,
     output: OutputButton | None = None,
+    saved: Block | None = None,
 ) -> Blocks:
     """A turn's single posted message: its tools (``private``: with what they returned,
     else without: ``tasks.py``), the answer (or a placeholder while none is written), a Stop
     button while it runs (where Slack has no stop of its own), the "Show output" button
-    once finished (``output``: where the tools' output is not shown), and the feedback
-    buttons once it is the answer's last part."""
+    once finished (``output``: where the tools' output is not shown), what the turn saved to
+    memory (``saved``: ``memory.py``) and the feedback buttons once it is the answer's last
+    part."""
     blocks: list[Block] = []
     if tasks:
         rows = tasks_text(tasks, finished, private=private)
@@ -113,6 +115,8 @@ def turn_blocks(
         blocks.append(stop_button(stop))
     if output is not None and finished:
         blocks.append(show_output_button(output))
+    if saved is not None and finished:
+        blocks.append(saved)
     if feedback is not None and finished:
         blocks.append(feedback_buttons(feedback))
     return _dicts(blocks)

@@ -74,12 +74,25 @@ class Aside:
     reason: str
 
 
+def shared_channel(body: Any) -> bool | None:
+    """The events envelope's ``is_ext_shared_channel`` (the channel is shared with another
+    organisation); None when the envelope does not say (pure)."""
+    value = body.get("is_ext_shared_channel") if isinstance(body, dict) else None
+    return value if isinstance(value, bool) else None
+
+
 def classify(
-    event: dict[str, Any], event_id: str, me: Identity, settings: SlackConfig
+    event: dict[str, Any],
+    event_id: str,
+    me: Identity,
+    settings: SlackConfig,
+    *,
+    shared: bool | None = None,
 ) -> Turn | Aside | Ignored:
     """A turn for ``event``, an aside to keep, or why it is ignored. Follow-ups are marked
     :attr:`TurnKind.FOLLOWUP` and still need :meth:`Ingress.accept` to check the bot is in the
-    thread."""
+    thread. ``shared``: the envelope's ``is_ext_shared_channel`` (None when it had none),
+    carried on the turn."""
     kind = event.get("type")
     subtype = event.get("subtype")
     if kind not in ("app_mention", "message"):
@@ -138,6 +151,7 @@ def classify(
         event_id=event_id,
         kind=turn_kind,
         message=message,
+        shared=shared,
     )
 
 

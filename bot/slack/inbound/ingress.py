@@ -100,13 +100,16 @@ class Ingress:
         self.asides = asides
         self.deadline_s = deadline_s
 
-    async def receive(self, event: dict[str, Any], event_id: str, me: Identity) -> None:
+    async def receive(
+        self, event: dict[str, Any], event_id: str, me: Identity, *, shared: bool | None = None
+    ) -> None:
         """A message event (a mention, a direct message, a reply in a thread): queued as a
-        turn, kept as context, or logged as not answered.
+        turn, kept as context, or logged as not answered. ``shared``: the envelope's
+        ``is_ext_shared_channel`` (None when it had none), carried on the turn.
 
         Raises :class:`StateUnavailable` like :meth:`accept`, so Slack delivers it again.
         """
-        decision = classify(event, event_id, me, self.settings)
+        decision = classify(event, event_id, me, self.settings, shared=shared)
         if isinstance(decision, Ignored):
             log_not_answered(
                 event.get("channel"),

@@ -21,7 +21,7 @@ from typing import Any
 from slack_bolt.response import BoltResponse
 
 from bot.slack.identity import BotIdentity
-from bot.slack.inbound.classify import Identity
+from bot.slack.inbound.classify import Identity, shared_channel
 from bot.slack.inbound.ingress import Ingress
 from bot.slack.inbound.storage_down import RefusalLog, is_storage_down, storage_down_response
 
@@ -67,7 +67,9 @@ class MessageEvents:
         if event is None or me is None:
             return None
         try:
-            await self.ingress.receive(event, str(body.get("event_id") or ""), me)
+            await self.ingress.receive(
+                event, str(body.get("event_id") or ""), me, shared=shared_channel(body)
+            )
         except Exception as error:
             if is_storage_down(error):
                 return await storage_down_response(error, body, None, self.refusals)

@@ -6,7 +6,8 @@ can retry, and continues from the delivery record when called again, or by anoth
 after a crash: it ends a stream left open, writes into the message already there, posts
 only missing parts, and looks for a post whose outcome was never learnt (by its tag) before
 posting again. A stream the person stopped in Slack is left as it is. In a channel, the
-finished message offers the tools' output to the clicker alone ("Show output"). Each time a
+finished message offers the tools' output to the clicker alone ("Show output"). The
+answer's last part says what the turn saved to memory (a line a note). Each time a
 message is closed, the messages the turn set aside while calls waited for approval are
 brought up to date (``aside.py``).
 """
@@ -15,9 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
+from slack_sdk.models.blocks import Block
+
 from bot.agent.result import StopReason
+from bot.channels.remember import saved_notes
+from bot.slack.blocks.memory import memory_block
 from bot.slack.blocks.messages import (
     answer_blocks,
     feedback_buttons,
@@ -53,16 +59,19 @@ async def finish(writer: AnswerWriter, settled: Settled) -> None:
     await writer.save_tasks()
     record = writer.thread.ledger.record
     parts = split_markdown(settled.text)
-    feedback = _feedback(writer, settled)
+    ending = _Ending(
+        _feedback(writer, settled),
+        memory_block(saved_notes(settled.messages), writer.settings.command),
+    )
     if not record.part_ts(0):
         last = len(parts) == 1
-        ts = await _finish_first(writer, parts[0], settled, feedback if last else None)
+        ts = await _finish_first(writer, parts[0], settled, ending if last else _Ending())
         record.finished(ts)
         await writer.thread.ledger.save()
     for number in range(1, len(parts)):
         if not record.part_ts(number):
             last = number == len(parts) - 1
-            await _post_part(writer, number, parts[number], feedback if last else None)
+            await _post_part(writer, number, parts[number], ending if last else _Ending())
     await bring_up_to_date(writer, results)
     await writer.control.close()
     if not writer.session_ended:
@@ -78,13 +87,22 @@ async def set_aside(writer: AnswerWriter) -> None:
     record = writer.thread.ledger.record
     if record.message is not MessageState.NONE or writer.stream or writer.message:
         text = writer.round_text
-        await _finish_first(writer, text, Settled(text, StopReason.PARKED), None)
+        await _finish_first(writer, text, Settled(text, StopReason.PARKED), _Ending())
     await bring_up_to_date(writer, {})  # calls that waited before, and ran in this segment
     await writer.control.close()
     record.set_aside(shown_aside(writer))
     await writer.thread.ledger.save()
     if not writer.session_ended:
         await writer.status.end()
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """What the answer's last part carries below its text: the feedback buttons' values and
+    the lines saying what the turn saved to memory (neither on the other parts)."""
+
+    feedback: dict[str, Any] | None = None
+    saved: Block | None = None
 
 
 def _feedback(writer: AnswerWriter, settled: Settled) -> dict[str, Any] | None:
@@ -95,9 +113,7 @@ def _feedback(writer: AnswerWriter, settled: Settled) -> dict[str, Any] | None:
     return {**writer.feedback, "t": writer.thread.entry_id, "k": tools}
 
 
-async def _finish_first(
-    writer: AnswerWriter, text: str, settled: Settled, feedback: dict[str, Any] | None
-) -> str:
+async def _finish_first(writer: AnswerWriter, text: str, settled: Settled, ending: _Ending) -> str:
     """The turn's message shows the answer's first part; returns its ts."""
     record = writer.thread.ledger.record
     stream = writer.stream
@@ -111,7 +127,7 @@ async def _finish_first(
         if stopped:
             return stopped
     if stream is not None and writer.streaming and stream.ts:
-        ended = await _end_own_stream(writer, stream, text, settled, feedback)
+        ended = await _end_own_stream(writer, stream, text, settled, ending)
         if ended:
             return ended
     if writer.message is not None:
@@ -134,8 +150,9 @@ async def _finish_first(
             text,
             finished=True,
             private=writer.private,
-            feedback=feedback,
+            feedback=ending.feedback,
             output=writer.output_button(),
+            saved=ending.saved,
         ),
     )
     try:
@@ -159,7 +176,7 @@ async def _end_own_stream(
     stream: StreamWriter,
     text: str,
     settled: Settled,
-    feedback: dict[str, Any] | None,
+    ending: _Ending,
 ) -> str:
     """End this attempt's stream with the rest of the answer; "" when it cannot be (the
     stream then becomes an ordinary message the answer is written into)."""
@@ -174,8 +191,10 @@ async def _end_own_stream(
         tail = None  # the answer is not what streamed (a failure): write it whole
     if writable and tail is not None:
         output = writer.output_button()
+        feedback = ending.feedback
         blocks = [
             *([show_output_button(output).to_dict()] if output else []),
+            *([ending.saved.to_dict()] if ending.saved else []),
             *([feedback_buttons(feedback).to_dict()] if feedback else []),
         ]
         try:
@@ -214,9 +233,7 @@ async def _leave_as_stopped(writer: AnswerWriter) -> str:
     return record.ts
 
 
-async def _post_part(
-    writer: AnswerWriter, number: int, text: str, feedback: dict[str, Any] | None
-) -> None:
+async def _post_part(writer: AnswerWriter, number: int, text: str, ending: _Ending) -> None:
     """Post a later part of the answer, recorded before and after; a post of it whose
     outcome was never learnt is looked for by its tag first."""
     record, turn = writer.thread.ledger.record, writer.thread.turn
@@ -239,8 +256,10 @@ async def _post_part(
     if not writer.thread.ledger.valid():
         raise Aborted("the turn's lease is gone")
     blocks = answer_blocks(text)
-    if feedback is not None:
-        blocks.append(feedback_buttons(feedback).to_dict())
+    if ending.saved is not None:
+        blocks.append(ending.saved.to_dict())
+    if ending.feedback is not None:
+        blocks.append(feedback_buttons(ending.feedback).to_dict())
     response = await writer.thread.client.chat_postMessage(
         channel=turn.channel,
         thread_ts=turn.thread_ts,

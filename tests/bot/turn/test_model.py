@@ -44,3 +44,15 @@ def test_an_entry_without_a_message_or_with_an_unknown_kind_still_loads() -> Non
 
 def test_only_channel_kinds_have_several_speakers() -> None:
     assert {kind for kind in TurnKind if kind.in_channel} == {TurnKind.MENTION, TurnKind.FOLLOWUP}
+
+
+def test_the_channels_external_flag_travels_in_extra_and_is_none_when_not_said() -> None:
+    assert Turn.from_json(EARLIER).shared is None  # queued before the flag was carried
+    base = Turn("T1", "C1", "1.1", "U1", "hi", received_at=1.0)
+    assert "shared" not in json.loads(base.to_json())["extra"]
+    for said in (True, False):
+        turn = Turn.from_json(Turn("T1", "C1", "1.1", "U1", "hi", shared=said).to_json())
+        assert turn.shared is said
+    odd = json.loads(base.to_json())
+    odd["extra"]["shared"] = "yes"
+    assert Turn.from_json(json.dumps(odd)).shared is None  # not a boolean: not said

@@ -520,3 +520,28 @@ async def test_a_refused_ephemeral_leaves_the_card_and_the_turn_parked(
     await app.post(app.envelope(later))
     await until(lambda: bool(notes(app, "809.000001")))
     assert len(app.slack.calls_to("chat.postEphemeral")) == 1  # the park was not retried
+
+
+async def test_a_channel_without_the_server_offers_none_of_its_tools_and_asks_nobody(
+    signing_in: SignInApp,
+) -> None:
+    """The channel's settings narrow the person's own tools too (inside the sign-in gate):
+    a call of a server the channel does not offer is refused before anyone is asked to
+    connect."""
+    app = await signing_in.start(channels={"C0CHAN": {"mcp_servers": ["elsewhere"]}})
+    app.llm.add(
+        calls(("files_connect", {}, "w1")),
+        text("Not here."),
+        text("Elsewhere, then."),
+    )
+    await app.post(app.envelope(mention("who am I on files?", "809.000001")))
+    await app.answered("C0CHAN", "809.000001")
+    assert not [name for name in app.llm.offered_tools(0) if name.startswith(PREFIX)]
+    refused = json.loads(tool_results(app.llm.requests[1])["w1"])
+    assert refused["error"] == "ToolNotAllowed"
+    assert "This channel's settings do not offer it." in refused["message"]
+    assert sign_in_cards(app, "C0CHAN", "809.000001") == [] and ephemerals(app) == []
+    # Another channel offers them.
+    await app.post(app.envelope(mention("and here?", "809.000002", channel="C0OTHER")))
+    await app.answered("C0OTHER", "809.000002")
+    assert [name for name in app.llm.offered_tools(2) if name.startswith(PREFIX)]

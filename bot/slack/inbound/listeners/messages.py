@@ -10,7 +10,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.slack.inbound.classify import Identity
+from bot.slack.inbound.classify import Identity, shared_channel
 from bot.slack.inbound.ingress import Ingress
 
 
@@ -24,7 +24,7 @@ def register(app: AsyncApp, ingress: Ingress) -> None:
             bot_id=context.bot_id,
         )
         # Raises StateUnavailable when Redis is down: the error handler answers 503.
-        await ingress.receive(event, body.get("event_id") or "", me)
+        await ingress.receive(event, body.get("event_id") or "", me, shared=shared_channel(body))
 
     app.event("app_mention")(on_message)
     app.event("message")(on_message)

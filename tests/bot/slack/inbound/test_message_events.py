@@ -12,7 +12,9 @@ import pytest
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
+from bot.slack.inbound.classify import shared_channel
 from bot.slack.inbound.message_events import message_event
+from bot.turn.model import QueuedTurn
 from tests.fakes.slack_harness import (
     SlackHarness,
     channel_message,
@@ -135,3 +137,34 @@ async def test_a_body_that_is_not_json_is_still_refused_with_400(
     ):
         assert response.status == 400
     assert bolt_calls.calls == 0
+
+
+def test_the_envelopes_shared_flag_is_read_only_when_it_is_a_boolean() -> None:
+    assert shared_channel({"is_ext_shared_channel": True}) is True
+    assert shared_channel({"is_ext_shared_channel": False}) is False
+    for body in ({}, {"is_ext_shared_channel": "true"}, None, ["x"]):
+        assert shared_channel(body) is None
+
+
+async def test_the_envelopes_shared_flag_is_carried_on_the_turn_either_way_in(
+    slack_app: SlackHarness, bolt_calls: CountedDispatch
+) -> None:
+    assert slack_app.process is not None
+    shared = slack_app.envelope(mention("hi", "703.000001", channel="C0SHARED"))
+    shared["is_ext_shared_channel"] = True
+    assert (await slack_app.post(shared))[0] == 200
+    plain = slack_app.envelope(mention("hi", "703.000002", channel="C0PLAIN"))
+    plain["is_ext_shared_channel"] = False
+    assert (await slack_app.post(plain))[0] == 200
+    slack_app.process.slack.identity.result = None  # Bolt's way in
+    unsaid = slack_app.envelope(mention("hi", "703.000003", channel="C0UNSAID"))
+    assert (await slack_app.post(unsaid))[0] == 200
+    bolted = slack_app.envelope(mention("hi", "703.000004", channel="C0BOLTED"))
+    bolted["is_ext_shared_channel"] = True
+    assert (await slack_app.post(bolted))[0] == 200
+    assert bolt_calls.calls == 2
+    queue = slack_app.state.threads.queue
+    await queue.ensure_group()
+    entries = await queue.read("test", 10, 0)
+    said = {e.turn.channel: e.turn.shared for e in entries if isinstance(e, QueuedTurn)}
+    assert said == {"C0SHARED": True, "C0PLAIN": False, "C0UNSAID": None, "C0BOLTED": True}
