@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
 from bot.admin.commands import AdminCommands
 from bot.admin.context import AdminStores, BeginSignIn
+from bot.channels.config import EXTERNAL
 from bot.config.errors import ConfigError
 from bot.config.requirements import missing_message, missing_settings
 from bot.process.services import Services
@@ -73,6 +75,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
     # Roles from user groups and workspace admin status need Slack, and only count for
     # people users.info places in the bot's own workspace (auth.test).
     policy.resolver.directory = SlackDirectory(client, state.shared.cache, identity)
+    shared = SharedChannels(client, state.shared.cache)
     inbox = SlackInbox(
         client,
         SlackNames(client, state.shared.cache),
@@ -114,7 +117,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
             services.budgets,
             state.shared.channels,
             state.shared.memory,
-            not_known_shared,
+            partial(admin_external, shared, EXTERNAL in config.channels),
             oauth=state.oauth,
             begin_sign_in=begin_sign_in(services.tools.mcp.personal),
         ),
@@ -160,7 +163,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         inbox,
         SlackContext(state.threads.pane),
         SlackWaitingNote(client, identity, deciders(config.approval, config.roles)),
-        SharedChannels(client, state.shared.cache),
+        shared,
     )
 
 
@@ -192,9 +195,8 @@ def begin_sign_in(personal: Mapping[str, PersonalServer]) -> BeginSignIn | None:
     return begin
 
 
-async def not_known_shared(channel: str) -> bool:
-    """Whether a channel is shared with another organisation, for ``/agent channel``: not
-    known on this branch, where the turn's lookup (``SharedChannels``) is not merged yet, so
-    no channel counts as shared. To be replaced by ``SharedChannels.external(channel, None)``
-    when it is."""
-    return False
+async def admin_external(shared: SharedChannels, ask: bool, channel: str) -> bool:
+    """Whether a channel is shared with another organisation, for ``/agent channel``: asked
+    of Slack (cached) only when the file has an ``external`` entry, the one setting that
+    depends on it (as a turn does, bot/process/worker.py ``slack_channels``)."""
+    return await shared.external(channel, None) if ask else False

@@ -87,16 +87,21 @@ def event_envelope(event: dict[str, Any], event_id: str) -> dict[str, Any]:
 
 
 def command_fields(
-    text: str, user: str = "U0ALICE", command: str = "/agent", team: str = TEAM
+    text: str,
+    user: str = "U0ALICE",
+    command: str = "/agent",
+    team: str = TEAM,
+    channel: str = "C0CHAN",
 ) -> dict[str, str]:
-    """The fields of a slash command request (``team``: the caller's workspace); each has a
-    trigger id of its own, as Slack's do (so two alike are two requests, not a replay)."""
+    """The fields of a slash command request (``team``: the caller's workspace; ``channel``:
+    where it is typed); each has a trigger id of its own, as Slack's do (so two alike are two
+    requests, not a replay)."""
     return {
         "command": command,
         "text": text,
         "user_id": user,
         "team_id": team,
-        "channel_id": "C0CHAN",
+        "channel_id": channel,
         "trigger_id": f"t.{next(_TRIGGERS)}",
         "response_url": "",
     }
@@ -262,10 +267,15 @@ class SlackHarness:
             return response.status, time.monotonic() - started
 
     async def command(
-        self, text: str, user: str = "U0ALICE", command: str = "/agent", team: str = TEAM
+        self,
+        text: str,
+        user: str = "U0ALICE",
+        command: str = "/agent",
+        team: str = TEAM,
+        channel: str = "C0CHAN",
     ) -> Any:
         """Send a slash command as Slack would (a signed form post); return the JSON reply."""
-        body = urlencode(command_fields(text, user, command, team))
+        body = urlencode(command_fields(text, user, command, team, channel))
         headers = signed_headers(body, "application/x-www-form-urlencoded")
         async with (
             aiohttp.ClientSession() as session,

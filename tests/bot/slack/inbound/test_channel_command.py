@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.channels.reader import ChannelReader
 from bot.state.audit import AuditKind
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.slack_harness import SlackHarness
+from tests.fakes.llm_server import FakeLLM, text
+from tests.fakes.slack_harness import SlackHarness, mention
 from tests.fakes.slack_server import TEAM, FakeSlack
 
 ROLES = {
@@ -47,7 +46,7 @@ async def test_channel_names_each_source(slack_app: SlackHarness) -> None:
 
 
 @pytest.mark.cluster
-async def test_a_change_on_one_replica_is_read_by_another(
+async def test_a_change_on_one_replica_applies_to_the_next_turn_on_another(
     slack_app: SlackHarness,
     fake_slack: FakeSlack,
     fake_llm: FakeLLM,
@@ -55,8 +54,9 @@ async def test_a_change_on_one_replica_is_read_by_another(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The turn's side reads a channel with ChannelReader (ch-turn's turn is not on this
-    branch): replica B's reader sees replica A's change at once."""
+    """An admin changes the channel's instructions and tools through replica A (no worker);
+    the next turn in that channel, run by replica B, is given A's instructions and offered
+    only what A's tools leave (within the file's `C0*` list)."""
     replica_a = await slack_app.start(with_worker=False, **CONFIG)
     replica_b = SlackHarness(
         fake_slack,
@@ -67,28 +67,28 @@ async def test_a_change_on_one_replica_is_read_by_another(
         monkeypatch,
         slack_app.redis_settings,
     )
-    await replica_b.start(with_worker=False, **CONFIG)
+    await replica_b.start(**CONFIG)
     try:
-        assert replica_b.services is not None
-        shared = replica_b.state.shared
-        reader = ChannelReader(replica_b.services.config.channels, shared.channels, shared.memory)
-        before = await reader.read("C0CHAN", "U0ALICE", external=False)
-        assert before.settings.instructions.value == "You answer support questions."
+        fake_llm.add(text("Before."), text("Après."))
+        await _ask(replica_b, mention("hello", "900.000001", channel="C0CHAN"))
+        first = str(fake_llm.requests[0]["messages"][0]["content"])
+        assert "You answer support questions." in first
 
         typed = "channel instructions  Answer in French.\n\nLink the runbook."
         reply = await replica_a.command(typed, user="U0ADMIN")
         assert reply["text"].startswith("The instructions of this channel are set")
         await replica_a.command("channel tools get_time calculate", user="U0ADMIN")
 
-        after = await reader.read("C0CHAN", "U0ALICE", external=False)
-        assert after.settings.instructions.value == "Answer in French.\n\nLink the runbook."
-        assert after.settings.instructions.source.by == "U0ADMIN"
+        await _ask(replica_b, mention("hello again", "900.000002", channel="C0CHAN"))
+        second = str(fake_llm.requests[1]["messages"][0]["content"])
+        assert "Answer in French.\n\nLink the runbook." in second
+        assert "You answer support questions." not in second
         # Slack narrows within the file's `C0*` list: calculate passes Slack's, not the file's.
-        assert after.settings.allows_tool("get_time", None)
-        assert not after.settings.allows_tool("calculate", None)
+        assert "get_time" in fake_llm.offered_tools(1)
+        assert "calculate" not in fake_llm.offered_tools(1)
         [change] = [
             e
-            for e in await shared.audit.latest(20)
+            for e in await replica_b.state.shared.audit.latest(20)
             if e.kind is AuditKind.CHANNEL and e.detail["key"] == "instructions"
         ]
         assert (change.actor, change.target, change.detail["before"]) == (
@@ -98,6 +98,13 @@ async def test_a_change_on_one_replica_is_read_by_another(
         )
     finally:
         await replica_b.stop()
+
+
+async def _ask(app: SlackHarness, event: dict[str, Any]) -> None:
+    envelope = app.envelope(event)
+    envelope["is_ext_shared_channel"] = False
+    assert (await app.post(envelope))[0] == 200
+    await app.answered(event["channel"], event["ts"])
 
 
 async def test_a_locked_entry_refuses_and_a_non_admin_is_refused(slack_app: SlackHarness) -> None:
@@ -118,13 +125,13 @@ async def test_a_locked_entry_refuses_and_a_non_admin_is_refused(slack_app: Slac
 
 async def test_bad_input_changes_nothing(slack_app: SlackHarness) -> None:
     await slack_app.start(**CONFIG)
-    for text, said in [
+    for typed, said in [
         ("channel budget daily_tokens=lots", "`daily_tokens` must be a positive whole number"),
         ("channel instructions " + "x" * 4001, "Instructions are at most 4,000 characters"),
         ("channel colour blue", "`colour` is not a channel setting."),
         ("channel servers wiki", "No MCP server is configured"),
     ]:
-        assert (await slack_app.command(text, user="U0ADMIN"))["text"].startswith(said)
+        assert (await slack_app.command(typed, user="U0ADMIN"))["text"].startswith(said)
     assert await slack_app.state.shared.channels.channels() == []
     assert await slack_app.state.shared.channels.read("C0CHAN") == {}
 
@@ -160,3 +167,18 @@ async def test_the_home_tab_shows_admins_the_channels_with_settings(
     assert "• `C0*` — file: tools `get_time`; budget 50,000 tokens a day" in views["U0ADMIN"]
     assert "• <#C0CHAN> — set in Slack: memory off" in views["U0ADMIN"]
     assert "Channels with settings" not in views["U0ALICE"]
+
+
+async def test_channel_in_a_slack_connect_channel_shows_the_external_entry(
+    slack_app: SlackHarness, fake_slack: FakeSlack
+) -> None:
+    """A slash command does not say whether its channel is shared: conversations.info does,
+    asked only because the file has an ``external`` entry."""
+    external = {"tools": ["get_time"], "memory": False}
+    await slack_app.start(**{**CONFIG, "channels": {**CHANNELS, "external": external}})
+    fake_slack.channels["C0PARTNER"] = {"id": "C0PARTNER", "is_ext_shared": True}
+    fake_slack.channels["C0OURS"] = {"id": "C0OURS", "is_ext_shared": False}
+    shared = (await slack_app.command("channel", channel="C0PARTNER"))["text"]
+    assert "• *memory*: off — the file's entry `external`" in shared
+    ours = (await slack_app.command("channel", channel="C0OURS"))["text"]
+    assert "the file's entry `external`" not in ours
