@@ -1,27 +1,42 @@
 """Running a subcommand for a person, and the ones that change something (switches, grants).
-What the others show is in ``reports.py``. Replies are Slack mrkdwn, shown only to them.
+What the others show is in ``reports.py``, a channel's settings in ``channel.py``, its notes in
+``memory.py``. Replies are Slack mrkdwn, shown only to them.
 
-Everyone: ``help``, ``tools``, ``whoami``, ``usage`` (their own), and with MCP servers that
-sign each person in: ``connect <server>`` (a start link only they get, which also wakes every
-turn waiting for that connection; people from other workspaces only with
-``oauth.allow_external``), ``connections`` (their own), ``disconnect <server>`` (revoked at the
-authorization server where it can be, then forgotten). Admins (a role with ``admin: true``)
-also: ``tools all``, ``enable``/``disable <tool>``, ``grant``/``revoke <@user> <role>``,
-``roles``, ``audit [n]``, ``usage [@user]`` (anyone's, and the workspace's), ``connections
-all`` (who is connected to what; never a token). Every admin subcommand, every ``connect``
-and every refused attempt is written to the audit log (a connection's own entries too:
-``connected``, ``disconnected``, ``revoke_failed``).
+Everyone: ``help``, ``tools``, ``whoami``, ``usage`` (their own), ``channel`` (the settings in
+force where it is typed), ``memory`` (the notes saved there), ``forget <id>`` (their own
+notes; in a DM also ``forget all``), and with MCP servers that sign each person in:
+``connect <server>`` (a start link only they get, which also wakes every turn waiting for that
+connection; people from other workspaces only with ``oauth.allow_external``), ``connections``
+(their own), ``disconnect <server>`` (revoked at the authorization server where it can be,
+then forgotten). Admins (a role with ``admin: true``) also: ``tools all``,
+``enable``/``disable <tool>``, ``grant``/``revoke <@user> <role>``, ``roles``, ``audit [n]``,
+``usage [@user]`` (anyone's, and the workspace's), ``connections all`` (who is connected to
+what; never a token), ``channel <key> …`` (the channel's settings), ``forget`` anyone's note
+and ``forget all`` in a channel. Every admin subcommand, every ``connect`` and every refused
+attempt is written to the audit log (a connection's own entries too: ``connected``,
+``disconnected``, ``revoke_failed``; a channel's changes and its notes' removals by their
+stores, with what they were).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
-from bot.admin.context import AdminStores, Caller, ConnectLink, Permalink, Reply, plain_link
-from bot.admin.parsing import Invocation, did_you_mean, parse, user_id
+from bot.admin.channel import ChannelCommands
+from bot.admin.context import (
+    AdminStores,
+    Caller,
+    ConnectLink,
+    Permalink,
+    Reply,
+    admin_entry,
+    plain_link,
+)
+from bot.admin.memory import MemoryCommands
+from bot.admin.parsing import CHANNEL_CHANGE, Invocation, did_you_mean, parse, user_id
 from bot.admin.reports import AdminReports, host
-from bot.state.audit import AuditEntry, AuditKind
+from bot.channels.config import ChannelsConfig
 from permissions.config import RoleConfig
 from permissions.policy import Policy
 from tools.registry import ToolRegistry
@@ -37,6 +52,9 @@ EVERYONE = (
     "connect",
     "connections",  # a person's own
     "disconnect",
+    "channel",  # the settings in force here
+    "memory",
+    "forget",  # one's own notes; admins' anyone's, and all of a channel's
 )
 ADMIN = (
     "tools all",
@@ -48,9 +66,23 @@ ADMIN = (
     "roles",
     "audit",
     "feedback",
+    CHANNEL_CHANGE,
 )
+SELF_AUDITED = (CHANNEL_CHANGE,)  # its store audits the change, with what it was before
 CONNECT_TTL_S = 900  # how long /agent connect's link opens
 CONNECT_WITHIN = "15 minutes"
+
+Answer = str | Reply
+Handler = Callable[[Caller, Invocation], Awaitable[Answer]]
+
+
+def with_args(run: Callable[[Caller, list[str]], Awaitable[Answer]]) -> Handler:
+    """A subcommand that reads only its words."""
+
+    async def handler(caller: Caller, invocation: Invocation) -> Answer:
+        return await run(caller, invocation.args)
+
+    return handler
 
 
 class AdminCommands:
@@ -64,7 +96,11 @@ class AdminCommands:
         *,
         permalink: Permalink = plain_link,
         personal: Mapping[str, PersonalServer] | None = None,
+        channels: ChannelsConfig | None = None,
+        servers: Collection[str] = (),
     ) -> None:
+        """``channels``: the file's channel entries; ``servers``: the configured MCP
+        servers (what `channel servers` may name)."""
         self.command = command
         self.policy = policy
         self.registry = registry
@@ -73,23 +109,34 @@ class AdminCommands:
         self.reports = reports = AdminReports(
             command, policy, registry, roles, state, permalink, personal
         )
-        self._handlers: dict[str, Callable[[Caller, list[str]], Awaitable[str | Reply]]] = {
-            "help": self.help,
-            "tools": reports.tools,
-            "whoami": reports.whoami,
-            "tools all": reports.tools_all,
-            "enable": self.enable,
-            "disable": self.disable,
-            "grant": self.grant,
-            "revoke": self.revoke,
-            "roles": reports.list_roles,
-            "audit": reports.audit,
-            "usage": self.usage,
-            "feedback": reports.feedback,
-            "connect": self.connect,
-            "connections": reports.connections,
-            "connections all": reports.connections_all,
-            "disconnect": self.disconnect,
+        self.channel = channel = ChannelCommands(command, channels or {}, servers, registry, state)
+        memory = MemoryCommands(command, policy, state)
+        self._handlers: dict[str, Handler] = {
+            name: with_args(run)
+            for name, run in {
+                "help": self.help,
+                "tools": reports.tools,
+                "whoami": reports.whoami,
+                "tools all": reports.tools_all,
+                "enable": self.enable,
+                "disable": self.disable,
+                "grant": self.grant,
+                "revoke": self.revoke,
+                "roles": reports.list_roles,
+                "audit": reports.audit,
+                "usage": self.usage,
+                "feedback": reports.feedback,
+                "connect": self.connect,
+                "connections": reports.connections,
+                "connections all": reports.connections_all,
+                "disconnect": self.disconnect,
+            }.items()
+        }
+        self._handlers |= {
+            "channel": channel.show,
+            CHANNEL_CHANGE: channel.change,
+            "memory": memory.notes,
+            "forget": memory.forget,
         }
 
     async def run(self, caller: Caller, text: str) -> Reply:
@@ -100,7 +147,8 @@ class AdminCommands:
         invocation = parse(text)
         handler = self._handlers.get(invocation.name)
         if handler is None:
-            hint = did_you_mean(invocation.name, [*EVERYONE, *ADMIN], f"`{self.command} {{}}`")
+            names = [name for name in (*EVERYONE, *ADMIN) if name != CHANNEL_CHANGE]
+            hint = did_you_mean(invocation.name, names, f"`{self.command} {{}}`")
             return (
                 f"I don't know `{invocation.name}`.{hint} `{self.command} help` lists the commands."
             )
@@ -108,25 +156,17 @@ class AdminCommands:
             if not await self.policy.is_admin(caller.person):
                 await self._audit(caller, invocation, outcome="refused")
                 return (
-                    f"Sorry, `{self.command} {invocation.name}` is only for admins. "
+                    f"Sorry, `{self.command} {invocation.said}` is only for admins. "
                     f"`{self.command} help` shows what you can use."
                 )
-            reply = await handler(caller, invocation.args)
-            await self._audit(caller, invocation)
+            reply = await handler(caller, invocation)
+            if invocation.name not in SELF_AUDITED:
+                await self._audit(caller, invocation)
             return reply
-        return await handler(caller, invocation.args)
+        return await handler(caller, invocation)
 
     async def _audit(self, caller: Caller, invocation: Invocation, outcome: str = "ok") -> None:
-        await self.state.audit.add(
-            AuditEntry(
-                kind=AuditKind.ADMIN,
-                actor=caller.user,
-                action=invocation.name,
-                target=" ".join(invocation.args),
-                outcome=outcome,
-                detail={"channel": caller.channel or "", "team": caller.team},
-            )
-        )
+        await self.state.audit.add(admin_entry(caller, invocation, outcome))
 
     # --- everyone ------------------------------------------------------------------------
 
@@ -137,6 +177,10 @@ class AdminCommands:
             f"• `{c} tools` — the tools you may use here",
             f"• `{c} whoami` — your roles, where each comes from, and your tools",
             f"• `{c} usage` — what you spent today and over 7 days, against your limits",
+            f"• `{c} channel` — the settings in force here, and where each comes from",
+            f"• `{c} memory` — the notes saved here (in a DM: yours), with their ids",
+            f"• `{c} forget <id>` — remove a note you saved"
+            + (f"; `{c} forget all` empties your DM notes" if _dm(caller) else ""),
         ]
         if self.state.oauth is not None:
             servers = ", ".join(f"`{name}`" for name in sorted(self.state.oauth.servers))
@@ -156,6 +200,12 @@ class AdminCommands:
                 f"• `{c} audit [n]` — the latest tool runs and admin actions",
                 f"• `{c} usage [@user]` — anyone's spend, or everyone's and the workspace limits",
                 f"• `{c} feedback` — answers rated per day, and the latest bad ones",
+                f"• `{c} channel instructions <text>` / `tools <glob> …` / `servers <name> …` "
+                "— this channel's, from the next turn on every replica",
+                f"• `{c} channel budget daily_tokens=<n> daily_cost_usd=<x>` / "
+                "`memory on|off` / `reset [<key>]`",
+                f"• `{c} forget <id>` — anyone's note; `{c} forget all` — empty this channel's "
+                "memory",
             ]
             if self.state.oauth is not None:
                 lines.append(
@@ -320,3 +370,7 @@ class AdminCommands:
                 "the bot's access there."
             )
         return f"{forgot}."
+
+
+def _dm(caller: Caller) -> bool:
+    return (caller.channel or "").startswith("D")

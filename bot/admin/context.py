@@ -1,5 +1,6 @@
 """What a subcommand runs with: who calls it, the stores it reads and writes, how it links
-to a message, and what it answers (words, and for ``connect`` the person's start link)."""
+to a message, what it answers (words, and for ``connect`` the person's start link), and its
+entry in the audit log."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from bot.admin.parsing import Invocation
 from bot.budget.budgets import Budgets
-from bot.state.audit import AuditLog
+from bot.state.audit import AuditEntry, AuditKind, AuditLog
+from bot.state.channel_memory import ChannelMemory
+from bot.state.channel_settings import ChannelOverrides
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.switches import ToolSwitches
@@ -23,6 +27,8 @@ if TYPE_CHECKING:  # loaded only with a server that signs people in (they load t
 # A person's authorization request for a server, built by the SDK and captured (the
 # personal server's ``begin``); None: the server answers without a sign-in.
 BeginSignIn = Callable[["Account", str], Awaitable["PendingAuthorization | None"]]
+# Is this channel shared with another organisation (Slack Connect)?
+External = Callable[[str], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,9 @@ class AdminStores:
     usage: UsageCounters
     feedback: FeedbackLog
     budgets: Budgets  # spending limits, and where each person stands against them
+    channels: ChannelOverrides  # channel settings set in Slack
+    memory: ChannelMemory  # the notes of each channel, and of each person's DMs
+    external: External  # whether a channel is shared with another organisation
     oauth: OAuthSide | None = None  # people's connections (None: no server signs people in)
     begin_sign_in: BeginSignIn | None = None  # what `connect` starts a sign-in with
 
@@ -73,3 +82,15 @@ Permalink = Callable[[str, str, str], str]  # channel, ts, thread ts -> a link t
 
 def plain_link(channel: str, ts: str, thread_ts: str) -> str:
     return f"{channel} {ts}"
+
+
+def admin_entry(caller: Caller, invocation: Invocation, outcome: str = "ok") -> AuditEntry:
+    """The audit entry of a subcommand run (or refused: ``outcome``)."""
+    return AuditEntry(
+        kind=AuditKind.ADMIN,
+        actor=caller.user,
+        action=invocation.name,
+        target=" ".join(invocation.args),
+        outcome=outcome,
+        detail={"channel": caller.channel or "", "team": caller.team},
+    )

@@ -8,12 +8,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _USER = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>$|^([UW][A-Z0-9]{2,})$")
+_FIRST_WORD = re.compile(r"\s*\S+")
+
+CHANNEL_CHANGE = "channel change"  # `channel <key> …`: admins'; `channel` alone: everyone's
 
 
 @dataclass(frozen=True)
 class Invocation:
     name: str  # the subcommand, lower case; "tools all", "connections all" are one each
     args: list[str]
+    text: str = ""  # what follows the subcommand's own word, as typed (spacing kept)
+
+    @property
+    def said(self) -> str:
+        """The subcommand as the person typed it (``channel tools`` for a change)."""
+        if self.name == CHANNEL_CHANGE:
+            return f"channel {self.args[0].lower()}"
+        return self.name
 
 
 def parse(text: str) -> Invocation:
@@ -21,9 +32,18 @@ def parse(text: str) -> Invocation:
     if not words:
         return Invocation("help", [])
     name, args = words[0].lower(), words[1:]
+    rest = after_first_word(text)
     if name in ("tools", "connections") and args and args[0].lower() == "all":
-        return Invocation(f"{name} all", args[1:])
-    return Invocation(name, args)
+        return Invocation(f"{name} all", args[1:], after_first_word(rest))
+    if name == "channel" and args:
+        return Invocation(CHANNEL_CHANGE, args, rest)
+    return Invocation(name, args, rest)
+
+
+def after_first_word(text: str) -> str:
+    """``text`` without its first word and the spaces before it (the rest kept as typed)."""
+    match = _FIRST_WORD.match(text)
+    return text[match.end() :] if match else ""
 
 
 def user_id(word: str) -> str | None:

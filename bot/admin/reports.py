@@ -123,7 +123,7 @@ class AdminReports:
             scope = f", scope `{connection.scope}`" if connection.scope else ""
             rows.append(
                 f"• `{connection.server}` — {host(connection.issuer)}{scope}, since "
-                f"{_when(connection.since)}, {how}"
+                f"{when(connection.since)}, {how}"
             )
         return "*Your connections:*\n" + "\n".join(limited(rows))
 
@@ -140,8 +140,7 @@ class AdminReports:
         if not found:
             return "Nobody is connected to a server."
         rows = [
-            f"• <@{c.user}> → `{c.server}` ({host(c.issuer)}, since {_when(c.since)})"
-            for c in found
+            f"• <@{c.user}> → `{c.server}` ({host(c.issuer)}, since {when(c.since)})" for c in found
         ]
         return "*Connections:*\n" + "\n".join(limited(rows))
 
@@ -152,7 +151,7 @@ class AdminReports:
             switch = switches.get(tool.name)
             state = "on"
             if switch is not None and not switch.enabled:
-                state = f"*off* (by <@{switch.by}>, {_when(switch.at)})"
+                state = f"*off* (by <@{switch.by}>, {when(switch.at)})"
             who = ", ".join(who_may_use(tool.name, self.roles))
             hints = tool.hints.labels()
             said = f" ({', '.join(hints)})" if hints else ""
@@ -180,7 +179,7 @@ class AdminReports:
             )
         grants = await self.state.grants.all(caller.team)
         lines.append("*Grants:*")
-        lines += [f"• <@{g.user}> — *{g.role}* (by <@{g.by}>, {_when(g.at)})" for g in grants] or [
+        lines += [f"• <@{g.user}> — *{g.role}* (by <@{g.by}>, {when(g.at)})" for g in grants] or [
             "• none"
         ]
         return "\n".join(limited(lines))
@@ -198,7 +197,7 @@ class AdminReports:
         for e in entries:
             target = f" `{e.target}`" if e.target else ""
             lines.append(
-                f"• {_when(e.at)} <@{e.actor}> {e.kind} `{e.action}`{target} → "
+                f"• {when(e.at)} <@{e.actor}> {e.kind} `{e.action}`{target} → "
                 f"{shorten(e.outcome, 200)}"
             )
         return "\n".join([lines[0], *limited(lines[1:])])
@@ -217,7 +216,7 @@ class AdminReports:
             # Their limits as a person of this workspace would have them (users.info decides).
             person = Person(caller.team, user, None, user_team=caller.team)
             return await self._person_usage(person)
-        limits = _standing(await self.state.budgets.standing(caller.team), "")
+        limits = standing_lines(await self.state.budgets.standing(caller.team), "")
         people = await self.state.usage.report(caller.team, days=7)
         if not people:
             return "\n".join(["Nobody has used the bot in the last 7 days.", *limits])
@@ -235,7 +234,7 @@ class AdminReports:
             f"<@{person.user}>",
             f"• today: {_totals(usage.last_day)}",
             f"• last 7 days: {_totals(usage.all_days)}",
-            *_standing(
+            *standing_lines(
                 standing, "No spending limit applies." if self.state.budgets.enabled else ""
             ),
         ]
@@ -256,12 +255,12 @@ class AdminReports:
                 tools = f", tools {', '.join(f'`{t}`' for t in item.tools)}" if item.tools else ""
                 link = self.permalink(item.channel, item.message_ts, item.thread_ts)
                 lines.append(
-                    f"• {_when(item.at)} <@{item.user}> — {item.model or 'model ?'}{tools} — {link}"
+                    f"• {when(item.at)} <@{item.user}> — {item.model or 'model ?'}{tools} — {link}"
                 )
         return "\n".join(limited(lines))
 
 
-def _standing(standing: Standing, none: str) -> list[str]:
+def standing_lines(standing: Standing, none: str) -> list[str]:
     """Each limit with today's spend against it (settled, and held by calls under way)."""
     if not standing.limits:
         return [none] if none else []
@@ -281,7 +280,7 @@ def _renewal(snapshot: TokenSnapshot) -> str:
         return "expired: connect again"
     if expires_at is None:
         return "lasts until the server ends it: then connect again"
-    return f"expires {_when(expires_at)}: then connect again"
+    return f"expires {when(expires_at)}: then connect again"
 
 
 def host(issuer: str) -> str:
@@ -297,7 +296,7 @@ def _mention(member: str) -> str:
     return f"<!subteam^{member}>" if member.startswith("S") else f"<@{member}>"
 
 
-def _when(at: float) -> str:
+def when(at: float) -> str:
     return datetime.fromtimestamp(at or time.time(), UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 

@@ -110,11 +110,16 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
             state.shared.usage,
             state.shared.feedback,
             services.budgets,
+            state.shared.channels,
+            state.shared.memory,
+            not_known_shared,
             oauth=state.oauth,
             begin_sign_in=begin_sign_in(services.tools.mcp.personal),
         ),
         permalink=identity.permalink,
         personal=services.tools.mcp.personal,
+        channels=config.channels,
+        servers=list(config.mcp.servers),
     )
     if state.oauth is not None:
         state.oauth.sign_ins.describe = start_page_names(
@@ -182,3 +187,11 @@ def begin_sign_in(personal: Mapping[str, PersonalServer]) -> BeginSignIn | None:
         return await personal[server].begin(account)
 
     return begin
+
+
+async def not_known_shared(channel: str) -> bool:
+    """Whether a channel is shared with another organisation, for ``/agent channel``: not
+    known on this branch, where the turn's lookup (``SharedChannels``) is not merged yet, so
+    no channel counts as shared. To be replaced by ``SharedChannels.external(channel, None)``
+    when it is."""
+    return False

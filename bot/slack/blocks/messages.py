@@ -133,9 +133,15 @@ def control_blocks(stop: str) -> Blocks:
     )
 
 
-def home_view(roles: list[tuple[str, str]], tools: list[tuple[str, str]], command: str) -> View:
-    """The App Home tab: how to ask, the person's roles (with where each comes from), and the
-    tools they may use; long lists end in "…and N more"."""
+def home_view(
+    roles: list[tuple[str, str]],
+    tools: list[tuple[str, str]],
+    command: str,
+    channels: list[str] | None = None,
+) -> View:
+    """The App Home tab: how to ask, the person's roles (with where each comes from), the
+    tools they may use, and (``channels``, an admin's) the channels that have settings of
+    their own, a row each; long lists end in "…and N more"."""
     role_rows = [f"• *{role}* — {shorten(source, 200)}" for role, source in roles]
     tool_rows = [
         f"• `{name}` — {shorten(' '.join((description.splitlines() or [''])[0].split()), 150)}"
@@ -147,19 +153,31 @@ def home_view(roles: list[tuple[str, str]], tools: list[tuple[str, str]], comman
     tools_text = "\n".join(limited(tool_rows, TEXT_OBJECT_CHARS)) or (
         "No tools are available to you."
     )
-    return View(
-        type="home",
-        blocks=[
-            HeaderBlock(text="Your agent"),
+    blocks: list[Block] = [
+        HeaderBlock(text="Your agent"),
+        SectionBlock(
+            text=MarkdownTextObject(
+                text="Mention me in a channel, message me here, or open me in the agent "
+                f"pane. I answer in the thread. `{command} help` lists the commands."
+            )
+        ),
+        HeaderBlock(text="Your roles"),
+        SectionBlock(text=MarkdownTextObject(text=roles_text)),
+        HeaderBlock(text="Tools you can use"),
+        SectionBlock(text=MarkdownTextObject(text=tools_text)),
+    ]
+    if channels is not None:
+        channels_text = "\n".join(limited(channels, TEXT_OBJECT_CHARS)) or (
+            "No channel has settings of its own: every channel gets the defaults."
+        )
+        blocks += [
+            HeaderBlock(text="Channels with settings of their own"),
             SectionBlock(
                 text=MarkdownTextObject(
-                    text="Mention me in a channel, message me here, or open me in the agent "
-                    f"pane. I answer in the thread. `{command} help` lists the commands."
+                    text=f"`{command} channel` in a channel shows them in full, and where "
+                    "each comes from."
                 )
             ),
-            HeaderBlock(text="Your roles"),
-            SectionBlock(text=MarkdownTextObject(text=roles_text)),
-            HeaderBlock(text="Tools you can use"),
-            SectionBlock(text=MarkdownTextObject(text=tools_text)),
-        ],
-    )
+            SectionBlock(text=MarkdownTextObject(text=channels_text)),
+        ]
+    return View(type="home", blocks=blocks)

@@ -62,6 +62,10 @@ def begin_with(site: Site) -> BeginSignIn:
     return begin
 
 
+async def not_shared(channel: str) -> bool:
+    return False
+
+
 def admin_commands(site: Site, begin: BeginSignIn | None = None) -> AdminCommands:
     state = site.state
     config = AppConfig.model_validate({"roles": ROLES})
@@ -82,6 +86,9 @@ def admin_commands(site: Site, begin: BeginSignIn | None = None) -> AdminCommand
         state.shared.usage,
         state.shared.feedback,
         budgets,
+        state.shared.channels,
+        state.shared.memory,
+        not_shared,
         oauth=site.side,
         begin_sign_in=begin or begin_with(site),
     )

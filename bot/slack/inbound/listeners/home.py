@@ -1,8 +1,10 @@
-"""The App Home tab: a person's roles (and where each comes from) and their tools. Built
-and published after the event is acknowledged."""
+"""The App Home tab: a person's roles (and where each comes from) and their tools, and for
+an admin the channels that have settings of their own. Built and published after the event
+is acknowledged."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -17,8 +19,15 @@ from tools.registry import ToolRegistry
 
 
 def register(
-    app: AsyncApp, command: str, policy: Policy, registry: ToolRegistry, later: AfterAck
+    app: AsyncApp,
+    command: str,
+    policy: Policy,
+    registry: ToolRegistry,
+    later: AfterAck,
+    channels: Callable[[], Awaitable[list[str]]],
 ) -> None:
+    """``channels``: the rows of the channels with settings of their own (admins see them)."""
+
     @app.event("app_home_opened")
     async def on_home_opened(
         event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
@@ -36,8 +45,11 @@ def register(
                 (t.name, t.description)
                 for t in await policy.visible(person, await registry.list_tools())
             ]
+            own = await channels() if await policy.is_admin(person) else None
             await safe_call(
-                client.views_publish, user_id=person.user, view=home_view(held, tools, command)
+                client.views_publish,
+                user_id=person.user,
+                view=home_view(held, tools, command, own),
             )
 
         later.spawn(publish(), respond=None, what="the Home tab")

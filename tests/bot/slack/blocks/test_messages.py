@@ -191,3 +191,19 @@ def test_a_task_an_earlier_attempt_left_running_takes_its_outcome_from_the_resul
     ]
     text = tasks_text([done, failed, lost], finished=True, private=False)
     assert ":white_check_mark: `lookup` done\n" in text and "running" not in text
+
+
+def test_the_home_tab_shows_an_admin_the_channels_with_settings_of_their_own() -> None:
+    rows = ["• <#C0SUPPORT> — file: instructions; memory on", "• `C0ENG*` — file: tools `get_*`"]
+    admins = json.dumps(home_view([], [], "/agent", rows).to_dict(), ensure_ascii=False)
+    assert "Channels with settings of their own" in admins
+    assert "• <#C0SUPPORT> — file: instructions; memory on\\n• `C0ENG*` — file: tools" in admins
+    nobody = json.dumps(home_view([], [], "/agent", []).to_dict(), ensure_ascii=False)
+    assert "No channel has settings of its own: every channel gets the defaults." in nobody
+    others = json.dumps(home_view([], [], "/agent").to_dict(), ensure_ascii=False)
+    assert "Channels with" not in others
+    many = home_view(
+        [], [], "/agent", [f"• <#C{n:08d}> — set in Slack: memory on" for n in range(500)]
+    )
+    [listed] = [b for b in many.to_dict()["blocks"] if "C00000000" in json.dumps(b)]
+    assert len(listed["text"]["text"]) <= 3000 and "…and " in listed["text"]["text"]
