@@ -94,7 +94,7 @@ def shown_in(message: Message, kind: str) -> str:
 
 def approve_button(card: Message) -> str:
     return next(
-        element["value"]
+        str(element["value"])
         for block in card.blocks
         if block.get("type") == "actions"
         for element in block["elements"]
