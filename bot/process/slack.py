@@ -113,6 +113,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
             state.shared.channels,
             state.shared.memory,
             not_known_shared,
+            state.shared.schedules,
             oauth=state.oauth,
             begin_sign_in=begin_sign_in(services.tools.mcp.personal),
         ),
