@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
-from bot.slack.blocks.approval_card import slack_date
+from bot.slack.blocks.dates import slack_date
 from bot.slack.blocks.escape import escaped, visible
 from bot.slack.blocks.limits import MESSAGE_TEXT_CHARS, limited, shorten
 from bot.state.schedules import Schedule
