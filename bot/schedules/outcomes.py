@@ -1,5 +1,6 @@
 """A scheduled run's outcome, kept on its schedule once the run's turn ended: answered, failed
-or cancelled (how the turn's loop ended, once it was delivered), or dead_lettered (given up).
+or cancelled (how the turn's loop ended, once it was delivered), or "not delivered" (the
+turn was given up: dead-lettered).
 The turn knows no schedules; its event id names the run (``schedule:<id>:<occurrence>``,
 bot/schedules/firing.py ``scheduled_turn``) and the worker tells this module when a turn
 ended (``TurnEnded``, bot/turn/ports.py)."""
@@ -10,9 +11,10 @@ from bot.state.schedules import ScheduleStore
 from bot.turn.model import QueuedTurn, Turn, TurnKind
 from bot.turn.outcome import Delivered, Delivery
 from bot.turn.ports import TurnEnded
-from bot.turn.states import TurnState, settled_state
+from bot.turn.states import settled_state
 
 RUN_PREFIX = "schedule:"  # a scheduled run's turn's event id: schedule:<id>:<occurrence>
+NOT_DELIVERED = "not delivered"  # the run's turn was dead-lettered
 
 
 def run_of(turn: Turn) -> tuple[str, float] | None:
@@ -31,7 +33,7 @@ def outcome_of(end: Delivery) -> str:
     """How a run ended, as its schedule shows it (pure)."""
     if isinstance(end, Delivered):
         return settled_state(end.reason).value if end.reason is not None else "delivered"
-    return TurnState.DEAD_LETTERED.value
+    return NOT_DELIVERED
 
 
 def run_outcomes(store: ScheduleStore) -> TurnEnded:

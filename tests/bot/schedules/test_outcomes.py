@@ -53,7 +53,7 @@ def test_how_a_run_ended_in_words() -> None:
     assert outcome_of(Delivered(StopReason.FAILED)) == "failed"
     assert outcome_of(Delivered(StopReason.CANCELLED)) == "cancelled"
     assert outcome_of(Delivered()) == "delivered"
-    assert outcome_of(DeadLettered("Slack refused")) == "dead_lettered"
+    assert outcome_of(DeadLettered("Slack refused")) == "not delivered"
 
 
 async def test_the_outcome_is_kept_while_the_run_is_the_schedules_last(state: State) -> None:
