@@ -20,7 +20,7 @@ from bot.schedules.firing import OWNER_GONE
 from bot.schedules.recurrence import Recurrence
 from bot.state.schedules import Schedule
 from tests.fakes import trading_tools
-from tests.fakes.llm_server import Request, calls, text, tool_results
+from tests.fakes.llm_server import Reply, Request, calls, text, tool_results
 from tests.fakes.slack_harness import SlackHarness, direct_message, is_progress, mention
 from tests.fakes.slack_server import TEAM, Message
 from tests.waiting import until, until_true
@@ -139,9 +139,15 @@ def system_text(request: Request) -> str:
 async def test_a_one_off_made_by_approval_runs_once_under_its_own_headline(
     app: SlackHarness,
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=8)).isoformat(timespec="seconds")
+    asked: list[str] = []
+
+    def schedule_soon(request: Request) -> Reply:
+        """The model asks for a run 6 s after it is asked (a worker may be slow to start)."""
+        asked.append((datetime.now(UTC) + timedelta(seconds=6)).isoformat(timespec="seconds"))
+        return calls(("schedule", {"prompt": PROMPT, "at": asked[0]}, "k1"))
+
     app.llm.add(
-        calls(("schedule", {"prompt": PROMPT, "at": at}, "k1")),
+        schedule_soon,
         lambda request: text(f"Done: {json.loads(tool_results(request)['k1'])['id']}."),
         text("Two incidents, both resolved."),
     )
@@ -150,7 +156,7 @@ async def test_a_one_off_made_by_approval_runs_once_under_its_own_headline(
     [card] = cards(app, "C0CHAN", "700.000001")
     said = shown_in(card, "text")
     assert f"Prompt: {PROMPT}" in said
-    runs_at = datetime.fromisoformat(at).astimezone(UTC).timestamp()
+    runs_at = datetime.fromisoformat(asked[0]).astimezone(UTC).timestamp()
     assert f"<!date^{int(runs_at)}^" in shown_in(card, "mrkdwn")  # its one run
     assert await app.state.shared.schedules.of_owner(TEAM, "U0ALICE") == []  # not yet
     await app.click("approval_approve", approve_button(card), "U0ALICE", card.ts)
