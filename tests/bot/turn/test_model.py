@@ -56,3 +56,12 @@ def test_the_channels_external_flag_travels_in_extra_and_is_none_when_not_said()
     odd = json.loads(base.to_json())
     odd["extra"]["shared"] = "yes"
     assert Turn.from_json(json.dumps(odd)).shared is None  # not a boolean: not said
+
+
+def test_a_scheduled_runs_author_is_of_the_bots_workspace() -> None:
+    """Only a person of the workspace makes a schedule (bot/schedules/tool.py); its run
+    carries no Slack message to name their workspace, and travels the queue as it is."""
+    run = Turn("T1", "C1", "1.1", "U1", "Ask.", "1.1", "schedule:s1:1", TurnKind.SCHEDULED)
+    assert run.author_team == "T1"
+    again = Turn.from_json(run.to_json())
+    assert again.kind is TurnKind.SCHEDULED and again.author_team == "T1"
