@@ -10,6 +10,7 @@ from bot.budget.config import BudgetsConfig
 from bot.channels.config import ChannelsConfig
 from bot.llm.pricing import Price
 from bot.oauth.config import OAuthConfig
+from bot.schedules.config import SchedulesConfig
 from permissions.approval import ApprovalConfig, unknown_approver_roles
 from permissions.config import RoleConfig
 from tools.config import ToolsConfig
@@ -236,6 +237,7 @@ class AppConfig(_Strict):
         default_factory=dict,
         description="Settings per channel: by channel ID, channel-ID glob, or `external`.",
     )
+    schedules: SchedulesConfig = Field(default_factory=SchedulesConfig)
     history: HistoryConfig = Field(default_factory=HistoryConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     redis: RedisConfig = Field(default_factory=RedisConfig)

@@ -133,6 +133,28 @@ OAUTH_CALLBACKS = Counter(
     "the start page shown in that browser).",
     ["outcome"],
 )
+SCHEDULES_ACTIVE = Gauge(
+    PREFIX + "schedules_active",
+    "Schedules active (neither paused nor ended), read from Redis by every worker process's "
+    "scheduler; the same value on every replica: aggregate with max, not sum.",
+    multiprocess_mode="livemax",
+)
+SCHEDULE_RUNS = Counter(
+    PREFIX + "schedule_runs",
+    "Schedules' occurrences handled, each once across replicas, by outcome: fired (its turn "
+    "queued), skipped (too late to run: counted as missed), paused (the owner left the "
+    "workspace), failed (a Slack call failed: tried again when the claim lapses).",
+    ["outcome"],
+)
+SCHEDULE_RUNS_LATE = Counter(
+    PREFIX + "schedule_runs_late",
+    "Schedules' runs fired more than 5 s after their time.",
+)
+SCHEDULE_RUNS_MISSED = Counter(
+    PREFIX + "schedule_runs_missed",
+    "Schedules' occurrences passed over without a run (no replica ran, Redis was down, or "
+    "later than schedules.catch_up_s).",
+)
 
 
 def label(value: object) -> str:

@@ -1,6 +1,6 @@
 """The audit log: a capped stream of who did what, and when: tool calls, admin commands,
 approvals, turns given up, refused model calls, feedback, MCP sampling, channel settings
-changed in Slack and the notes of channels' memory."""
+changed in Slack, the notes of channels' memory and schedules."""
 
 from __future__ import annotations
 
@@ -55,6 +55,10 @@ class AuditKind(StrEnum):
     # a note of a channel's (or a person's) memory; action: remembered, forgotten, cleared;
     # target: the memory's scope; detail: note id, text, channel, team (cleared: count)
     MEMORY = "memory"
+    # a schedule (bot/state/schedules.py); action: created, paused, resumed, removed,
+    # skipped (its missed runs were too late to run), owner_gone (paused: its owner left the
+    # workspace); target: the schedule's id; detail: team, owner, channel, and what changed
+    SCHEDULE = "schedule"
 
     @classmethod
     def _missing_(cls, value: object) -> AuditKind:

@@ -27,6 +27,7 @@ class TurnKind(StrEnum):
     DM = "dm"  # a direct message
     FOLLOWUP = "followup"  # a reply without a mention in a channel thread the bot is in
     ASSISTANT = "assistant"  # Slack's agent pane
+    SCHEDULED = "scheduled"  # a schedule's run (bot/schedules/firing.py), under its headline
 
     @property
     def in_channel(self) -> bool:

@@ -11,6 +11,8 @@ import hashlib
 from bot.state.redis.shards import Shards
 from bot.state.redis.thread_key import ThreadKey
 
+SCHEDULES_SHARD = 0  # the shard of every schedule's keys (and of their audit entries)
+
 
 class Keys:
     def __init__(self, prefix: str, shards: Shards | None = None) -> None:
@@ -255,6 +257,46 @@ class Keys:
     def team_shard(self, team: str) -> int:
         """The shard of the team's keys (and of the audit entries written beside them)."""
         return self.shards.of(team)
+
+    # --- schedules (bot/state/schedules.py), every one in SCHEDULES_SHARD ---------------
+    # Schedules are few, so they all share one shard: one Lua step touches a schedule, its
+    # owner's index, the due index and that shard's audit stream.
+
+    def _schedules(self) -> str:
+        return self._in(SCHEDULES_SHARD)
+
+    def schedule(self, schedule_id: str) -> str:
+        """One schedule: its owner, channel, prompt, recurrence, state, next and last run."""
+        return f"{self.schedule_prefix()}{schedule_id}"
+
+    def schedule_prefix(self) -> str:
+        """What a schedule's key starts with (then its id)."""
+        return f"{self._schedules()}schedule:"
+
+    def schedules_due(self) -> str:
+        """The active schedules by their next run: id -> epoch seconds."""
+        return f"{self._schedules()}schedules:due"
+
+    def schedules_of_owner(self, team: str, user: str) -> str:
+        """The ids of a person's schedules."""
+        return f"{self.schedules_of_owner_prefix()}{team}:{user}"
+
+    def schedules_of_owner_prefix(self) -> str:
+        """What a person's index of schedules starts with (then ``<team>:<user>``)."""
+        return f"{self._schedules()}schedules:owner:"
+
+    def schedules_all(self) -> str:
+        """Every schedule's id, in every team."""
+        return f"{self._schedules()}schedules:all"
+
+    def schedules_sequence(self) -> str:
+        """The last schedule number given (ids ``s1``, ``s2``… are never reused)."""
+        return f"{self._schedules()}schedules:seq"
+
+    def schedule_firing(self, schedule_id: str, occurrence: str) -> str:
+        """The firing of one occurrence (``occurrence``: its epoch seconds as text): who
+        holds it until when, and its headline's ts once posted."""
+        return f"{self._schedules()}schedule:fire:{schedule_id}:{occurrence}"
 
     # --- alone -------------------------------------------------------------------------
 

@@ -1,0 +1,224 @@
+"""Firing one occurrence of a schedule, exactly once, on whichever replica gets there first.
+
+1. Claim the occurrence (one Lua step: the schedule is active, its next run is this one, no
+   other holder's lease is live) for ``LEASE_S``.
+2. The owner left the workspace: pause the schedule (audited), stop.
+3. Catch up (:func:`catch_up`, pure): the latest occurrence due runs once if it is at most
+   ``schedules.catch_up_s`` late, the ones before it are counted as missed; older than
+   that, none runs and all are counted, carried to the next run's message.
+4. The headline: the ts the firing record holds, else (when a holder had it before) the post
+   tagged with this run found in the channel, else a new post; its ts recorded while the
+   holder still holds the occurrence.
+5. The run's turn, queued: the queue's dedup on the message ts (the headline's) makes a
+   second enqueue of the same run a no-op.
+6. Advance the schedule past the occurrence (compare-and-set on its next run): its next run,
+   its last, what it missed; a one-off ends.
+
+A holder that dies between two steps leaves a lease that lapses; the next claimer resumes
+from the firing record, and every holder decides what to run from the moment the occurrence
+was first claimed, so all decide alike. Slack calls that fail end the attempt
+(:class:`Failed`) for another try when the lease lapses; Redis failures raise
+(``StateUnavailable``) for the scheduler to ride out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.schedules.catch_up import catch_up, next_after, passed_between
+from bot.schedules.config import SchedulesConfig
+from bot.state.schedules import Firing, Schedule, ScheduleStore, epoch_text
+from bot.turn.model import Turn, TurnKind
+
+LEASE_S = 30.0  # how long a claim keeps other replicas off an occurrence
+OWNER_GONE = "owner left the workspace"
+QUEUED = "queued"  # a run's outcome until its turn ends (ScheduleStore.record_outcome)
+SKIPPED = "skipped"  # an occurrence passed over: too late to run
+
+
+class Headlines(Protocol):
+    """A run's top-level message in the schedule's channel, tagged with the schedule and the
+    run (message metadata), under which the answer is posted."""
+
+    async def find(self, schedule: Schedule, occurrence: float) -> str | None:
+        """The ts of the headline already posted for this run, if any."""
+        ...
+
+    async def post(self, schedule: Schedule, occurrence: float, missed: int) -> str:
+        """Post the headline (saying how many earlier runs were missed); its ts. Raises on
+        failure."""
+        ...
+
+
+class Owners(Protocol):
+    async def gone(self, team: str, user: str) -> bool:
+        """The person has left the workspace (users.info ``deleted``)."""
+        ...
+
+
+Enqueue = Callable[[Turn], Awaitable[str | None]]  # TurnQueue.enqueue: entry id, None: dup
+
+
+@dataclass(frozen=True)
+class Fired:
+    """The run's turn is queued (``entry_id`` None: it was already) under headline ``ts``;
+    ``skipped``: occurrences passed over without a run; ``late_s``: how late it fired."""
+
+    ts: str
+    entry_id: str | None
+    skipped: int
+    late_s: float
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """No run: every occurrence due was too late; ``missed`` of them, now carried."""
+
+    missed: int
+
+
+@dataclass(frozen=True)
+class Paused:
+    reason: str
+
+
+@dataclass(frozen=True)
+class NotMine:
+    """Another holder has the occurrence, took it over, or the schedule moved on."""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A Slack call failed; the occurrence is tried again when the lease lapses."""
+
+    reason: str
+
+
+FireOutcome = Fired | Skipped | Paused | NotMine | Failed
+
+
+def scheduled_turn(schedule: Schedule, run: float, ts: str, now: float) -> Turn:
+    """The run's turn: the owner asks the prompt in the headline's thread."""
+    return Turn(
+        team=schedule.team,
+        channel=schedule.channel,
+        thread_ts=ts,
+        user=schedule.owner,
+        text=schedule.prompt,
+        message_ts=ts,
+        event_id=f"schedule:{schedule.id}:{epoch_text(run)}",
+        kind=TurnKind.SCHEDULED,
+        received_at=now,
+    )
+
+
+async def fire(
+    store: ScheduleStore,
+    headlines: Headlines,
+    owners: Owners,
+    enqueue: Enqueue,
+    schedule_id: str,
+    occurrence: float,
+    *,
+    now: float,
+    holder: str,
+    config: SchedulesConfig,
+    lease_s: float = LEASE_S,
+) -> FireOutcome:
+    """Fire the schedule's occurrence (its next run, due) once: see the module's steps."""
+    if occurrence > now:
+        return NotMine()
+    firing = await store.claim(schedule_id, occurrence, holder, now, lease_s)
+    if firing is None:
+        return NotMine()
+    schedule = firing.schedule
+    try:
+        gone = await owners.gone(schedule.team, schedule.owner)
+    except Exception as exc:
+        return Failed(f"looking up the owner failed: {_described(exc)}")
+    if gone:
+        await store.pause(schedule.id, schedule.owner, OWNER_GONE, action="owner_gone")
+        return Paused(OWNER_GONE)
+
+    recurrence = schedule.recurrence
+    decided = catch_up(recurrence, occurrence, firing.first_claimed_at, config.catch_up_s)
+    since_decided = passed_between(recurrence, firing.first_claimed_at, now)
+    if decided.run is None:
+        missed = decided.skipped + since_decided
+        advanced = await store.advance(
+            firing,
+            ran=None,
+            next_at=next_after(recurrence, now),
+            missed=schedule.missed + missed,
+            outcome=SKIPPED,
+        )
+        return Skipped(missed) if advanced else NotMine()
+
+    run = decided.run
+    ts = await _headline(store, headlines, firing, run, schedule.missed + decided.skipped)
+    if not isinstance(ts, str):
+        return ts
+    entry_id = await enqueue(scheduled_turn(schedule, run, ts, now))
+    advanced = await store.advance(  # the runs after L that passed meanwhile are carried
+        firing,
+        ran=run,
+        next_at=next_after(recurrence, max(now, run)),
+        missed=since_decided,
+        outcome=QUEUED,
+    )
+    if not advanced:
+        return NotMine()
+    return Fired(ts, entry_id, decided.skipped + since_decided, max(now - run, 0.0))
+
+
+FireOne = Callable[[str, float, float], Awaitable[FireOutcome]]  # (id, occurrence, now)
+
+
+def firing_with(
+    store: ScheduleStore,
+    headlines: Headlines,
+    owners: Owners,
+    enqueue: Enqueue,
+    *,
+    holder: str,
+    config: SchedulesConfig,
+) -> FireOne:
+    """:func:`fire` bound to one process's ports and holder name, for its scheduler."""
+
+    async def fire_one(schedule_id: str, occurrence: float, now: float) -> FireOutcome:
+        return await fire(
+            store,
+            headlines,
+            owners,
+            enqueue,
+            schedule_id,
+            occurrence,
+            now=now,
+            holder=holder,
+            config=config,
+        )
+
+    return fire_one
+
+
+async def _headline(
+    store: ScheduleStore, headlines: Headlines, firing: Firing, run: float, missed: int
+) -> str | Failed | NotMine:
+    """The run's headline ts (step 4): recorded, found, or posted, then recorded."""
+    if firing.ts:
+        return firing.ts
+    schedule = firing.schedule
+    try:
+        found = await headlines.find(schedule, run) if firing.taken_over else None
+        ts = found or await headlines.post(schedule, run, missed)
+    except Exception as exc:
+        return Failed(f"posting the headline failed: {_described(exc)}")
+    if not await store.record_headline(firing, ts):
+        return NotMine()
+    return ts
+
+
+def _described(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,134 @@
+"""The scheduler loop each worker process runs: once a tick (1 s) it reads the schedules due
+from Redis and fires each (bot/schedules/firing.py) in a task of its own, at most ``limit``
+at once, so an occurrence fires within a second or two of its time whichever replicas run;
+the claim in Redis keeps the others off. A tick that fails is logged and the loop goes on;
+while Redis is down it backs off, saying so once. The clock and the sleep are injectable."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+from bot.agent.cancellation import sleep_unless
+from bot.observability import metrics
+from bot.schedules.firing import Failed, Fired, FireOne, FireOutcome, NotMine, Paused, Skipped
+from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
+from bot.state.schedules import ScheduleStore
+
+log = logging.getLogger(__name__)
+
+DUE_PER_TICK = 20  # the most occurrences a tick reads, and the most fired at once
+LATE_AFTER_S = 5.0  # a run fired later than this after its time counts as late
+BACKOFF_MAX_S = 10.0
+REDIS_FAILURES = (*REDIS_DOWN, StateUnavailable)
+
+Clock = Callable[[], float]
+Sleep = Callable[[float, asyncio.Event], Awaitable[object]]  # returns early once it is set
+
+
+class Scheduler:
+    def __init__(
+        self,
+        store: ScheduleStore,
+        fire_one: FireOne,
+        clock: Clock = time.time,
+        tick_s: float = 1.0,
+        *,
+        limit: int = DUE_PER_TICK,
+        sleep: Sleep = sleep_unless,
+    ) -> None:
+        self.store = store
+        self.fire_one = fire_one
+        self.clock = clock
+        self.tick_s = tick_s
+        self.limit = limit
+        self.sleep = sleep
+        self.firing: dict[tuple[str, float], asyncio.Task[None]] = {}  # (id, occurrence)
+        self.redis_down = False  # the last tick could not reach Redis (said once)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick until ``stop`` is set, then let the firings under way finish."""
+        backoff = self.tick_s
+        try:
+            while not stop.is_set():
+                wait = self.tick_s
+                try:
+                    await self.tick()
+                    backoff = self.tick_s
+                except REDIS_FAILURES as exc:
+                    wait, backoff = backoff, min(backoff * 2, BACKOFF_MAX_S)
+                    self._outage(exc)
+                except Exception:
+                    log.exception("a scheduler tick failed")
+                await self.sleep(wait, stop)
+        finally:
+            await self.settle()
+
+    async def tick(self) -> list[asyncio.Task[None]]:
+        """One look at the due index: a task firing each occurrence due that is not being
+        fired here already, while fewer than ``limit`` are. The tasks started."""
+        look = await self.store.look(self.clock(), self.limit)
+        if self.redis_down:
+            self.redis_down = False
+            log.info("Redis is reachable again: schedules fire again")
+        metrics.safely(partial(metrics.SCHEDULES_ACTIVE.set, look.active))
+        started = []
+        for schedule_id, occurrence in look.due:
+            key = (schedule_id, occurrence)
+            if key in self.firing or len(self.firing) >= self.limit:
+                continue
+            task = asyncio.create_task(self._fire(schedule_id, occurrence))
+            self.firing[key] = task
+            task.add_done_callback(lambda _, key=key: self.firing.pop(key, None))
+            started.append(task)
+        return started
+
+    async def settle(self) -> None:
+        """Wait for the firings under way."""
+        if self.firing:
+            await asyncio.gather(*self.firing.values(), return_exceptions=True)
+
+    async def _fire(self, schedule_id: str, occurrence: float) -> None:
+        try:
+            outcome = await self.fire_one(schedule_id, occurrence, self.clock())
+        except REDIS_FAILURES as exc:
+            self._outage(exc)
+        except Exception:
+            log.exception("firing schedule %s at %s failed", schedule_id, occurrence)
+        else:
+            if isinstance(outcome, Failed):
+                log.warning("schedule %s at %s: %s", schedule_id, occurrence, outcome.reason)
+            metrics.safely(partial(record, outcome))
+
+    def _outage(self, exc: BaseException) -> None:
+        if not self.redis_down:
+            log.warning(
+                "Redis is unreachable (%s: %s): schedules wait until it is back",
+                type(exc).__name__,
+                exc,
+            )
+        self.redis_down = True
+
+
+def record(outcome: FireOutcome) -> None:
+    """An occurrence's outcome in the metrics (another holder's: nothing)."""
+    match outcome:
+        case Fired(skipped=skipped, late_s=late_s):
+            metrics.SCHEDULE_RUNS.labels(outcome="fired").inc()
+            if late_s > LATE_AFTER_S:
+                metrics.SCHEDULE_RUNS_LATE.inc()
+            if skipped:
+                metrics.SCHEDULE_RUNS_MISSED.inc(skipped)
+        case Skipped(missed=missed):
+            metrics.SCHEDULE_RUNS.labels(outcome="skipped").inc()
+            if missed:
+                metrics.SCHEDULE_RUNS_MISSED.inc(missed)
+        case Paused():
+            metrics.SCHEDULE_RUNS.labels(outcome="paused").inc()
+        case Failed():
+            metrics.SCHEDULE_RUNS.labels(outcome="failed").inc()
+        case NotMine():
+            pass
