@@ -21,6 +21,7 @@ from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
 from bot.state.redis.shards import Shards
 from bot.state.role_cache import RedisCache, RoleCache
+from bot.state.schedules import ScheduleStore
 from bot.state.shared import SharedRecords
 from bot.state.signed_requests import SignedRequests
 from bot.state.switches import ToolSwitches
@@ -146,6 +147,7 @@ def shared_records(
         approval_quota=ApprovalQuota(client, keys),
         channels=ChannelOverrides(client, keys, audit),
         memory=ChannelMemory(client, keys, audit),
+        schedules=ScheduleStore(client, keys, audit),
     )
 
 

@@ -11,19 +11,27 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Protocol
 
 from bot.agent.cancellation import sleep_unless
 from bot.observability import metrics
 from bot.schedules.firing import Failed, Fired, FireOne, FireOutcome, NotMine, Paused, Skipped
 from bot.state.redis.errors import REDIS_DOWN, StateUnavailable
-from bot.state.schedules import ScheduleStore
+from bot.state.schedules import DueLook
 
 log = logging.getLogger(__name__)
 
 DUE_PER_TICK = 20  # the most occurrences a tick reads, and the most fired at once
 LATE_AFTER_S = 5.0  # a run fired later than this after its time counts as late
 BACKOFF_MAX_S = 10.0
-REDIS_FAILURES = (*REDIS_DOWN, StateUnavailable)
+REDIS_FAILURES: tuple[type[BaseException], ...] = (*REDIS_DOWN, StateUnavailable)
+
+
+class DueIndex(Protocol):
+    """Where the scheduler looks for the occurrences due (``ScheduleStore``)."""
+
+    async def look(self, now: float, limit: int) -> DueLook: ...
+
 
 Clock = Callable[[], float]
 Sleep = Callable[[float, asyncio.Event], Awaitable[object]]  # returns early once it is set
@@ -32,7 +40,7 @@ Sleep = Callable[[float, asyncio.Event], Awaitable[object]]  # returns early onc
 class Scheduler:
     def __init__(
         self,
-        store: ScheduleStore,
+        store: DueIndex,
         fire_one: FireOne,
         clock: Clock = time.time,
         tick_s: float = 1.0,
@@ -82,7 +90,7 @@ class Scheduler:
                 continue
             task = asyncio.create_task(self._fire(schedule_id, occurrence))
             self.firing[key] = task
-            task.add_done_callback(lambda _, key=key: self.firing.pop(key, None))
+            task.add_done_callback(partial(self._done, key))
             started.append(task)
         return started
 
@@ -90,6 +98,9 @@ class Scheduler:
         """Wait for the firings under way."""
         if self.firing:
             await asyncio.gather(*self.firing.values(), return_exceptions=True)
+
+    def _done(self, key: tuple[str, float], _: asyncio.Task[None]) -> None:
+        self.firing.pop(key, None)
 
     async def _fire(self, schedule_id: str, occurrence: float) -> None:
         try:
@@ -102,6 +113,8 @@ class Scheduler:
             if isinstance(outcome, Failed):
                 log.warning("schedule %s at %s: %s", schedule_id, occurrence, outcome.reason)
             metrics.safely(partial(record, outcome))
+        finally:
+            self.firing.pop((schedule_id, occurrence), None)  # (the done callback, if cancelled)
 
     def _outage(self, exc: BaseException) -> None:
         if not self.redis_down:

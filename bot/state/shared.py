@@ -1,7 +1,7 @@
 """The records shared across threads, bundled (one per process): who did what, what it
 cost, what people thought of the answers, who may use which tools, the signed requests
-already accepted, each person's open approval requests, channels' settings set in Slack
-and their memories' notes."""
+already accepted, each person's open approval requests, channels' settings set in Slack,
+their memories' notes, and schedules."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
 from bot.state.policy_reads import PolicyReads
 from bot.state.role_cache import RedisCache, RoleCache
+from bot.state.schedules import ScheduleStore
 from bot.state.signed_requests import SignedRequests
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
@@ -34,3 +35,4 @@ class SharedRecords:
     approval_quota: ApprovalQuota  # each person's approval requests waiting for a decision
     channels: ChannelOverrides  # channels' settings set in Slack (/agent channel)
     memory: ChannelMemory  # the notes of channels' (and people's DM) memories
+    schedules: ScheduleStore  # people's schedules and the firing of their runs

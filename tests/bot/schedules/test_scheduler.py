@@ -1,0 +1,227 @@
+"""The scheduler loop on an injected clock and sleep: each tick fires what is due, each
+occurrence once at a time, at most ``limit`` at once; two replicas' schedulers fire one run
+once; a failing tick or firing is logged and the loop goes on; Redis down backs off and says
+so once; the metrics by outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pytest
+from prometheus_client import REGISTRY
+
+from bot.process.state import State
+from bot.schedules.config import SchedulesConfig
+from bot.schedules.firing import Failed, Fired, FireOutcome, NotMine, Paused, Skipped, firing_with
+from bot.schedules.recurrence import Recurrence
+from bot.schedules.scheduler import BACKOFF_MAX_S, Scheduler, record
+from bot.state.redis.errors import StateUnavailable
+from bot.state.schedules import DueLook, Schedule, ScheduleStore
+from bot.turn.model import QueuedTurn
+from tests.bot.schedules.firing_kit import CountingEnqueue, FakeHeadlines, FakeOwners
+
+HOURLY = Recurrence(cron="0 * * * *", at=None, timezone="UTC")
+NINE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
+HOUR = 3600.0
+
+
+async def make(store: ScheduleStore, owner: str, next_at: float) -> Schedule:
+    made = await store.create(
+        team="T1",
+        owner=owner,
+        channel="C0OPS",
+        prompt="Any news?",
+        recurrence=HOURLY,
+        next_at=next_at,
+        max_per_person=10,
+        by=owner,
+    )
+    assert isinstance(made, Schedule)
+    return made
+
+
+@dataclass
+class HeldFirings:
+    """A ``fire_one`` that records its calls and holds each until released."""
+
+    calls: list[tuple[str, float, float]] = field(default_factory=list)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    outcome: FireOutcome = field(default_factory=NotMine)
+
+    async def __call__(self, schedule_id: str, occurrence: float, now: float) -> FireOutcome:
+        self.calls.append((schedule_id, occurrence, now))
+        await self.release.wait()
+        return self.outcome
+
+
+@dataclass
+class Ticks:
+    """The loop's sleep: records each wait and sets ``stop`` after ``count`` of them."""
+
+    count: int
+    waits: list[float] = field(default_factory=list)
+
+    async def __call__(self, seconds: float, stop: asyncio.Event) -> bool:
+        self.waits.append(seconds)
+        if len(self.waits) >= self.count:
+            stop.set()
+        await asyncio.sleep(0)  # the firings started run meanwhile
+        return stop.is_set()
+
+
+def fixed(now: float) -> Callable[[], float]:
+    return lambda: now
+
+
+@pytest.mark.cluster
+async def test_a_tick_fires_each_occurrence_due_once_at_a_time(state: State) -> None:
+    store = state.shared.schedules
+    await make(store, "U1", NINE)
+    await make(store, "U2", NINE + 10)
+    await make(store, "U3", NINE + HOUR)
+    firings = HeldFirings()
+    scheduler = Scheduler(store, firings, fixed(NINE + 20))
+    started = await scheduler.tick()
+    assert len(started) == 2
+    await asyncio.sleep(0)
+    assert sorted(firings.calls) == [("s1", NINE, NINE + 20), ("s2", NINE + 10, NINE + 20)]
+    assert await scheduler.tick() == []  # under way: not fired again alongside
+    active = REGISTRY.get_sample_value("slack_agent_schedules_active")
+    assert active == 3
+    firings.release.set()
+    await asyncio.gather(*started)
+    assert scheduler.firing == {}
+    assert len(await scheduler.tick()) == 2  # (this fake never advances them)
+    await scheduler.settle()
+
+
+async def test_a_tick_fires_at_most_limit_at_once(state: State) -> None:
+    store = state.shared.schedules
+    for n in range(5):
+        await make(store, f"U{n}", NINE + n)
+    firings = HeldFirings()
+    scheduler = Scheduler(store, firings, fixed(NINE + 60), limit=2)
+    assert len(await scheduler.tick()) == 2
+    assert await scheduler.tick() == []
+    firings.release.set()
+    await scheduler.settle()
+    assert len(firings.calls) == 2
+
+
+@pytest.mark.cluster
+async def test_two_replicas_schedulers_fire_a_run_once(state: State) -> None:
+    store = state.shared.schedules
+    await make(store, "U1", NINE)
+    headlines, owners = FakeHeadlines(), FakeOwners()
+    enqueue = CountingEnqueue(state.threads.queue.enqueue)
+    replicas = [
+        Scheduler(
+            store,
+            firing_with(store, headlines, owners, enqueue, holder=name, config=SchedulesConfig()),
+            fixed(NINE + 0.3),
+        )
+        for name in ("replica-1", "replica-2")
+    ]
+    runs = await asyncio.gather(*(replica.tick() for replica in replicas))
+    await asyncio.gather(*(task for started in runs for task in started))
+    assert len(headlines.posts) == 1 and len([e for e in enqueue.entry_ids if e]) == 1
+    await state.threads.queue.ensure_group()
+    queued = await state.threads.queue.read("reader", 10, 0)
+    assert [type(entry) for entry in queued] == [QueuedTurn]
+    assert await store.due(NINE + HOUR - 1, 5) == []
+    for replica in replicas:  # the next tick finds nothing due
+        assert await replica.tick() == []
+
+
+@dataclass
+class FlakyIndex:
+    """A due index that fails its first looks with ``failures`` in order."""
+
+    failures: list[Exception]
+    looks: int = 0
+
+    async def look(self, now: float, limit: int) -> DueLook:
+        self.looks += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return DueLook([("s1", NINE)], 1)
+
+
+async def test_redis_down_backs_off_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
+    down: list[Exception] = [StateUnavailable("Redis is unreachable") for _ in range(5)]
+    index = FlakyIndex(down)
+    firings = HeldFirings()
+    firings.release.set()
+    ticks = Ticks(count=8)
+    caplog.set_level(logging.INFO, logger="bot.schedules.scheduler")
+    await Scheduler(index, firings, fixed(NINE), sleep=ticks).run(asyncio.Event())
+    assert ticks.waits == [1, 2, 4, 8, BACKOFF_MAX_S, 1, 1, 1]
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("Redis is unreachable" in m for m in messages) == 1
+    assert sum("reachable again" in m for m in messages) == 1
+    assert len(firings.calls) == 3  # one firing a tick once Redis is back
+
+
+async def test_a_failing_tick_or_firing_is_logged_and_the_loop_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    index = FlakyIndex([RuntimeError("a bug in a tick")])
+    broken = 0
+
+    async def fire_one(schedule_id: str, occurrence: float, now: float) -> FireOutcome:
+        nonlocal broken
+        broken += 1
+        raise RuntimeError("a bug in a firing")
+
+    ticks = Ticks(count=3)
+    await Scheduler(index, fire_one, fixed(NINE), sleep=ticks).run(asyncio.Event())
+    assert index.looks == 3 and broken == 2
+    assert ticks.waits == [1, 1, 1]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == [
+        "a scheduler tick failed",
+        f"firing schedule s1 at {NINE} failed",
+        f"firing schedule s1 at {NINE} failed",
+    ]
+
+
+class Deltas:
+    """The change of the schedule counters since it was made."""
+
+    NAMES: tuple[tuple[str, dict[str, str]], ...] = (
+        ("slack_agent_schedule_runs_total", {"outcome": "fired"}),
+        ("slack_agent_schedule_runs_total", {"outcome": "skipped"}),
+        ("slack_agent_schedule_runs_total", {"outcome": "paused"}),
+        ("slack_agent_schedule_runs_total", {"outcome": "failed"}),
+        ("slack_agent_schedule_runs_late_total", {}),
+        ("slack_agent_schedule_runs_missed_total", {}),
+    )
+
+    def __init__(self) -> None:
+        self.before = [self._value(name, labels) for name, labels in self.NAMES]
+
+    @staticmethod
+    def _value(name: str, labels: dict[str, str]) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    def now(self) -> list[float]:
+        return [
+            self._value(name, labels) - before
+            for (name, labels), before in zip(self.NAMES, self.before, strict=True)
+        ]
+
+
+def test_the_metrics_by_outcome() -> None:
+    deltas = Deltas()
+    record(Fired("1.1", "e1", skipped=0, late_s=0.4))
+    record(Fired("1.2", None, skipped=2, late_s=5.1))
+    record(Skipped(3))
+    record(Paused("owner left the workspace"))
+    record(Failed("posting the headline failed: X"))
+    record(NotMine())
+    # fired, skipped, paused, failed, late, missed
+    assert deltas.now() == [2, 1, 1, 1, 1, 5]
