@@ -21,6 +21,10 @@ A scenario is written like this::
         report.add("takeover within 15 s", ...)   # the scenario's own expectations
         assert report.ok, report.text()
 
+A person may also mention the bot in a thread of their own, type ``/agent`` commands and
+press buttons, each sent to the replica the scenario names (:meth:`Cluster.mention`,
+:meth:`Cluster.command`, :meth:`Cluster.click`).
+
 ``finish`` waits for positive signals (every message answered, no work pending in Redis,
 Slack quiet for a moment), or decides the system is stuck (no work pending and nothing
 happening for a while), or runs out of the cluster's time budget
@@ -46,8 +50,14 @@ import aiohttp
 from bot.state.audit import AuditEntry, AuditLog
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
-from tests.fakes.slack_harness import button_click, command_fields, signed_headers
-from tests.fakes.slack_server import Call, Message
+from tests.fakes.slack_harness import (
+    button_click,
+    command_fields,
+    event_envelope,
+    mention,
+    signed_headers,
+)
+from tests.fakes.slack_server import BOT_USER, Call, Message
 from tests.faults.app_config import RUNS_KEY
 from tests.faults.deployment import Deployment
 from tests.faults.invariants import Report, Run
@@ -142,7 +152,26 @@ class Cluster(Deployment):
             ]
         return min(signs) - fault_at if signs else None
 
-    # --- people typing commands and pressing buttons -------------------------------------
+    # --- one person mentioning the bot, typing commands, pressing buttons ----------------
+
+    async def mention(self, replica: Replica, user: str, words: str, channel: str) -> str:
+        """``user`` mentions the bot in a new thread of ``channel`` (shown in the fake Slack),
+        delivered to ``replica``; the message's ts."""
+        ts = self.slack.new_ts()
+        self.slack.add_user_message(channel, ts, user, f"<@{BOT_USER}> {words}")
+        envelope = event_envelope(mention(words, ts, channel, user), f"Ev{ts}")
+        body = json.dumps(envelope)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"http://127.0.0.1:{replica.port}/slack/events",
+                data=body,
+                headers=signed_headers(body),
+            ) as response,
+        ):
+            if response.status != 200:
+                raise AssertionError(f"the mention got HTTP {response.status}")
+        return ts
 
     async def command(
         self, replica: Replica, user: str, words: str, within_s: float = 20.0

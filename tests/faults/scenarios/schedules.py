@@ -2,10 +2,12 @@
 that keeps an append-only file, the fake Slack and the fake model, over four consecutive
 minutes.
 
-Made at once, aligned so the first minute comes soon (``first``): a one-off 15 s ahead
-(``ask-once``); three every-minute schedules of Alice's (``ask-every``, ``ask-paused``,
-``ask-removed``); one of Bob's (``ask-role``), who holds the role ``stepper`` by an admin's
-``/agent grant`` and so is offered ``sync_step``.
+First, through the real path: Alice asks the bot on one replica, the model calls the
+``schedule`` tool for a one-off 15 s ahead (``ask-tool``), and she approves the card on the
+other. Then, in the store, at once, aligned so the first minute comes soon (``first``): a
+one-off 15 s ahead (``ask-once``); three every-minute schedules of Alice's (``ask-every``,
+``ask-paused``, ``ask-removed``); one of Bob's (``ask-role``), who holds the role
+``stepper`` by an admin's ``/agent grant`` and so is offered ``sync_step``.
 
 1. Minute 1: every schedule runs. Then ``ask-paused`` is paused, ``ask-removed``
    unscheduled, Bob's grant revoked (``/agent revoke``), and the replica that fired
@@ -36,8 +38,9 @@ from bot.state.redis.errors import StateUnavailable
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
 from bot.state.schedules import Schedule, ScheduleStore, TooMany
-from tests.fakes.llm_server import Reply, Request, text
-from tests.fakes.slack_server import TEAM
+from tests.fakes.llm_server import Reply, Request, calls, text, tool_results
+from tests.fakes.slack_harness import is_approval_card
+from tests.fakes.slack_server import TEAM, Message
 from tests.faults.cluster import Cluster
 from tests.faults.deployment import START_TIMEOUT_S
 from tests.faults.invariants import Report
@@ -55,11 +58,18 @@ from tests.faults.schedule_runs import (
     offered,
     requests_of,
 )
+from tests.faults.script import content_of
 from tests.faults.topology.base import REDIS_AWAY
-from tests.waiting import until
+from tests.waiting import until, until_true
 
 ALICE, BOB, ADMIN = "U0ALICE", "U0BOB", "U0ADMIN"
 CHANNEL = "C0CHAN"
+MAKE_IT = "please make me a scheduled ask"  # Alice's mention: the model calls the tool
+MAKE_CALL = "make"  # the id of that tool call
+SCHEDULE_TOOL = "schedule"
+TOOL_TAG = "ask-tool"  # the prompt of the one-off made through the tool
+PROMPT = "say that the scheduled ask ran"
+APPROVE = "approval_approve"  # the card's Approve button
 STEPPER = "stepper"  # the role Bob is granted, then loses, between two runs
 LOST_TOOL, KEPT_TOOL = "sync_step", "slow_step"
 EVERY_MINUTE = "* * * * *"
@@ -70,8 +80,9 @@ ONE_OFF_S = 15.0  # the one-off's time, after the schedules are made
 ANSWERED_S = 25.0  # from a run's time to its answer in the thread, at most
 REDIS_DOWN_S = 3.0
 QUIET_S = 3.0  # after the last answer: a second run of it would have shown by now
-# The wait for the first minute (up to 60 s), four minutes of runs, start-up and the rest.
-BUDGET_S = 60.0 + (MINUTES - 1) * 60.0 + ANSWERED_S + START_TIMEOUT_S + 30.0
+# Start-up, the tool's card and click, the wait for the first minute (up to 60 s), four
+# minutes of runs, and the rest.
+BUDGET_S = START_TIMEOUT_S + 2 * ANSWERED_S + 60.0 + (MINUTES - 1) * 60.0 + ANSWERED_S + 30.0
 
 CONFIG = {
     "schedules": {"min_interval_s": MIN_INTERVAL_S},
@@ -79,15 +90,31 @@ CONFIG = {
     "roles": {
         "admin": {"admin": True, "members": [ADMIN], "tools": ["*"]},
         STEPPER: {"tools": [KEPT_TOOL, LOST_TOOL]},
-        "member": {"default": True, "tools": [KEPT_TOOL]},
+        "member": {"default": True, "tools": [KEPT_TOOL, SCHEDULE_TOOL]},
     },
 }
 
 
 def model(request: Request) -> Reply:
-    """The scripted model, on any replica: a schedule's prompt gets ``answer to <tag>``."""
+    """The scripted model, on any replica: a schedule's prompt gets ``answer to <tag>``;
+    Alice's request to make one calls ``schedule`` (a one-off ONE_OFF_S ahead of the call),
+    then says what it answered."""
     tag = asked(request)
-    return text(answer_to(tag) if tag else "I see no scheduled ask.")
+    if tag is not None:
+        return text(answer_to(tag))
+    if MAKE_IT not in last_words(request):
+        return text("I see no scheduled ask.")
+    results = tool_results(request)
+    if MAKE_CALL in results:
+        return text(f"Made: {results[MAKE_CALL]}")
+    at = datetime.fromtimestamp(time.time() + ONE_OFF_S, UTC).isoformat(timespec="seconds")
+    arguments = {"prompt": f"{TOOL_TAG}: {PROMPT}", "at": at}
+    return calls((SCHEDULE_TOOL, arguments, MAKE_CALL))
+
+
+def last_words(request: Request) -> str:
+    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+    return content_of(users[-1]) if users else ""
 
 
 def next_minute(moment: float) -> float:
@@ -119,7 +146,7 @@ async def make_schedule(
         team=TEAM,
         owner=owner,
         channel=CHANNEL,
-        prompt=f"{tag}: say that the scheduled ask ran",
+        prompt=f"{tag}: {PROMPT}",
         recurrence=recurrence,
         next_at=following.timestamp(),
         max_per_person=10,
@@ -172,6 +199,52 @@ def firer(cluster: Cluster, schedule: Made, occurrence: float) -> Replica:
     return cluster.replicas[0]
 
 
+async def made_through_the_tool(
+    cluster: Cluster, store: ScheduleStore, timeline: Timeline
+) -> Schedule | None:
+    """Alice asks for a schedule on one replica; the model calls ``schedule``; she approves
+    the card on the other; the schedule it made (None, noted: none within ANSWERED_S)."""
+    first_replica, second_replica = cluster.replicas
+    thread = await cluster.mention(first_replica, ALICE, MAKE_IT, CHANNEL)
+
+    def card() -> Message | None:
+        found = [m for m in cluster.slack.thread(CHANNEL, thread) if is_approval_card(m)]
+        return found[0] if found else None
+
+    try:
+        await until(lambda: card() is not None, ANSWERED_S)
+    except AssertionError:
+        timeline.note("no approval card for the schedule tool's call")
+        return None
+    shown = card()
+    assert shown is not None
+    status = await cluster.click(
+        second_replica, ALICE, shown, APPROVE, approval_request(shown) or ""
+    )
+    timeline.note(f"Alice approved the schedule tool's card (HTTP {status})")
+
+    async def made() -> bool:
+        return any(TOOL_TAG in s.prompt for s in await store.of_owner(TEAM, ALICE))
+
+    try:
+        await until_true(made, ANSWERED_S)
+    except AssertionError:
+        timeline.note("the approved call made no schedule")
+        return None
+    [schedule] = [s for s in await store.of_owner(TEAM, ALICE) if TOOL_TAG in s.prompt]
+    timeline.note(f"{schedule.id} made through the tool, due {_state(schedule)}")
+    return schedule
+
+
+def approval_request(card: Message) -> str | None:
+    """The request id the card's Approve button carries."""
+    for block in card.blocks:
+        for element in block.get("elements") or ():
+            if isinstance(element, dict) and element.get("action_id") == APPROVE:
+                return str(element["value"])
+    return None
+
+
 async def schedules_through_faults(make: ClusterFactory) -> Report:
     async with make(
         "schedules", replicas=2, persistent_redis=True, config=CONFIG, budget_s=BUDGET_S
@@ -187,6 +260,8 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
         await cluster.command(first_replica, ADMIN, f"grant <@{BOB}> {STEPPER}")
         granted = [g.role for g in await grants.of(TEAM, BOB)]
         timeline.note(f"/agent grant: Bob holds {granted}")
+
+        tool_made = await made_through_the_tool(cluster, store, timeline)
 
         now = time.time()
         first = next_minute(now + LEAD_S)
@@ -204,13 +279,17 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
             Made(removed.id, "ask-removed", minutes[:1]),
             Made(role.id, "ask-role", minutes),
         ]
+        if tool_made is not None and tool_made.next_at is not None:
+            made.append(Made(tool_made.id, TOOL_TAG, (tool_made.next_at,)))
+        report_made = tool_made is not None
         timeline.note(
             f"made {', '.join(f'{m.id} {m.tag}' for m in made)}; the one-off at "
             f"{clock(once_at)}, the first minute {clock(first)}"
         )
 
         # Minute 1, then the changes between the first and second runs, and the kill.
-        await runs_answered(cluster, made, offset, max(first, once_at), timeline)
+        firsts = [min(m.runs) for m in made]
+        await runs_answered(cluster, made, offset, max(first, *firsts), timeline)
         await store.pause(paused.id, ALICE, f"paused by <@{ALICE}>")
         await store.remove(removed.id, ALICE)
         await cluster.command(second_replica, ADMIN, f"revoke <@{BOB}> {STEPPER}")
@@ -235,6 +314,11 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
         await asyncio.sleep(QUIET_S)
 
         report = Report(cluster.scenario)
+        report.add(
+            "a schedule was made through the tool (the model's call, the card, a click)",
+            report_made,
+            "" if report_made else "see the timeline",
+        )
         seen = check_runs(report, made, cluster.slack, cluster.llm, offset)
         add_role_checks(report, [s for s in seen if s.made.id == role.id], cluster)
         report.add(
