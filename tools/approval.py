@@ -86,7 +86,7 @@ class ApprovalToolset:
         approver, invoke = self.approver, tool.invoke
 
         async def invoke_when_approved(arguments: dict[str, Any]) -> Any:
-            tool.check_arguments(arguments)  # an invalid call is nobody's to approve
+            await tool.check_arguments(arguments)  # an invalid call is nobody's to approve
             if approver is None:
                 raise NotApproved.nobody_to_ask(tool.name)
             call = current_call()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-BUILTIN_NAMES = ("get_time", "calculate", "fetch_url")
+# "schedule" is the bot's (bot/schedules/tool.py), given to the registry by the process.
+BUILTIN_NAMES = ("get_time", "calculate", "fetch_url", "schedule")
 
 
 class FetchUrlConfig(BaseModel):

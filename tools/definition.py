@@ -16,12 +16,14 @@ from pydantic import ValidationError
 from tools.docstrings import parse_docstring
 from tools.errors import ToolArgumentsError, ToolDefinitionError
 from tools.hints import ToolHints
+from tools.preview import ArgumentsPreview
 from tools.schema import ToolArguments, arguments_model, json_schema
 
 Invoker = Callable[[dict[str, Any]], Awaitable[Any]]
-# Checks a call's arguments against the tool's schema without running it: raises
-# ToolArgumentsError when they do not fit.
-ArgumentsCheck = Callable[[dict[str, Any]], None]
+# Checks a call's arguments without running it: raises ToolArgumentsError when they do not
+# fit the tool's schema (or another ToolError saying what is wrong with them). It may be a
+# coroutine function when checking needs to ask something (a person's time zone).
+ArgumentsCheck = Callable[[dict[str, Any]], Awaitable[None] | None]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -66,6 +68,9 @@ class Tool:
     ``per_person``: it runs as the person who calls it, with their own connection (a tool
     of an MCP server that signs each person in): what it returns is theirs alone.
 
+    ``preview``: what a person asked to approve a call reads of it besides its arguments
+    (``tools/preview.py``), asked after ``check`` passed.
+
     ``confirm``: the tool itself asks for a person's approval (``confirm_reason`` says why, in
     words for people: ``confirm=True``, or what an MCP server's annotations and setting
     said). ``idempotent``: safe to run again when a worker died mid-call; when not given it
@@ -91,6 +96,7 @@ class Tool:
         check: ArgumentsCheck | None = None,
         confirm_reason: str | None = None,
         per_person: bool = False,
+        preview: ArgumentsPreview | None = None,
     ) -> None:
         check_name(name)
         if timeout_s is not None and timeout_s <= 0:
@@ -118,6 +124,7 @@ class Tool:
         # It runs as its person (an MCP server that signs each person in): its results are
         # that person's alone, whoever else may use a tool of that name.
         self.per_person = per_person
+        self.preview = preview  # what an approval card shows of a call, besides its arguments
 
     def spec(self) -> dict[str, Any]:
         """The Chat Completions ``tools`` entry for this tool."""
@@ -130,11 +137,14 @@ class Tool:
             },
         }
 
-    def check_arguments(self, arguments: dict[str, Any]) -> None:
-        """Raise :class:`ToolArgumentsError` when ``arguments`` do not fit the tool's schema;
-        nothing runs. A tool whose source gives no check passes (its ``invoke`` decides)."""
+    async def check_arguments(self, arguments: dict[str, Any]) -> None:
+        """Raise :class:`ToolArgumentsError` when ``arguments`` do not fit the tool's schema
+        (or the tool's own :class:`~tools.errors.ToolError` saying what is wrong); nothing
+        runs. A tool whose source gives no check passes (its ``invoke`` decides)."""
         if self.check is not None:
-            self.check(arguments)
+            checked = self.check(arguments)
+            if checked is not None:
+                await checked
 
     def with_source(self, source: str) -> Tool:
         return self.replace(source=source)
@@ -158,6 +168,7 @@ class Tool:
             "check": self.check,
             "confirm_reason": self.confirm_reason,
             "per_person": self.per_person,
+            "preview": self.preview,
         }
         fields.update(changes)
         return Tool(**fields)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from tools.builtin import builtin_tools
@@ -122,10 +122,11 @@ class ToolRegistry:
         return tool
 
 
-def build_registry(config: ToolsConfig) -> ToolRegistry:
-    """Built-ins first, then each configured module in order."""
+def build_registry(config: ToolsConfig, provided: Mapping[str, Tool] | None = None) -> ToolRegistry:
+    """Built-ins first (``provided``: those the process makes itself), then each configured
+    module in order."""
     registry = ToolRegistry()
-    registry.add_all(builtin_tools(config), "builtin")
+    registry.add_all(builtin_tools(config, provided), "builtin")
     for index, module_name in enumerate(config.modules):
         try:
             registry.load_module(module_name)

@@ -187,7 +187,7 @@ async def run_app(
             answering = supervisor(count, config, services, metrics_files)
         elif with_worker:
             services.model.load()  # the SDK, before the first turn and the heap's freeze
-            answering = WorkerLoop(process.worker)
+            answering = WorkerLoop(process.worker, process.scheduler)
         freeze_start_up()
         await run(process, socket_mode=socket_mode, listen=listen, workers=answering)
         return 0
@@ -237,7 +237,7 @@ async def run_workers(
         services.model.load()  # the SDK, before the first turn and the heap's freeze
         freeze_start_up()
         try:
-            await run_workers_only(services, WorkerLoop(process.worker), listen)
+            await run_workers_only(services, WorkerLoop(process.worker, process.scheduler), listen)
         finally:
             await process.slack.client.aclose()  # its shared Slack session
         return 0

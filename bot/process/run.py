@@ -17,10 +17,12 @@ from bot.agent.cancellation import Interrupted, unless
 from bot.health.endpoints import HealthServer
 from bot.health.readiness import Readiness, redis_check
 from bot.process.listen import EventsPort, Listen
+from bot.process.scheduling import slack_scheduler
 from bot.process.services import Services
 from bot.process.slack import SlackSide, build_slack_side
 from bot.process.worker import slack_worker
 from bot.process.workers import Workers
+from bot.schedules.scheduler import Scheduler
 from bot.slack.inbound.http import ShortAnswers, http_app
 from bot.slack.inbound.socket.pool import SocketPool
 from bot.slack.tokens import verify_tokens
@@ -31,16 +33,19 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SlackProcess:
-    """One process of the Slack app: the shared services, the Slack side, the worker."""
+    """One process of the Slack app: the shared services, the Slack side, the worker and
+    the scheduler that runs beside it (``WorkerLoop``)."""
 
     services: Services
     slack: SlackSide
     worker: Worker
+    scheduler: Scheduler
 
 
 def assemble(services: Services, *, http: bool) -> SlackProcess:
     slack = build_slack_side(services, http=http)
-    return SlackProcess(services, slack, slack_worker(services, slack))
+    worker = slack_worker(services, slack)
+    return SlackProcess(services, slack, worker, slack_scheduler(services, slack, worker.name))
 
 
 def stop_on_signals() -> asyncio.Event:

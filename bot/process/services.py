@@ -25,6 +25,7 @@ from bot.llm.usage import Usage
 from bot.observability.redaction import REDACTOR
 from bot.observability.secrets import configured_secrets, named_in_file
 from bot.process.state import State, open_state
+from bot.schedules.tool import NAME, ScheduleTool
 from bot.state.audit import AuditEntry, AuditKind
 from permissions.policy import Person, Policy
 from permissions.resolver import RoleResolver
@@ -56,6 +57,8 @@ class Tools:
     config: AppConfig
     registry: ToolRegistry
     mcp: McpManager
+    # the `schedule` tool, in the registry; given its store and Slack with the Slack side
+    schedules: ScheduleTool
     # where the servers that sign each person in find people's tokens (None: no such server);
     # bound to Redis once the process's state is open
     sign_in_stores: SignInStores | None = None
@@ -156,8 +159,9 @@ def load(
         stores = SignInStores()
         personal = personal_wiring(config, stores, console=console)
     mcp = McpManager(config.mcp, personal=personal)
+    schedules = ScheduleTool(config.schedules, config.slack.command)
     try:
-        registry = build_registry(config.tools)
+        registry = build_registry(config.tools, {NAME: schedules.tool()})
         if config.mcp.servers:
             registry.add(resource_tool(list(config.mcp.servers), mcp.read_resource))
     except ToolDefinitionError as exc:
@@ -174,7 +178,7 @@ def load(
         if unpriced:
             raise ConfigError("invalid budgets\n" + "\n".join(f"  {p}" for p in unpriced))
     registry.add_source(mcp)
-    return config, environment, Tools(config, registry, mcp, stores)
+    return config, environment, Tools(config, registry, mcp, schedules, stores)
 
 
 def mcp_servers(config: McpConfig, base: Path | None) -> McpConfig:

@@ -1,6 +1,7 @@
 """The Slack side of a process, built once: the Web API client, who the bot is, what comes
-in (the Bolt app, its listeners and the ingress) and what goes out (the responder), and the
-inbox that reads each message whole for the model."""
+in (the Bolt app, its listeners and the ingress) and what goes out (the responder, a
+scheduled run's headline), the inbox that reads each message whole for the model, and what
+schedules ask of people (their time zone, whether they left)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ from bot.slack.inbox.files import FileReader
 from bot.slack.inbox.names import SlackNames
 from bot.slack.inbox.shared_channels import SharedChannels
 from bot.slack.outbound.responder import SlackResponder
+from bot.slack.outbound.schedule_headline import SlackHeadlines
 from bot.slack.outbound.waiting_note import SlackWaitingNote
+from bot.slack.profiles import SlackProfiles
 from bot.turn.store.tool_outputs import ToolOutputs
 from permissions.approval import deciders
 
@@ -55,6 +58,8 @@ class SlackSide:
     context: SlackContext  # what the model is told about the Slack around a turn
     waiting_note: SlackWaitingNote  # a thread's later messages wait behind an approval
     shared: SharedChannels  # whether a channel is shared with another organisation
+    profiles: SlackProfiles  # people's time zones, and whether they left (schedules)
+    headlines: SlackHeadlines  # a scheduled run's top-level message
 
 
 def build_slack_side(services: Services, *, http: bool) -> SlackSide:
@@ -76,6 +81,9 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
     # people users.info places in the bot's own workspace (auth.test).
     policy.resolver.directory = SlackDirectory(client, state.shared.cache, identity)
     shared = SharedChannels(client, state.shared.cache)
+    profiles = SlackProfiles(client, state.shared.cache)
+    # The `schedule` tool makes schedules in Redis, in the person's own time zone by default.
+    services.tools.schedules.use(state.shared.schedules, profiles.timezone)
     inbox = SlackInbox(
         client,
         SlackNames(client, state.shared.cache),
@@ -164,6 +172,8 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
         SlackContext(state.threads.pane),
         SlackWaitingNote(client, identity, deciders(config.approval, config.roles)),
         shared,
+        profiles,
+        SlackHeadlines(client, identity.me),
     )
 
 

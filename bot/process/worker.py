@@ -16,6 +16,7 @@ from bot.llm.model import ChatModel
 from bot.process.services import Services
 from bot.process.slack import SlackSide
 from bot.process.state import State
+from bot.schedules.outcomes import run_outcomes
 from bot.slack.client import TurnClient
 from bot.slack.outbound.asker import SlackAsker
 from bot.turn.approval import TurnApprover
@@ -29,6 +30,7 @@ from bot.turn.ports import (
     ModelFor,
     Responder,
     ToolsetFor,
+    TurnEnded,
     WaitingNote,
 )
 from bot.turn.waiting_note import WaitingTeller
@@ -197,6 +199,7 @@ def slack_agent(services: Services, slack: SlackSide) -> Agent:
 
 
 def slack_worker(services: Services, slack: SlackSide) -> Worker:
+    """The Slack worker; a scheduled run's outcome is kept on its schedule when it ends."""
     return build_worker(
         services.state,
         slack_agent(services, slack),
@@ -204,6 +207,7 @@ def slack_worker(services: Services, slack: SlackSide) -> Worker:
         services.config.queue,
         waiting_note=slack.waiting_note,
         expiry_every_s=expiry_every(services.config.approval.timeout_s),
+        ended=run_outcomes(services.state.shared.schedules),
     )
 
 
@@ -220,11 +224,13 @@ def build_worker(
     block_ms: int | None = None,
     waiting_note: WaitingNote | None = None,
     expiry_every_s: float = EXPIRY_EVERY_S,
+    ended: TurnEnded | None = None,
 ) -> Worker:
     """A worker over ``state`` with the queue settings; ``timing`` overrides the delivery
     retry pace (tests make it quick); ``waiting_note``: how a thread is told that its later
     messages wait behind a turn waiting for an approval; ``expiry_every_s``: how often it looks
-    for approval requests to expire (bot/turn/worker/consumer.py ``expiry_every``)."""
+    for approval requests to expire (bot/turn/worker/consumer.py ``expiry_every``);
+    ``ended``: told when a turn ended (delivered or dead-lettered)."""
     consumer = name or consumer_name()
     threads = state.threads
     waiting = (
@@ -243,6 +249,7 @@ def build_worker(
         consumer=consumer,
         failure_backoff_s=failure_backoff_s,
         waiting=waiting,
+        ended=ended,
     )
     return Worker(
         state.threads.queue,

@@ -11,7 +11,8 @@ listener, expiries where they are made).
 
 A request keeps the arguments in the tool's own parameter order (the model's extra keys
 after them) and what a person deciding needs to know of the tool: its one-line
-description, where it comes from, whether it was marked destructive.
+description, where it comes from, whether it was marked destructive, and what the tool
+says of the call when it has a preview (``Tool.preview``: the ``schedule`` tool's runs).
 
 A person's turns have at most ``approval.max_open_per_person`` requests open at once
 (bot/turn/approval_cap.py): past it the call is refused and nobody is asked.
@@ -40,6 +41,7 @@ from tools.approval import Approved, Refused, Verdict
 from tools.call_context import current_call
 from tools.definition import Tool
 from tools.errors import CallDeferred
+from tools.preview import CallPreview
 
 WAITING = "waiting for a person's approval"
 INTERRUPTED = (
@@ -113,6 +115,7 @@ class TurnApprover:
         call = current_call()
         if call is None:  # not inside the loop: nobody to ask for this call
             return Refused(f"{tool.name} needs a person's approval, and none can be asked here.")
+        preview = await tool.preview(arguments) if tool.preview is not None else None
         try:
             request, opened = await self.approvals.open(
                 self.queued,
@@ -120,7 +123,7 @@ class TurnApprover:
                 tool.name,
                 ordered_arguments(arguments, tool.parameters),
                 self.timeout_s,
-                facts(tool),
+                facts(tool, preview),
             )
         except LookupError:  # asked before, and no longer kept: nobody's decision is known
             return Refused(GONE.format(tool=tool.name))
@@ -165,10 +168,11 @@ def ordered_arguments(arguments: dict[str, Any], parameters: dict[str, Any]) -> 
     return json.dumps(ordered, ensure_ascii=False)
 
 
-def facts(tool: Tool) -> ToolFacts:
+def facts(tool: Tool, preview: CallPreview | None = None) -> ToolFacts:
     """What the card shows of ``tool``: its description's first line (cut), its source,
-    and whether it was marked destructive (an MCP server's hint, or a Python tool's
-    ``confirm=True``: its author said a person must look first)."""
+    whether it was marked destructive (an MCP server's hint, or a Python tool's
+    ``confirm=True``: its author said a person must look first), and what the tool says of
+    this call (``preview``)."""
     lines = (tool.description or "").strip().splitlines()
     first = lines[0].strip() if lines else ""
     if len(first) > DESCRIPTION_CHARS:
@@ -178,4 +182,5 @@ def facts(tool: Tool) -> ToolFacts:
         description=first,
         source=tool.source,
         destructive=bool(tool.hints.destructive) or (python and tool.confirm),
+        preview=preview.to_json() if preview is not None else "",
     )

@@ -74,7 +74,11 @@ class Turn:
     @property
     def author_team(self) -> str:
         """The workspace of the turn's author as the event named it (Slack Connect: maybe
-        not the bot's); "" when it named none, never assumed to be the bot's."""
+        not the bot's); "" when it named none, never assumed to be the bot's. A schedule's
+        run is its owner's, of this workspace: only such a person can make one
+        (bot/schedules/tool.py), and the roles ask users.info again all the same."""
+        if self.kind is TurnKind.SCHEDULED:
+            return self.team
         return self.message.user_team if self.message else ""
 
     def to_json(self) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.agent.result import StopReason
+
 # What the person is told when their turn is given up (its notice).
 GAVE_UP = (
     "Sorry, I could not answer this message: something kept failing on my side. "
@@ -17,7 +19,10 @@ NOT_DELIVERED = (
 
 @dataclass(frozen=True)
 class Delivered:
-    """Slack shows the turn; its history is written."""
+    """Slack shows the turn; its history is written. ``reason``: how its loop ended (None:
+    an earlier build left it delivered, and did not say)."""
+
+    reason: StopReason | None = None
 
 
 @dataclass(frozen=True)

@@ -259,7 +259,7 @@ class TurnOwner:
         commands = effects.delivered_effects(self.stores, self.queued, record.messages)
         await self._last_move(TurnState.DONE, {}, commands)
         telemetry.delivered(record.reason)
-        return Delivered()
+        return Delivered(record.reason)
 
     async def _done(self) -> None:
         """A turn an earlier build left delivered: the queue forgets it."""

@@ -7,7 +7,8 @@ the turn's owner sees it.
 - the :class:`Responder`: how the turn reaches the person, one :class:`TurnView` per turn,
   written through the owner's :class:`Fence`, and the notices owed to people;
 - the :class:`WaitingNote`: the note a thread gets when its later messages wait behind a
-  turn waiting for an approval.
+  turn waiting for an approval;
+- :data:`TurnEnded`: told when a turn ended, for what the surface keeps about it.
 
 The owner holds one :class:`TurnView` per turn, as an async context: the view shows progress
 while the loop runs and delivers what the turn settled on. Leaving the context only stops the
@@ -30,6 +31,7 @@ from bot.channels.reader import ChannelView
 from bot.llm.model import ChatModel
 from bot.llm.tokens import TokenEstimator
 from bot.turn.model import QueuedTurn, Turn
+from bot.turn.outcome import Delivery
 from bot.turn.store.approvals import ApprovalRequest
 from bot.turn.store.notices import Notice
 from tools.toolset import Toolset
@@ -121,6 +123,12 @@ class Responder(Protocol):
         """Post a notice (and close what its turn left open), every call within the
         thread's lease (``deadline``). Raises like ``deliver``, and :class:`Aborted`."""
         ...
+
+
+# Told once an attempt ended its turn (delivered, or dead-lettered), after its last move: a
+# surface's bookkeeping (a scheduled run's outcome on its schedule). Best effort: a worker
+# that dies between the move and this call skips it.
+TurnEnded = Callable[[QueuedTurn, Delivery], Awaitable[None]]
 
 
 class WaitingNote(Protocol):

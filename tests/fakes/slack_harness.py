@@ -1,5 +1,5 @@
-"""The real app, running: HTTP server + in-process worker, wired to the fake Slack, the
-fake LLM and a real Redis. Tests send it signed requests as Slack would."""
+"""The real app, running: HTTP server + in-process worker and scheduler, wired to the fake
+Slack, the fake LLM and a real Redis. Tests send it signed requests as Slack would."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from bot.process.listen import EventsPort
 from bot.process.run import SlackProcess, assemble
 from bot.process.services import Services, build_services
 from bot.process.state import State
+from bot.process.workers import WorkerLoop
 from bot.slack.inbound.http import ShortAnswers, http_app
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.slack_server import BOT_USER, TEAM, FakeSlack, Message
@@ -218,8 +219,9 @@ class SlackHarness:
         )
         await self._events_port.start("127.0.0.1", 0)
         self.port = self._events_port.port
-        if with_worker:
-            self._worker = asyncio.create_task(process.worker.run(self._stop))
+        if with_worker:  # the worker and its scheduler, as a worker process runs them
+            workers = WorkerLoop(process.worker, process.scheduler)
+            self._worker = asyncio.create_task(workers.run(self._stop))
         return self
 
     async def stop(self) -> None:

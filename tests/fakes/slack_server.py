@@ -424,6 +424,8 @@ class FakeSlack:
             return {"ok": True, "status": args["status"]}
         if method == "conversations.replies":
             return self._replies(channel, args)
+        if method == "conversations.history":
+            return self._history(channel, args)
         if method == "usergroups.users.list":
             group = str(args.get("usergroup"))
             if group not in self.groups:
@@ -477,6 +479,34 @@ class FakeSlack:
         else:
             answer["response_metadata"] = {"next_cursor": ""}
         return answer
+
+    def top_level(self, channel: str) -> list[Message]:
+        """The bot's messages at the top of a channel (not in a thread), oldest first."""
+        found = [
+            m
+            for m in self.messages.values()
+            if m.channel == channel and m.thread_ts in (None, m.ts)
+        ]
+        return sorted(found, key=lambda m: float(m.ts))
+
+    def _history(self, channel: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A channel's top-level messages, people's and the bot's, newest first, as
+        conversations.history gives its first page (``oldest`` / ``latest`` exclusive unless
+        ``inclusive``, ``limit``); no cursor."""
+        everything = (*self.user_messages.values(), *self.messages.values())
+        found = [
+            m
+            for m in everything
+            if m.channel == channel and m.thread_ts in (None, m.ts) and _in_range(m.ts, args)
+        ]
+        found.sort(key=lambda m: float(m.ts), reverse=True)
+        limit = max(1, min(int(args.get("limit") or 100), REPLIES_LIMIT))
+        with_metadata = _truthy(args.get("include_all_metadata"))
+        return {
+            "ok": True,
+            "messages": [_as_listed(m, with_metadata) for m in found[:limit]],
+            "has_more": len(found) > limit,
+        }
 
 
 def _as_listed(message: Message, with_metadata: bool) -> dict[str, Any]:

@@ -111,6 +111,7 @@ async def test_offered_tools_differ_by_role(app: SlackHarness) -> None:
     assert app.llm.offered_tools(0) == [
         "get_time",
         "calculate",
+        "schedule",
         "search_materials",
         "get_inventory_stats",
         "search_payroll",

@@ -123,7 +123,7 @@ async def test_an_mcp_tools_arguments_are_checked_by_its_schema_before_anyone_is
     made = wrap_tool(remote, "fs_", 5, "mcp fs", call)
     assert made.confirm  # says nothing: by default (approval: writes) it asks
     with pytest.raises(ToolArgumentsError):
-        made.check_arguments({"path": 7})
+        await made.check_arguments({"path": 7})
     wrapped = await ApprovalToolset(StaticToolset([made]), approver).get_tool("fs_create_directory")
     with pytest.raises(ToolArgumentsError) as invalid:
         await wrapped.invoke({})

@@ -150,7 +150,7 @@ def test_a_tool_that_asks_for_approval_is_not_run_twice_unless_its_author_says_s
     assert asks.replace(confirm=False).idempotent is False
 
 
-def test_arguments_are_checked_without_running_the_tool() -> None:
+async def test_arguments_are_checked_without_running_the_tool() -> None:
     runs: list[int] = []
 
     @tool
@@ -159,14 +159,14 @@ def test_arguments_are_checked_without_running_the_tool() -> None:
         runs.append(n)
         return n
 
-    count.check_arguments({"n": 3})
+    await count.check_arguments({"n": 3})
     with pytest.raises(ToolArgumentsError) as invalid:
-        count.check_arguments({"n": "three"})
+        await count.check_arguments({"n": "three"})
     assert invalid.value.problems == [
         ("n", "Input should be a valid integer, unable to parse string as an integer")
     ]
     with pytest.raises(ToolArgumentsError):
-        count.check_arguments({"n": 1, "extra": 2})
+        await count.check_arguments({"n": 1, "extra": 2})
     assert runs == []
 
 

@@ -8,8 +8,11 @@ the card, where it could pass for the bot's own words: the arguments are in a
 tool's description and a denial's reason in ``rich_text`` text elements, and every one of
 them with its invisible characters written out (``[U+202E]``). mrkdwn holds only the bot's
 own words, mentions of people by their IDs and Slack's dates (``<!date^…>``: each reader
-sees their own time zone). Long values are cut, saying where; "Show all" opens them whole,
-shown the same way, in a modal.
+sees their own time zone). What a tool says of a call (its preview: the ``schedule`` tool's
+prompt, its recurrence in words) is rich text too; only its moments become dates. A call of
+a scheduled run mentions the run's owner while it waits: nobody else watches its thread.
+Long values are cut, saying where; "Show all" opens them whole, shown the same way, in a
+modal.
 """
 
 from __future__ import annotations
@@ -39,10 +42,11 @@ from slack_sdk.models.views import View
 
 from bot.slack.blocks.arguments import ARGUMENTS_CHARS, VALUE_CHARS, cut_note, shown_arguments
 from bot.slack.blocks.deciders import who_decides
-from bot.slack.blocks.escape import visible
+from bot.slack.blocks.escape import escaped, visible
 from bot.slack.blocks.limits import shorten
 from bot.turn.store.approvals import ApprovalRequest, ApprovalState
 from permissions.approval import Deciders
+from tools.preview import CallPreview
 
 APPROVE_ACTION = "approval_approve"
 DENY_ACTION = "approval_deny"
@@ -51,6 +55,8 @@ REASON_ACTION = "approval_reason"
 REASON_BLOCK = "approval_reason:"  # + the request id
 REASON_CHARS = 500
 DESCRIPTION_CHARS = 150  # the tool's description on the card
+PREVIEW_VALUE_CHARS = 1_000  # each of a preview's facts on the card
+PREVIEW_TIMES = 10  # a preview's moments on the card, at most
 MODAL_PIECE_CHARS = 2_800  # the arguments in a modal: one preformatted block per piece
 MODAL_PIECES = 90  # within a modal's 100 blocks
 
@@ -79,12 +85,22 @@ def card_state(requests: Sequence[ApprovalRequest]) -> tuple[str, str]:
 
 
 def card_text(requests: Sequence[ApprovalRequest]) -> str:
-    """The card's notification text: its state and the tools (``Approved: place_order``)."""
+    """The card's notification text: its state and the tools (``Approved: place_order``);
+    while a scheduled run's call waits, it starts by mentioning the run's owner, who is not
+    watching the thread."""
     _, word = card_state(requests)
     if word == _MIXED[1]:
         each = ", ".join(f"{r.tool} {r.state.value}" for r in requests)
         return f"{word}: {each}"
-    return f"{word}: " + ", ".join(r.tool for r in requests)
+    said = f"{word}: " + ", ".join(r.tool for r in requests)
+    owner = _absent_owner(requests)
+    return f"<@{owner}> {said}" if owner else said
+
+
+def _absent_owner(requests: Sequence[ApprovalRequest]) -> str:
+    """The requester to mention while the card waits: a scheduled run's owner ("" else)."""
+    waiting = [r for r in requests if r.open]
+    return waiting[0].user if waiting and waiting[0].mention and waiting[0].user else ""
 
 
 def card_blocks(requests: Sequence[ApprovalRequest], deciders: Deciders) -> list[dict[str, Any]]:
@@ -131,6 +147,9 @@ def _who_decides(waiting: Sequence[ApprovalRequest], deciders: Deciders) -> Cont
         said = f"Who may decide: {who}."
     else:
         said = f"<@{asker}> may not decide this; {who} may."
+    owner = _absent_owner(waiting)
+    if owner:
+        said = f"<@{owner}>, your scheduled ask is waiting for this decision. {said}"
     deadline = min(r.deadline for r in waiting)
     return ContextBlock(
         elements=[MarkdownTextObject(text=f"{said} Expires {slack_date(deadline)}.")]
@@ -139,7 +158,10 @@ def _who_decides(waiting: Sequence[ApprovalRequest], deciders: Deciders) -> Cont
 
 def _call_blocks(request: ApprovalRequest) -> list[Block]:
     shown = shown_arguments(request.arguments, total_chars=ARGUMENTS_CHARS)
-    blocks: list[Block] = [_call(request, shown.text, shown.cut)]
+    preview = CallPreview.from_json(request.preview)
+    blocks: list[Block] = [_call(request, shown.text, shown.cut, preview)]
+    if preview is not None and preview.times:
+        blocks.append(_times(preview))
     show_all = (
         ButtonElement(
             text=PlainTextObject(text="Show all"), action_id=SHOW_ACTION, value=request.id
@@ -178,9 +200,12 @@ def _call_blocks(request: ApprovalRequest) -> list[Block]:
     return blocks
 
 
-def _call(request: ApprovalRequest, arguments: str, cut: bool) -> RichTextBlock:
+def _call(
+    request: ApprovalRequest, arguments: str, cut: bool, preview: CallPreview | None
+) -> RichTextBlock:
     """The tool (its name, its description, where it comes from, whether it is marked
-    destructive), then its arguments, preformatted."""
+    destructive), what the tool says of the call (its preview's facts, as plain text), then
+    its arguments, preformatted."""
     head: list[Any] = [_Text(text=visible(request.tool), style=_BOLD)]
     if request.description:
         line = shorten(visible(request.description), DESCRIPTION_CHARS)
@@ -199,6 +224,13 @@ def _call(request: ApprovalRequest, arguments: str, cut: bool) -> RichTextBlock:
     elements: list[Any] = [RichTextSectionElement(elements=head)]
     if facts:
         elements.append(RichTextSectionElement(elements=facts))
+    for label, value in preview.facts if preview is not None else ():
+        line = shorten(visible(value), PREVIEW_VALUE_CHARS)
+        elements.append(
+            RichTextSectionElement(
+                elements=[_Text(text=f"{visible(label)}: ", style=_BOLD), _Text(text=line)]
+            )
+        )
     elements.append(RichTextPreformattedElement(elements=[_Text(text=arguments)], border=0))
     if cut:
         elements.append(
@@ -217,6 +249,13 @@ def _call(request: ApprovalRequest, arguments: str, cut: bool) -> RichTextBlock:
             RichTextQuoteElement(elements=[_Text(text="Reason: " + visible(request.reason))])
         )
     return RichTextBlock(elements=elements)
+
+
+def _times(preview: CallPreview) -> ContextBlock:
+    """The preview's moments as Slack's dates: each reader sees them in their own zone."""
+    label = escaped(visible(preview.times_label or "When"))
+    dates = ", ".join(slack_date(moment) for moment in preview.times[:PREVIEW_TIMES])
+    return ContextBlock(elements=[MarkdownTextObject(text=f"{label}: {dates}")])
 
 
 def _confirm(request: ApprovalRequest) -> ConfirmObject:

@@ -1,6 +1,6 @@
 """What the model is told about the Slack around a turn: in a channel, that messages start
 with who wrote them; in the agent pane, the channel the person is looking at (Slack's thread
-context)."""
+context); in a schedule's run, that it is one, whose it is, and that nobody watches it."""
 
 from __future__ import annotations
 
@@ -13,12 +13,22 @@ SPEAKERS = (
     "with your own name."
 )
 
+SCHEDULED = (
+    "This turn is a scheduled run: <@{owner}> scheduled the ask below earlier, and it runs "
+    "now as theirs, in their name. They are not watching as it runs, so answer it fully "
+    "without asking them anything first; your answer is posted under the run's headline, "
+    "where people may reply."
+)
+
 
 class SlackContext:
     def __init__(self, pane: AgentPaneThreads) -> None:
         self.pane = pane
 
     async def __call__(self, turn: Turn) -> str:
+        if turn.kind is TurnKind.SCHEDULED:
+            said = SCHEDULED.format(owner=turn.user)
+            return said if turn.channel.startswith("D") else f"{SPEAKERS}\n\n{said}"
         if turn.kind.in_channel:
             return SPEAKERS
         if turn.kind is not TurnKind.ASSISTANT:

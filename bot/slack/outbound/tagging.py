@@ -1,4 +1,5 @@
-"""Tags on what the bot posts, and finding its own messages in a thread again.
+"""Tags on what the bot posts, and finding its own messages in a thread again (and a
+scheduled run's headline in its channel).
 
 Slack has no idempotency key: a post can succeed and the process die before the ts is
 recorded. So every message the bot posts carries message metadata naming the turn (the
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 EVENT_TYPE = "slack_agent"
 PAGE = 200
 MAX_PAGES = 20
+HEADLINE = "schedule"  # the kind of a scheduled run's headline (not a turn's post)
 
 
 def tag(
@@ -48,6 +50,31 @@ def tag(
     if ref:
         payload["ref"] = ref
     return {"event_type": EVENT_TYPE, "event_payload": payload}
+
+
+def headline_tag(schedule_id: str, occurrence: float) -> dict[str, Any]:
+    """Message metadata for the headline of a schedule's run (its occurrence, epoch
+    seconds): found again by :func:`is_headline` when its post's outcome was never learnt."""
+    moment: int | float = int(occurrence) if occurrence == int(occurrence) else occurrence
+    payload = {"kind": HEADLINE, "schedule": schedule_id, "occurrence": moment}
+    return {"event_type": EVENT_TYPE, "event_payload": payload}
+
+
+def is_headline(message: dict[str, Any], me: Me, schedule_id: str, occurrence: float) -> bool:
+    """Whether a listed message is the bot's headline of that schedule's run."""
+    metadata = message.get("metadata") or {}
+    payload = metadata.get("event_payload") or {}
+    if metadata.get("event_type") != EVENT_TYPE or not _is_mine(message, me):
+        return False
+    try:
+        moment = float(payload.get("occurrence", ""))
+    except (TypeError, ValueError):
+        return False
+    return (
+        payload.get("kind") == HEADLINE
+        and payload.get("schedule") == schedule_id
+        and moment == occurrence
+    )
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ once a second in each shard's deadline index (a sorted set the opening step writ
 the woken turns at once), and a turn that resumes looks at its own requests.
 
 A request keeps what the card shows of its tool beside the call (its one-line description,
-its source, whether it was marked destructive); requests stored before those were kept are
-shown without them.
+its source, whether it was marked destructive, what the tool says of the call: its preview),
+and whether the card mentions its requester (a scheduled run's call: its owner is not
+watching the thread); requests stored before those were kept are shown without them.
 
 Two kinds of request share the store: a call's approval (``kind`` "approval") and a person's
 sign-in to an MCP server the call needs (``kind`` "signin", with the server, the sealed start
@@ -41,7 +42,7 @@ from bot.state.audit import AuditEntry, AuditKind, AuditLog
 from bot.state.redis.connection import Redis
 from bot.state.redis.keys import Keys
 from bot.state.redis.replication import Replication
-from bot.turn.model import QueuedTurn
+from bot.turn.model import QueuedTurn, TurnKind
 
 KEEP_S = 8 * 24 * 3600  # the longest a request is kept (approval.timeout_s: 7 days at most)
 # How long a request (its arguments with it) is kept after its deadline, decided or not: the
@@ -97,6 +98,9 @@ class ApprovalRequest:
     # a sign-in's start link, sealed by the caller (never in a log line all the same)
     link: str = dataclasses.field(default="", repr=False)
     shown: bool = False  # a sign-in's link was sent to the person (an ephemeral message)
+    preview: str = ""  # what the tool said of the call for the card (tools/preview.py JSON)
+    # The card mentions the requester: the call is a scheduled run's, which nobody watches
+    mention: bool = False
 
     def __post_init__(self) -> None:
         if not self.server:  # stored before it was kept, or an approval's: from its source
@@ -148,6 +152,8 @@ class ApprovalRequest:
             server=data.get("server", ""),
             link=data.get("link", ""),
             shown=data.get("shown") == "1",
+            preview=data.get("preview", ""),
+            mention=data.get("mention") == "1",
         )
 
 
@@ -202,6 +208,7 @@ class ToolFacts:
     description: str = ""  # one line
     source: str = ""
     destructive: bool = False
+    preview: str = ""  # what the tool says of this call (tools/preview.py, as JSON)
 
 
 # KEYS: the turn's map, the new request's hash, the shard's deadline index
@@ -390,6 +397,8 @@ class Approvals:
             "server": server or server_of(facts.source),
             "link": link,
             "shown": "",
+            "preview": facts.preview,
+            "mention": "1" if turn.kind is TurnKind.SCHEDULED else "",
         }
         found, new = await self._open(
             keys=[

@@ -25,9 +25,9 @@ from bot.state.redis.errors import REDIS_DOWN
 from bot.state.redis.thread_key import ThreadKey
 from bot.turn import parking
 from bot.turn.model import Entry, QueuedTurn, Unreadable
-from bot.turn.outcome import Waiting
+from bot.turn.outcome import DeadLettered, Delivered, Delivery, Waiting
 from bot.turn.owner import Timing, TurnOwner
-from bot.turn.ports import Agent, Responder
+from bot.turn.ports import Agent, Responder, TurnEnded
 from bot.turn.states import TurnState
 from bot.turn.store.lease import Aborted, ThreadLease, ThreadLocks
 from bot.turn.store.queue import QueueLook
@@ -53,6 +53,7 @@ class ThreadProcessor:
         consumer: str,
         failure_backoff_s: float = FAILURE_BACKOFF_S,
         waiting: WaitingTeller | None = None,
+        ended: TurnEnded | None = None,
     ) -> None:
         self.stores = stores
         self.locks = locks
@@ -63,6 +64,7 @@ class ThreadProcessor:
         self.consumer = consumer
         self.failure_backoff_s = failure_backoff_s
         self.waiting = waiting  # tells a thread once that its later messages wait
+        self.ended = ended  # told when a turn ended (delivered or dead-lettered)
         self.handing_back = asyncio.Event()
 
     def hand_back(self) -> None:
@@ -142,6 +144,8 @@ class ThreadProcessor:
                     )
                     end = await owner.run()
                 failures = 0
+                if isinstance(end, Delivered | DeadLettered):
+                    await self._tell_ended(entry, end)
                 if isinstance(end, Waiting):
                     await self._tell_waiting(thread, lease, head)  # messages that came meanwhile
                     return
@@ -165,6 +169,16 @@ class ThreadProcessor:
                     self.failure_backoff_s * failures, lease.lost, self.handing_back
                 ):
                     return
+
+    async def _tell_ended(self, queued: QueuedTurn, end: Delivery) -> None:
+        """Whoever keeps something about a turn's end is told (its failure only logged:
+        the turn is over either way)."""
+        if self.ended is None:
+            return
+        try:
+            await self.ended(queued, end)
+        except Exception:
+            log.exception("after turn %s ended: its bookkeeping failed", queued.entry_id)
 
     async def _tell_waiting(self, thread: ThreadKey, lease: ThreadLease, head: str) -> None:
         """The thread's later turns wait behind ``head``, which waits for an approval: the

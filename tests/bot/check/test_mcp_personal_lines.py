@@ -18,6 +18,7 @@ from bot.check.findings import Finding
 from bot.check.mcp_servers import check_mcp
 from bot.config.schema import AppConfig
 from bot.process.services import Tools
+from bot.schedules.tool import ScheduleTool
 from tests.fakes.oauth_server import AuthServer, Switches, ThreadedServer, bound_socket
 from tests.fakes.personal_mcp import PersonalMcp
 from tests.fakes.redis_server import free_port
@@ -36,7 +37,8 @@ def tools_for(url: str, *, client_metadata_url: str | None = None, **server: Any
         }
     )
     wiring = replace(People().wiring(), client_metadata_url=client_metadata_url)
-    return Tools(config, ToolRegistry(), McpManager(config.mcp, personal=wiring))
+    schedules = ScheduleTool(config.schedules, config.slack.command)
+    return Tools(config, ToolRegistry(), McpManager(config.mcp, personal=wiring), schedules)
 
 
 async def line_for(tools: Tools) -> Finding:

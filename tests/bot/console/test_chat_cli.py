@@ -65,9 +65,9 @@ async def test_roles_choose_the_offered_tools(fake_llm: FakeLLM, tmp_path: Path)
     await run_cli("chat", "--config", config, "--user", "U0ADMIN", stdin="hi\n", env=env)
     await run_cli("chat", "--config", config, "--user", "U0SOMEONE", stdin="hi\n", env=env)
     await run_cli("chat", "--config", config, "--role", "admin", stdin="hi\n", env=env)
-    assert fake_llm.offered_tools(0) == ["get_time", "calculate"]
+    assert fake_llm.offered_tools(0) == ["get_time", "calculate", "schedule"]
     assert fake_llm.offered_tools(1) == ["get_time"]
-    assert fake_llm.offered_tools(2) == ["get_time", "calculate"]
+    assert fake_llm.offered_tools(2) == ["get_time", "calculate", "schedule"]
 
 
 async def test_a_forbidden_call_is_refused(fake_llm: FakeLLM, tmp_path: Path) -> None:
@@ -123,9 +123,12 @@ async def test_tools_lists_every_tool(tmp_path: Path) -> None:
     code, out, err = await run_cli("tools", "--json")  # no model key needed to list tools
     assert code == 0, err
     listed = {row["name"]: row for row in json.loads(out)}
-    assert set(listed) == {"get_time", "calculate"}
+    assert set(listed) == {"get_time", "calculate", "schedule"}
     assert listed["calculate"]["source"] == "builtin"
     assert listed["calculate"]["parameters"]["required"] == ["expression"]
+    schedule = listed["schedule"]  # the bot's own built-in: asks for approval
+    assert schedule["source"] == "builtin" and schedule["confirm"]
+    assert schedule["parameters"]["required"] == ["prompt"]
     code, out, _ = await run_cli("tools", env={"OPENAI_API_KEY": "k"})
     assert "calculate  [builtin]" in out
 
@@ -193,7 +196,7 @@ async def test_on_a_terminal_it_asks_and_ctrl_c_stops_the_answer(
             await process.wait()
         os.close(master)
     assert code == 0, err
-    assert "tools: get_time, calculate, place_order" in err
+    assert "tools: get_time, calculate, schedule, place_order" in err
     assert 'run place_order {"item": "flour"} [y/N]' in err
     assert "✓ place_order" in err
     assert "[cancelled · 1 round" in err
@@ -258,7 +261,13 @@ roles:
     code, out, err = await run_cli("tools", "--json", "--config", str(config))
     assert code == 0, err
     listed = {row["name"]: row for row in json.loads(out)}
-    assert set(listed) == {"get_time", "calculate", "read_mcp_resource", "wh_lookup_stock"}
+    assert set(listed) == {
+        "get_time",
+        "calculate",
+        "schedule",
+        "read_mcp_resource",
+        "wh_lookup_stock",
+    }
     assert listed["read_mcp_resource"]["source"] == "mcp"
     stock = listed["wh_lookup_stock"]
     assert stock["source"] == "mcp warehouse"

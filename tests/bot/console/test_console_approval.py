@@ -227,7 +227,8 @@ async def test_the_readmes_roles_example_starts(
         env={"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-test"},
     )
     assert code == 0, err
-    assert "'!search_payroll' matches no tool (tools: calculate, get_time); it denies nothing" in (
-        err
+    assert (
+        "'!search_payroll' matches no tool (tools: calculate, get_time, schedule); "
+        "it denies nothing" in err
     )
     assert ("hello" in out) if command == "chat" else ("get_time  [builtin]" in out)

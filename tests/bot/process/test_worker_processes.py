@@ -9,7 +9,8 @@ test Redis (this test's own key prefix).
 - a SIGKILLed supervisor leaves no worker process alive;
 - SIGTERM: the turn running finishes within the grace period, every process exits 0;
 - turn work that holds a worker process's event loop does not hold the ingress's acks (it
-  does with ``--workers 0``, where they share the loop).
+  does with ``--workers 0``, where they share the loop);
+- every worker process runs a scheduler: a schedule due is fired once, by one of them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import pytest
 import yaml
 
 from bot.process.state import State
+from bot.schedules.recurrence import Recurrence
+from bot.state.schedules import Schedule, epoch_text
 from tests.conftest import REDIS_URL, RedisUnderTest
 from tests.fakes.llm_server import FakeLLM, Reply, calls, text
 from tests.fakes.redis_server import free_port
@@ -352,6 +355,52 @@ async def test_worker_processes_without_ingress(
     for app in (workers, ingress):
         app.process.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(app.process.wait(), 30) == 0
+
+
+async def test_worker_processes_fire_a_schedule_once(
+    launch: Launcher, fake_slack: FakeSlack, fake_llm: FakeLLM, state: State
+) -> None:
+    """Each worker process runs a scheduler beside its worker; one of them fires the run
+    (its claim names it), which its worker processes answer under the headline."""
+    fake_llm.add(text("Fired by a worker process."))
+    app, metrics_port = await launch.run(workers=2)
+    await until_true(lambda: app.ready_with(alive=2), 40)
+    store = state.shared.schedules
+    due = time.time()
+    made = await store.create(
+        team="T0TEAM",
+        owner="U0ALICE",
+        channel="C0CHAN",
+        prompt="Say hello.",
+        recurrence=Recurrence("0 * * * *", None, "UTC"),
+        next_at=due,
+        max_per_person=10,
+        by="U0ALICE",
+    )
+    assert isinstance(made, Schedule)
+
+    def headlines() -> list[str]:
+        return [m.ts for m in fake_slack.top_level("C0CHAN")]
+
+    await until(lambda: len(headlines()) == 1, 20)
+    [headline] = headlines()
+    await until(lambda: answers(fake_slack, headline) == ["Fired by a worker process."], 30)
+    firing = state.keys.schedule_firing(made.id, epoch_text(due))
+    holder = await state.client.hget(firing, "holder")
+    assert int(str(holder).split("-")[-2]) in app.workers()  # a worker process, not the ingress
+
+    async def counted() -> bool:
+        code, body = await app.endpoint("/metrics", metrics_port)
+        return (
+            code == 200
+            and 'slack_agent_schedule_runs_total{outcome="fired"} 1.0' in body
+            and "slack_agent_schedules_active 1.0" in body
+        )
+
+    await until_true(counted, 10)
+    assert len(headlines()) == 1 and len(fake_llm.requests) == 1  # once, by one of them
+    app.process.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(app.process.wait(), 30) == 0
 
 
 async def ingress_ready(app: App) -> bool:

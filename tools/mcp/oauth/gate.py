@@ -79,7 +79,7 @@ class SignInToolset:
         connector, run = self.connector, tool.invoke
 
         async def invoke(arguments: dict[str, Any]) -> Any:
-            tool.check_arguments(arguments)  # an invalid call waits for nobody
+            await tool.check_arguments(arguments)  # an invalid call waits for nobody
             await connector.ready(tool, server)
             try:
                 return await run(arguments)  # approval (when needed), then the call
