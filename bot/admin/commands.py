@@ -4,7 +4,8 @@ What the others show is in ``reports.py``, a channel's settings in ``channel.py`
 
 Everyone: ``help``, ``tools``, ``whoami``, ``usage`` (their own), ``channel`` (the settings in
 force where it is typed), ``memory`` (the notes saved there), ``forget <id>`` (their own
-notes; in a DM also ``forget all``), and with MCP servers that sign each person in:
+notes; in a DM also ``forget all``), ``schedules`` and ``pause``/``resume``/``unschedule
+<id>`` (their own schedules; ``schedules.py``), and with MCP servers that sign each person in:
 ``connect <server>`` (a start link only they get, which also wakes every turn waiting for that
 connection; people from other workspaces only with ``oauth.allow_external``), ``connections``
 (their own), ``disconnect <server>`` (revoked at the authorization server where it can be,
@@ -12,14 +13,16 @@ then forgotten). Admins (a role with ``admin: true``) also: ``tools all``,
 ``enable``/``disable <tool>``, ``grant``/``revoke <@user> <role>``, ``roles``, ``audit [n]``,
 ``usage [@user]`` (anyone's, and the workspace's), ``connections all`` (who is connected to
 what; never a token), ``channel <key> …`` (the channel's settings), ``forget`` anyone's note
-and ``forget all`` in a channel. Every admin subcommand, every ``connect`` and every refused
-attempt is written to the audit log (a connection's own entries too: ``connected``,
-``disconnected``, ``revoke_failed``; a channel's changes and its notes' removals by their
+and ``forget all`` in a channel, ``schedules all`` (everyone's) and anyone's schedule paused,
+resumed or removed. Every admin subcommand, every ``connect`` and every refused attempt is
+written to the audit log (a connection's own entries too: ``connected``, ``disconnected``,
+``revoke_failed``; a channel's changes, its notes' removals and schedules' changes by their
 stores, with what they were).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -36,6 +39,7 @@ from bot.admin.context import (
 from bot.admin.memory import MemoryCommands
 from bot.admin.parsing import CHANNEL_CHANGE, Invocation, did_you_mean, parse, user_id
 from bot.admin.reports import AdminReports, host
+from bot.admin.schedules import Clock, ScheduleCommands
 from bot.channels.config import ChannelsConfig
 from permissions.config import RoleConfig
 from permissions.policy import Policy
@@ -55,6 +59,10 @@ EVERYONE = (
     "channel",  # the settings in force here
     "memory",
     "forget",  # one's own notes; admins' anyone's, and all of a channel's
+    "schedules",  # one's own
+    "pause",  # one's own schedule; admins' anyone's
+    "resume",
+    "unschedule",
 )
 ADMIN = (
     "tools all",
@@ -66,6 +74,7 @@ ADMIN = (
     "roles",
     "audit",
     "feedback",
+    "schedules all",
     CHANNEL_CHANGE,
 )
 SELF_AUDITED = (CHANNEL_CHANGE,)  # its store audits the change, with what it was before
@@ -98,9 +107,10 @@ class AdminCommands:
         personal: Mapping[str, PersonalServer] | None = None,
         channels: ChannelsConfig | None = None,
         servers: Collection[str] = (),
+        clock: Clock = time.time,
     ) -> None:
         """``channels``: the file's channel entries; ``servers``: the configured MCP
-        servers (what `channel servers` may name)."""
+        servers (what `channel servers` may name); ``clock``: what `resume` runs next from."""
         self.command = command
         self.policy = policy
         self.registry = registry
@@ -111,6 +121,7 @@ class AdminCommands:
         )
         self.channel = channel = ChannelCommands(command, channels or {}, servers, registry, state)
         memory = MemoryCommands(command, policy, state)
+        self.schedules = schedules = ScheduleCommands(command, policy, state, clock)
         self._handlers: dict[str, Handler] = {
             name: with_args(run)
             for name, run in {
@@ -137,6 +148,11 @@ class AdminCommands:
             CHANNEL_CHANGE: channel.change,
             "memory": memory.notes,
             "forget": memory.forget,
+            "schedules": schedules.own,
+            "schedules all": schedules.everyone,
+            "pause": schedules.pause,
+            "resume": schedules.resume,
+            "unschedule": schedules.unschedule,
         }
 
     async def run(self, caller: Caller, text: str) -> Reply:
@@ -181,6 +197,9 @@ class AdminCommands:
             f"• `{c} memory` — the notes saved here (in a DM: yours), with their ids",
             f"• `{c} forget <id>` — remove a note you saved"
             + (f"; `{c} forget all` empties your DM notes" if _dm(caller) else ""),
+            f"• `{c} schedules` — your schedules: each one's id, when it runs next, its last run",
+            f"• `{c} pause <id>` / `{c} resume <id>` / `{c} unschedule <id>` — one of your "
+            "schedules (ask me in a message to make one)",
         ]
         if self.state.oauth is not None:
             servers = ", ".join(f"`{name}`" for name in sorted(self.state.oauth.servers))
@@ -206,6 +225,8 @@ class AdminCommands:
                 "`memory on|off` / `reset [<key>]`",
                 f"• `{c} forget <id>` — anyone's note; `{c} forget all` — empty this channel's "
                 "memory",
+                f"• `{c} schedules all` — everyone's schedules; `pause`, `resume` and "
+                "`unschedule` act on anyone's",
             ]
             if self.state.oauth is not None:
                 lines.append(

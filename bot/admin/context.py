@@ -15,6 +15,7 @@ from bot.state.channel_memory import ChannelMemory
 from bot.state.channel_settings import ChannelOverrides
 from bot.state.feedback import FeedbackLog
 from bot.state.grants import RoleGrants
+from bot.state.schedules import ScheduleStore
 from bot.state.switches import ToolSwitches
 from bot.state.usage import UsageCounters
 from permissions.policy import Person
@@ -56,6 +57,7 @@ class AdminStores:
     channels: ChannelOverrides  # channel settings set in Slack
     memory: ChannelMemory  # the notes of each channel, and of each person's DMs
     external: External  # whether a channel is shared with another organisation
+    schedules: ScheduleStore  # people's scheduled asks
     oauth: OAuthSide | None = None  # people's connections (None: no server signs people in)
     begin_sign_in: BeginSignIn | None = None  # what `connect` starts a sign-in with
 

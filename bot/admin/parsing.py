@@ -15,7 +15,7 @@ CHANNEL_CHANGE = "channel change"  # `channel <key> …`: admins'; `channel` alo
 
 @dataclass(frozen=True)
 class Invocation:
-    name: str  # the subcommand, lower case; "tools all", "connections all" are one each
+    name: str  # the subcommand, lower case; "tools all" (and connections, schedules) is one
     args: list[str]
     text: str = ""  # what follows the subcommand's own word, as typed (spacing kept)
 
@@ -33,7 +33,7 @@ def parse(text: str) -> Invocation:
         return Invocation("help", [])
     name, args = words[0].lower(), words[1:]
     rest = after_first_word(text)
-    if name in ("tools", "connections") and args and args[0].lower() == "all":
+    if name in ("tools", "connections", "schedules") and args and args[0].lower() == "all":
         return Invocation(f"{name} all", args[1:], after_first_word(rest))
     if name == "channel" and args:
         return Invocation(CHANNEL_CHANGE, args, rest)

@@ -126,6 +126,7 @@ def build_slack_side(services: Services, *, http: bool) -> SlackSide:
             state.shared.channels,
             state.shared.memory,
             partial(admin_external, shared, EXTERNAL in config.channels),
+            state.shared.schedules,
             oauth=state.oauth,
             begin_sign_in=begin_sign_in(services.tools.mcp.personal),
         ),

@@ -18,7 +18,6 @@ modal.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -41,6 +40,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.slack.blocks.arguments import ARGUMENTS_CHARS, VALUE_CHARS, cut_note, shown_arguments
+from bot.slack.blocks.dates import slack_date
 from bot.slack.blocks.deciders import who_decides
 from bot.slack.blocks.escape import escaped, visible
 from bot.slack.blocks.limits import shorten
@@ -284,12 +284,6 @@ def decision(request: ApprovalRequest) -> str:
     if request.state is ApprovalState.EXPIRED:
         return f":hourglass: Expired · nobody decided by {slack_date(request.deadline)}"
     return "Waiting for a decision"
-
-
-def slack_date(at: float) -> str:
-    """A time every reader sees in their own time zone, UTC where Slack cannot."""
-    fallback = datetime.fromtimestamp(at, UTC).strftime("%d %b %Y %H:%M UTC")
-    return f"<!date^{int(at)}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
 def arguments_view(request: ApprovalRequest) -> dict[str, Any]:

@@ -142,10 +142,12 @@ def home_view(
     tools: list[tuple[str, str]],
     command: str,
     channels: list[str] | None = None,
+    schedules: list[str] | None = None,
 ) -> View:
     """The App Home tab: how to ask, the person's roles (with where each comes from), the
-    tools they may use, and (``channels``, an admin's) the channels that have settings of
-    their own, a row each; long lists end in "…and N more"."""
+    tools they may use, (``schedules``) their own schedules, and (``channels``, an admin's)
+    the channels that have settings of their own, a row each; long lists end in "…and N
+    more"."""
     role_rows = [f"• *{role}* — {shorten(source, 200)}" for role, source in roles]
     tool_rows = [
         f"• `{name}` — {shorten(' '.join((description.splitlines() or [''])[0].split()), 150)}"
@@ -170,6 +172,20 @@ def home_view(
         HeaderBlock(text="Tools you can use"),
         SectionBlock(text=MarkdownTextObject(text=tools_text)),
     ]
+    if schedules is not None:
+        schedules_text = "\n".join(limited(schedules, TEXT_OBJECT_CHARS)) or (
+            "You have no schedules. Ask me in a message to do something at a time or regularly."
+        )
+        blocks += [
+            HeaderBlock(text="Your schedules"),
+            SectionBlock(
+                text=MarkdownTextObject(
+                    text=f"`{command} schedules` shows their last runs; `{command} pause <id>`, "
+                    f"`{command} resume <id>` and `{command} unschedule <id>` change them."
+                )
+            ),
+            SectionBlock(text=MarkdownTextObject(text=schedules_text)),
+        ]
     if channels is not None:
         channels_text = "\n".join(limited(channels, TEXT_OBJECT_CHARS)) or (
             "No channel has settings of its own: every channel gets the defaults."

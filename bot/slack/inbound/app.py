@@ -92,7 +92,15 @@ def build_app(
     messages.register(app, ingress)
     assistant.register(app, settings, pane, later)
     commands.register(app, settings.command, admin, later)
-    home.register(app, settings.command, policy, registry, later, admin.channel.home_rows)
+    home.register(
+        app,
+        settings.command,
+        policy,
+        registry,
+        later,
+        admin.channel.home_rows,
+        admin.schedules.home_rows,
+    )
     actions.register(app, stops, policy, later)
     agent.register(app, stops)
     feedback_clicks.register(app, feedback)

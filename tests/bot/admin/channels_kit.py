@@ -1,12 +1,15 @@
 """The admin commands on a test's real Redis state, with a ``channels:`` section: admins,
-everyone else, and channels shared with another organisation as the test says."""
+everyone else, and channels shared with another organisation as the test says; the clock
+`resume` reads as the test sets it."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from bot.admin.commands import AdminCommands
 from bot.admin.context import AdminStores, Caller
+from bot.admin.schedules import Clock
 from bot.budget.budgets import Budgets
 from bot.budget.estimate import CallEstimator
 from bot.config.schema import AppConfig
@@ -52,9 +55,14 @@ def calculate(expression: str) -> str:
 
 
 def admin_commands(
-    state: State, *, shared: frozenset[str] = frozenset(), channels: dict[str, Any] | None = None
+    state: State,
+    *,
+    shared: frozenset[str] = frozenset(),
+    channels: dict[str, Any] | None = None,
+    clock: Clock = time.time,
 ) -> AdminCommands:
-    """``shared``: the channels Slack says are shared with another organisation."""
+    """``shared``: the channels Slack says are shared with another organisation; ``clock``:
+    what `resume` runs next from."""
     config = AppConfig.model_validate(
         {
             "roles": ROLES,
@@ -86,6 +94,7 @@ def admin_commands(
         state.shared.channels,
         state.shared.memory,
         external,
+        state.shared.schedules,
     )
     registry = ToolRegistry()
     registry.add(get_time)
@@ -98,6 +107,7 @@ def admin_commands(
         stores,
         channels=config.channels,
         servers=list(config.mcp.servers),
+        clock=clock,
     )
 
 

@@ -89,6 +89,7 @@ def admin_commands(site: Site, begin: BeginSignIn | None = None) -> AdminCommand
         state.shared.channels,
         state.shared.memory,
         not_shared,
+        state.shared.schedules,
         oauth=site.side,
         begin_sign_in=begin or begin_with(site),
     )

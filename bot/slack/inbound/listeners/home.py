@@ -1,6 +1,6 @@
-"""The App Home tab: a person's roles (and where each comes from) and their tools, and for
-an admin the channels that have settings of their own. Built and published after the event
-is acknowledged."""
+"""The App Home tab: a person's roles (and where each comes from), their tools and their
+schedules, and for an admin the channels that have settings of their own. Built and
+published after the event is acknowledged."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ def register(
     registry: ToolRegistry,
     later: AfterAck,
     channels: Callable[[], Awaitable[list[str]]],
+    schedules: Callable[[str, str], Awaitable[list[str]]],
 ) -> None:
-    """``channels``: the rows of the channels with settings of their own (admins see them)."""
+    """``channels``: the rows of the channels with settings of their own (admins see them);
+    ``schedules``: the rows of a person's own schedules (team, user)."""
 
     @app.event("app_home_opened")
     async def on_home_opened(
@@ -46,10 +48,11 @@ def register(
                 for t in await policy.visible(person, await registry.list_tools())
             ]
             own = await channels() if await policy.is_admin(person) else None
+            theirs = await schedules(person.team, person.user)
             await safe_call(
                 client.views_publish,
                 user_id=person.user,
-                view=home_view(held, tools, command, own),
+                view=home_view(held, tools, command, own, theirs),
             )
 
         later.spawn(publish(), respond=None, what="the Home tab")

@@ -17,9 +17,9 @@ from bot.slack.blocks.approval_card import (
     arguments_view,
     card_blocks,
     card_text,
-    slack_date,
 )
 from bot.slack.blocks.arguments import shown_arguments
+from bot.slack.blocks.dates import slack_date
 from bot.turn.store.approvals import ApprovalRequest, ApprovalState
 from permissions.approval import ApprovalConfig, deciders
 from permissions.config import RoleConfig

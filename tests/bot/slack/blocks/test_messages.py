@@ -207,3 +207,16 @@ def test_the_home_tab_shows_an_admin_the_channels_with_settings_of_their_own() -
     )
     [listed] = [b for b in many.to_dict()["blocks"] if "C00000000" in json.dumps(b)]
     assert len(listed["text"]["text"]) <= 3000 and "…and " in listed["text"]["text"]
+
+
+def test_the_home_tab_shows_ones_own_schedules() -> None:
+    rows = ["• `s1` — “Summarise” — at 09:00 (UTC) — next <!date^1^{date}|x>"]
+    own = json.dumps(home_view([], [], "/agent", None, rows).to_dict(), ensure_ascii=False)
+    assert "Your schedules" in own and "• `s1` — “Summarise” — at 09:00 (UTC)" in own
+    assert "`/agent pause <id>`" in own
+    none = json.dumps(home_view([], [], "/agent", None, []).to_dict(), ensure_ascii=False)
+    assert "You have no schedules." in none
+    assert "Your schedules" not in json.dumps(home_view([], [], "/agent").to_dict())
+    many = home_view([], [], "/agent", None, [f"• `s{n}` — " + "x" * 80 for n in range(500)])
+    [listed] = [b for b in many.to_dict()["blocks"] if "`s0`" in json.dumps(b)]
+    assert len(listed["text"]["text"]) <= 3000 and "…and " in listed["text"]["text"]
