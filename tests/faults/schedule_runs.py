@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -224,10 +224,6 @@ def run_line(run: Seen, offset: float) -> str:
 
 def requests_of(run: Seen, llm: FakeLLM) -> list[Request]:
     return [llm.requests[index] for index in run.requests]
-
-
-def tokens(calls: Iterable[Call]) -> set[str]:
-    return {call.token for call in calls}
 
 
 def clock(epoch: float) -> str:

@@ -9,9 +9,9 @@ one-off 15 s ahead (``ask-once``); three every-minute schedules of Alice's (``as
 ``ask-paused``, ``ask-removed``); one of Bob's (``ask-role``), who holds the role
 ``stepper`` by an admin's ``/agent grant`` and so is offered ``sync_step``.
 
-1. Minute 1: every schedule runs. Then ``ask-paused`` is paused, ``ask-removed``
-   unscheduled, Bob's grant revoked (``/agent revoke``), and the replica that fired
-   ``ask-every`` SIGKILLed.
+1. Minute 1: every schedule runs. Then Alice pauses ``ask-paused`` (``/agent pause``) and
+   unschedules ``ask-removed`` (``/agent unschedule``), the admin revokes Bob's grant
+   (``/agent revoke``), and the replica that fired ``ask-every`` is SIGKILLed.
 2. Minute 2, on the one replica left: ``ask-every`` and ``ask-role`` run; Bob is not
    offered ``sync_step`` any more. The killed replica starts again.
 3. Minute 3, on both: they run again. Then Redis stops (gracefully: it writes its
@@ -87,6 +87,7 @@ BUDGET_S = START_TIMEOUT_S + 2 * ANSWERED_S + 60.0 + (MINUTES - 1) * 60.0 + ANSW
 CONFIG = {
     "schedules": {"min_interval_s": MIN_INTERVAL_S},
     "slack": {"streaming": False},
+    "tools": {"builtins": [SCHEDULE_TOOL]},
     "roles": {
         "admin": {"admin": True, "members": [ADMIN], "tools": ["*"]},
         STEPPER: {"tools": [KEPT_TOOL, LOST_TOOL]},
@@ -232,7 +233,7 @@ async def made_through_the_tool(
         timeline.note("the approved call made no schedule")
         return None
     [schedule] = [s for s in await store.of_owner(TEAM, ALICE) if TOOL_TAG in s.prompt]
-    timeline.note(f"{schedule.id} made through the tool, due {_state(schedule)}")
+    timeline.note(f"{schedule.id} made through the tool: {_state(schedule)}")
     return schedule
 
 
@@ -290,11 +291,13 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
         # Minute 1, then the changes between the first and second runs, and the kill.
         firsts = [min(m.runs) for m in made]
         await runs_answered(cluster, made, offset, max(first, *firsts), timeline)
-        await store.pause(paused.id, ALICE, f"paused by <@{ALICE}>")
-        await store.remove(removed.id, ALICE)
+        said = await cluster.command(first_replica, ALICE, f"pause {paused.id}")
+        timeline.note(f"/agent pause {paused.id}: {said.get('text', said)}")
+        said = await cluster.command(second_replica, ALICE, f"unschedule {removed.id}")
+        timeline.note(f"/agent unschedule {removed.id}: {said.get('text', said)}")
         await cluster.command(second_replica, ADMIN, f"revoke <@{BOB}> {STEPPER}")
         revoked = [g.role for g in await grants.of(TEAM, BOB)]
-        timeline.note(f"{paused.id} paused, {removed.id} unscheduled; Bob holds {revoked}")
+        timeline.note(f"/agent revoke: Bob holds {revoked}")
         victim = firer(cluster, made[1], first)
         await cluster.kill(victim)
         timeline.note(f"SIGKILL of {victim.name}, which fired {every.id}'s first run")
@@ -401,7 +404,8 @@ def _state(schedule: Schedule | None) -> str:
         return "none"
     last = "never" if schedule.last_at is None else clock(schedule.last_at)
     following = "none" if schedule.next_at is None else clock(schedule.next_at)
-    return f"{schedule.state} {schedule.reason}, last {last}, next {following}".replace("  ", " ")
+    reason = f" ({schedule.reason})" if schedule.reason else ""
+    return f"{schedule.state}{reason}, last {last}, next {following}"
 
 
 def tracebacks(cluster: Cluster) -> list[str]:
