@@ -21,6 +21,10 @@ A scenario is written like this::
         report.add("takeover within 15 s", ...)   # the scenario's own expectations
         assert report.ok, report.text()
 
+A person may also mention the bot in a thread of their own, type ``/agent`` commands and
+press buttons, each sent to the replica the scenario names (:meth:`Cluster.mention`,
+:meth:`Cluster.command`, :meth:`Cluster.click`).
+
 ``finish`` waits for positive signals (every message answered, no work pending in Redis,
 Slack quiet for a moment), or decides the system is stuck (no work pending and nothing
 happening for a while), or runs out of the cluster's time budget
@@ -35,13 +39,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
 
 from bot.state.audit import AuditEntry, AuditLog
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
-from tests.fakes.slack_server import Call
+from tests.fakes.slack_harness import (
+    button_click,
+    command_fields,
+    event_envelope,
+    mention,
+    signed_headers,
+)
+from tests.fakes.slack_server import BOT_USER, Call, Message
 from tests.faults.app_config import RUNS_KEY
 from tests.faults.deployment import Deployment
 from tests.faults.invariants import Report, Run
@@ -58,6 +74,7 @@ from tests.faults.settling import settle
 from tests.faults.topology.base import REDIS_AWAY, Client
 from tests.faults.topology.redis_cluster import ClusterTopology
 from tests.faults.topology.sentinel import SentinelTopology
+from tests.waiting import until
 
 PROBE_RESERVE_S = 12.0  # of the time budget, kept for probing the threads' history
 
@@ -134,6 +151,62 @@ class Cluster(Deployment):
                 and run.at - offset > fault_at
             ]
         return min(signs) - fault_at if signs else None
+
+    # --- one person mentioning the bot, typing commands, pressing buttons ----------------
+
+    async def mention(self, replica: Replica, user: str, words: str, channel: str) -> str:
+        """``user`` mentions the bot in a new thread of ``channel`` (shown in the fake Slack),
+        delivered to ``replica``; the message's ts."""
+        ts = self.slack.new_ts()
+        self.slack.add_user_message(channel, ts, user, f"<@{BOT_USER}> {words}")
+        envelope = event_envelope(mention(words, ts, channel, user), f"Ev{ts}")
+        body = json.dumps(envelope)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"http://127.0.0.1:{replica.port}/slack/events",
+                data=body,
+                headers=signed_headers(body),
+            ) as response,
+        ):
+            if response.status != 200:
+                raise AssertionError(f"the mention got HTTP {response.status}")
+        return ts
+
+    async def command(
+        self, replica: Replica, user: str, words: str, within_s: float = 20.0
+    ) -> dict[str, Any]:
+        """``/agent <words>`` by ``user``, sent to ``replica`` as Slack does; the bot's reply
+        (in the acknowledgement, or through the response URL when it took longer)."""
+        fields = {**command_fields(words, user), "response_url": self.slack.response_url}
+        late = len(self.slack.calls_to("response_url"))
+        status, said = await self._post_form(replica, fields)
+        if status != 200:
+            raise AssertionError(f"/agent {words} got HTTP {status}: {said}")
+        if not said:
+            await until(lambda: len(self.slack.calls_to("response_url")) > late, within_s)
+            return dict(self.slack.calls_to("response_url")[late].args)
+        return dict(json.loads(said))
+
+    async def click(
+        self, replica: Replica, user: str, message: Message, action_id: str, value: str
+    ) -> int:
+        """``user`` presses the button ``action_id`` (its value ``value``) on ``message``,
+        sent to ``replica`` as Slack does; the HTTP status."""
+        payload = button_click(action_id, value, user, message.ts, self.slack.response_url)
+        status, _ = await self._post_form(replica, {"payload": json.dumps(payload)})
+        return status
+
+    async def _post_form(self, replica: Replica, fields: dict[str, str]) -> tuple[int, str]:
+        body = urlencode(fields)
+        headers = signed_headers(body, "application/x-www-form-urlencoded")
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"http://127.0.0.1:{replica.port}/slack/events", data=body, headers=headers
+            ) as response,
+        ):
+            return response.status, await response.text()
 
     # --- faults --------------------------------------------------------------------------
 

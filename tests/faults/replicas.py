@@ -98,6 +98,12 @@ class Replica:
                     raise RuntimeError(f"{self.name} did not come up:\n{self.tail()}")
                 await asyncio.sleep(0.1)
 
+    async def restart(self, within_s: float) -> None:
+        """Start it again (after a kill) as it last ran, and wait until it is healthy."""
+        self.exited_at = None
+        await self.start(self._env)
+        await self.healthy(within_s)
+
     async def wait_ready(self, ready: bool, within_s: float) -> bool:
         """Wait until /readyz says ``ready`` (200) or not (503); False if it did not say so
         within ``within_s``."""
