@@ -45,9 +45,9 @@ def test_the_workers_run_each_group_on_one_worker() -> None:
     """xdist runs every test of a fault group on one worker (its node ids carry the group),
     though the workers are free: were the marks dropped, the tests would be spread out."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    command = [sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider"]
     finished = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider"]
-        + ["tests/faults/test_invariants.py"],
+        [*command, "tests/faults/test_invariants.py"],
         cwd=ROOT,
         env=environment,
         capture_output=True,
