@@ -13,7 +13,7 @@ import pytest
 from bot.config.schema import AppConfig, LLMConfig
 from bot.llm.client import OpenAIChatModel
 from bot.process.state import State, open_state
-from tests import fault_groups, xdist_groups
+from tests import assertion_cache, fault_groups, xdist_groups
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.mcp_servers import HttpMcpServer
 from tests.fakes.redis_cluster import PrivateRedisCluster
@@ -60,11 +60,15 @@ def pytest_configure(config: pytest.Config) -> None:
     """Compile the project's modules once, before any test: most of the suite's CPU is the
     start-up of the processes it runs (the bot, the CLI, fake MCP servers), and where
     PYTHONDONTWRITEBYTECODE is set each of them would compile every module it imports from
-    source (the installed packages are compiled by uv: pyproject's ``[tool.uv]``)."""
+    source (the installed packages are compiled by uv: pyproject's ``[tool.uv]``). Before
+    xdist workers start, cache the test modules' assertion rewriting too, which each worker
+    would otherwise do again (tests/assertion_cache.py)."""
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller has done it
     for package in PACKAGES:
         compileall.compile_dir(ROOT / package, quiet=1)
+    if config.getoption("numprocesses", default=None):
+        assertion_cache.cache_rewrites(config, assertion_cache.modules_rewritten(ROOT / "tests"))
 
 
 # The fault tests mostly wait (on processes starting, outages, timeouts): one after
