@@ -72,9 +72,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The fault tests mostly wait (on processes starting, outages, timeouts): one after
-# another they take about 9 minutes on a 2-CPU machine, at half a core. Split in two, each
-# half runs one test at a time on its own xdist worker.
-FAULT_GROUPS = 2
+# another they take about 10 minutes on a 2-CPU machine, at a fifth of a core. Split in
+# three, each third runs one test at a time on its own xdist worker, beside three workers
+# for the rest (pyproject's addopts: -n 6), which take the fault groups' workers over as
+# they end.
+FAULT_GROUPS = 3
 
 
 @pytest.hookimpl(wrapper=True)
@@ -84,7 +86,7 @@ def pytest_collection_modifyitems(
     """The fault tests (real processes, timing bounds) run in FAULT_GROUPS groups, one test
     at a time in each, on xdist workers of their own (xdist schedules the largest groups
     first, one to a worker); the rest run beside them and after (pyproject's addopts:
-    ``-n 4 --dist loadgroup``). Whole files go to the groups by their measured duration
+    ``-n 6 --dist loadgroup``). Whole files go to the groups by their measured duration
     (tests/fault_groups.py). Marked before xdist's own hook of this name reads the marks on
     each worker; after it, the groups go into the node ids if xdist could not put them there
     (tests/xdist_groups.py)."""
