@@ -13,6 +13,7 @@ import pytest
 from bot.config.schema import AppConfig, LLMConfig
 from bot.llm.client import OpenAIChatModel
 from bot.process.state import State, open_state
+from tests import assertion_cache, fault_groups, xdist_groups
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.mcp_servers import HttpMcpServer
 from tests.fakes.redis_cluster import PrivateRedisCluster
@@ -59,28 +60,43 @@ def pytest_configure(config: pytest.Config) -> None:
     """Compile the project's modules once, before any test: most of the suite's CPU is the
     start-up of the processes it runs (the bot, the CLI, fake MCP servers), and where
     PYTHONDONTWRITEBYTECODE is set each of them would compile every module it imports from
-    source (the installed packages are compiled by uv: pyproject's ``[tool.uv]``)."""
+    source (the installed packages are compiled by uv: pyproject's ``[tool.uv]``). Before
+    xdist workers start, cache the test modules' assertion rewriting too, which each worker
+    would otherwise do again (tests/assertion_cache.py)."""
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller has done it
     for package in PACKAGES:
         compileall.compile_dir(ROOT / package, quiet=1)
+    if config.getoption("numprocesses", default=None):
+        assertion_cache.cache_rewrites(config, assertion_cache.modules_rewritten(ROOT / "tests"))
 
 
 # The fault tests mostly wait (on processes starting, outages, timeouts): one after
-# another they took 530 s on a 2-CPU machine, at half a core, and were the suite's long
-# pole. Split in two, each half runs one test at a time on its own xdist worker.
-FAULT_GROUPS = 2
+# another they take about 10 minutes on a 2-CPU machine, at a fifth of a core. Split in
+# three, each third runs one test at a time on its own xdist worker, beside three workers
+# for the rest (pyproject's addopts: -n 6), which take the fault groups' workers over as
+# they end.
+FAULT_GROUPS = 3
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
     """The fault tests (real processes, timing bounds) run in FAULT_GROUPS groups, one test
     at a time in each, on xdist workers of their own (xdist schedules the largest groups
     first, one to a worker); the rest run beside them and after (pyproject's addopts:
-    ``-n 4 --dist loadgroup``). Alternate tests in collection order (the same on every
-    worker) go to alternate groups, so each file's slow tests are shared out."""
+    ``-n 6 --dist loadgroup``). Whole files go to the groups by their measured duration
+    (tests/fault_groups.py). Marked before xdist's own hook of this name reads the marks on
+    each worker; after it, the groups go into the node ids if xdist could not put them there
+    (tests/xdist_groups.py)."""
     faults = [item for item in items if item.get_closest_marker("faults") is not None]
-    for index, item in enumerate(faults):
-        item.add_marker(pytest.mark.xdist_group(f"faults-{index % FAULT_GROUPS}"))
+    group_of = fault_groups.assign((item.nodeid for item in faults), FAULT_GROUPS)
+    for item in faults:
+        group = group_of[fault_groups.file_of(item.nodeid)]
+        item.add_marker(pytest.mark.xdist_group(f"faults-{group}"))
+    yield
+    xdist_groups.put_groups_in_node_ids(config, items)
 
 
 # --- Redis -----------------------------------------------------------------------------

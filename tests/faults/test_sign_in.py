@@ -9,9 +9,13 @@ may do), with the browser's cookie.
 ``files`` offers ``whoami`` and ``read_private`` to a caller without a token, so a person
 who never connected is offered them as "connect to use" copies: the model calls
 ``files_read_private`` at once, the server refuses the call (401), and the person is asked
-to connect. Each test has a deployment of its own (``worlds``): its own servers, replicas and
-keys, so each shows one thing from a clean start. The replicas log at INFO, except in
-``test_nothing_secret_anywhere`` (DEBUG, and their spans exported to a fake collector).
+to connect. The tests share one deployment (``deployment``, started once for the module: four
+processes start in it), and each begins as if from a clean start (``World.begin``): people of
+its own (Slack users new to the bot, who sign in as alice and bob), no live token of alice's
+or bob's at the authorization server, and it looks only at what happened since it began (Slack
+calls and messages, model requests, the authorization server's counts, audit entries). The
+replicas log at INFO, except in ``test_nothing_secret_anywhere``, which has a deployment of its
+own (``worlds``: DEBUG, spans exported to a fake collector, stopped at its end).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import base64
 import json
 import signal
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -28,16 +33,17 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import pytest
+import pytest_asyncio
 import yaml
 
 from bot.oauth.flows import COOKIE
 from bot.oauth.records import FRESH_FOR_S
 from bot.observability.redaction import forms
-from bot.process.state import State
+from bot.process.state import State, open_state
 from bot.state.redis.connection import Redis
 from tests.bot.oauth.signing_in import AS_SENT, start_form
 from tests.bot.observability.test_trace_processes import Collector
-from tests.conftest import REDIS_URL
+from tests.conftest import REDIS_URL, config_with_prefix
 from tests.fakes.llm_server import FakeLLM, Reply, Request, calls, text, tool_results
 from tests.fakes.oauth_server import AuthServerProcess
 from tests.fakes.personal_mcp import FILES, PersonalMcpProcess
@@ -51,18 +57,17 @@ from tests.fakes.slack_harness import (
     mention,
     signed_headers,
 )
-from tests.fakes.slack_server import TEAM, FakeSlack, Message
+from tests.fakes.slack_server import TEAM, Call, FakeSlack, Message
 from tests.faults.replicas import Replica
 from tests.waiting import until, until_true
 
-# Each test takes 10-30 s alone on 2 CPUs, 40-55 s beside another fault test (-n 4) with
-# the machine busy: four processes start per test (replicas, authorization server, files).
+# Each test takes 5-20 s alone on 2 CPUs, 40-55 s beside another fault test (-n 4) with
+# the machine busy; the first also starts the shared deployment.
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
+ON_THE_DEPLOYMENT = pytest.mark.asyncio(loop_scope="module")  # its servers' event loop
 
 KEY = base64.b64encode(bytes(range(32))).decode()  # SLACK_AGENT_SECRET_KEY
-ALICE, BOB = "U0ALICE", "U0BOB"
-SIGNS_IN_AS = {ALICE: "alice", BOB: "bob"}  # who each Slack user is at the authorization server
-PLAN = {ALICE: FILES["alice"]["plan"], BOB: FILES["bob"]["plan"]}
+NAMES = ("alice", "bob")  # who people sign in as at the authorization server
 SAID = "Your plan: "  # the scripted model's answer, then the call's result
 START = "/oauth/start?state="
 WAIT_S = 30.0  # for a turn, a link or an answer, on a loaded 2-CPU machine
@@ -77,8 +82,23 @@ def model(request: Request) -> Reply:
     return text(SAID + results["plan"])
 
 
+def user_id(name: str, test: int) -> str:
+    """The Slack user who signs in as ``name``, in the ``test``-th test on a deployment."""
+    return f"U0{name.upper()}{test}"
+
+
+def name_of(user: str) -> str:
+    """Who the Slack user ``user`` signs in as at the authorization server."""
+    [name] = [name for name in NAMES if user.removeprefix(f"U0{name.upper()}").isdigit()]
+    return name
+
+
+def plan_of(user: str) -> str:
+    return FILES[name_of(user)]["plan"]
+
+
 def question(user: str) -> str:
-    return f"{SIGNS_IN_AS[user]} asks: what is in my plan?"
+    return f"{name_of(user)} asks: what is in my plan?"
 
 
 def blocks_of(args: dict[str, Any]) -> list[dict[str, Any]]:
@@ -174,6 +194,12 @@ class World:
         self.browsers: list[Browser] = []
         self.followed: dict[str, str] = {}  # start link -> the Slack user it was followed for
         self.said: list[str] = []  # what the bot answered slash commands
+        self.state = open_state(REDIS_URL, config_with_prefix(prefix))  # to read its keys
+        self.tests = 0  # how many began on it
+        self.people = (user_id("alice", 0), user_id("bob", 0))  # the test's: begin()
+        self.began_at = 0.0  # time.time()
+        self._calls_from = self._messages_from = self._requests_from = 0
+        self._counts_before: dict[str, Any] = {}
         self._envs: dict[int, dict[str, str]] = {}
         self._config: dict[str, Any] = {}
         self._config_path = directory / "agent.yaml"
@@ -191,7 +217,6 @@ class World:
     async def start(self) -> None:
         await self.slack.start()
         await self.llm.start()
-        self.slack.users = {user: {"id": user} for user in SIGNS_IN_AS}
         await asyncio.gather(
             asyncio.to_thread(self.auth.start), asyncio.to_thread(self.files.start)
         )
@@ -254,8 +279,8 @@ class World:
             assert await replica.exited(30), f"{replica.name} did not stop"
 
     async def stop(self) -> None:
-        for browser in self.browsers:
-            await browser.close()
+        """Stop everything and remove its keys."""
+        await self.close_browsers()
         await asyncio.gather(*(r.kill() for r in self.replicas), return_exceptions=True)
         for replica in self.replicas:
             replica.kill_now()
@@ -263,6 +288,44 @@ class World:
         self.auth.kill()
         await self.llm.stop()
         await self.slack.stop()
+        try:
+            keys = [key async for key in self.state.client.scan_iter(match=f"{self.prefix}*")]
+            if keys:
+                await self.state.client.delete(*keys)
+        finally:
+            await self.state.aclose()
+
+    async def begin(self) -> tuple[str, str]:
+        """A test begins on this deployment: returns its people (alice's and bob's Slack
+        users, new to the bot and to Slack's users.info); no token of alice's or bob's is
+        live at the authorization server; what the test looks at (calls, messages, requests,
+        counts, audit entries) is what happens from now on. Replicas a test before left dead
+        are started again."""
+        if any(r.process is None or r.process.returncode is not None for r in self.replicas):
+            await self.kill_replicas()
+            await self.start_replicas()
+        self.tests += 1
+        self.people = (user_id("alice", self.tests), user_id("bob", self.tests))
+        self.slack.users.update({user: {"id": user} for user in self.people})
+        for name in NAMES:
+            await self.revoke(name)
+        self.followed.clear()
+        self.said.clear()
+        self._calls_from, self._messages_from = len(self.slack.calls), len(self.slack.messages)
+        self._requests_from = len(self.llm.requests)
+        self._counts_before = dict(await self._auth("GET", "/_test/counts"))
+        self.began_at = time.time()
+        return self.people
+
+    async def close_browsers(self) -> None:
+        for browser in self.browsers:
+            await browser.close()
+        self.browsers.clear()
+
+    def print_tails(self) -> None:
+        """The last lines of each replica's log (pytest shows them when the test failed)."""
+        for replica in self.replicas:
+            print(f"--- {replica.name}\n{replica.tail(80)}")
 
     def logs(self) -> str:
         return "\n".join(r.log_path.read_text(errors="replace") for r in self.replicas)
@@ -310,14 +373,28 @@ class World:
         self.said.append(said)
         return dict(json.loads(said))
 
+    def calls(self) -> list[Call]:
+        """The Slack calls since the test began."""
+        return self.slack.calls[self._calls_from :]
+
+    def messages(self) -> list[Message]:
+        """The messages posted since the test began, as they are now."""
+        return list(self.slack.messages.values())[self._messages_from :]
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The model requests since the test began."""
+        return self.llm.requests[self._requests_from :]
+
     def ephemerals(
         self, user: str | None = None, thread: str | None = None
     ) -> list[dict[str, Any]]:
-        """The arguments of every chat.postEphemeral (to ``user``, in ``thread``)."""
+        """The arguments of every chat.postEphemeral (to ``user``, in ``thread``) since the
+        test began."""
         return [
             call.args
-            for call in self.slack.calls_to("chat.postEphemeral")
-            if (user is None or call.args.get("user") == user)
+            for call in self.calls()
+            if call.method == "chat.postEphemeral"
+            and (user is None or call.args.get("user") == user)
             and (thread is None or call.args.get("thread_ts") == thread)
         ]
 
@@ -343,7 +420,7 @@ class World:
         for number in range(1, 7):
             thread = f"{base}{number:05d}"
             await self.ask(self.replicas[number % 2], user, thread)
-            assert await self.answer(thread) == SAID + PLAN[user]
+            assert await self.answer(thread) == SAID + plan_of(user)
             ran |= self.ran_on(thread)
             if ran == {self.a.token, self.b.token}:
                 return
@@ -379,7 +456,7 @@ class World:
         """``user`` follows ``link`` and signs in as themself; the callback goes to B."""
         self.followed[link] = user
         browser = self.browser()
-        callback = await browser.sign_in(link, SIGNS_IN_AS[user])
+        callback = await browser.sign_in(link, name_of(user))
         # B, unless B's port no longer answers as B (a port race of this test's own set-up,
         # seen in CI): then A, which any replica's callback may be.
         target = self.b if await self.answers_as_replica(self.b) else self.a
@@ -407,9 +484,15 @@ class World:
             return await response.json()
 
     async def counts(self) -> dict[str, Any]:
-        return dict(await self._auth("GET", "/_test/counts"))
+        """The authorization server's counts since the test began."""
+        now, before = dict(await self._auth("GET", "/_test/counts")), self._counts_before
+        since: dict[str, Any] = {k: v - before.get(k, 0) for k, v in now.items() if k != "grants"}
+        granted = before.get("grants", {})
+        since["grants"] = {k: v - granted.get(k, 0) for k, v in now["grants"].items()}
+        return since
 
     async def grants(self, kind: str) -> int:
+        """Tokens granted since the test began, by ``kind`` of grant."""
         return int((await self.counts())["grants"].get(kind, 0))
 
     async def revoke(self, person: str) -> int:
@@ -423,14 +506,37 @@ class World:
         return set((await self._auth("GET", "/_test/secrets"))["secrets"])
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def deployment(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
+    """The deployment the module's tests share, started for the first; stopped (its keys
+    removed) after the last."""
+    world = World(tmp_path_factory.mktemp("sign-in"), f"test:{uuid.uuid4().hex[:12]}:")
+    try:
+        await world.start()
+        yield world
+    finally:
+        await world.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def world(deployment: World) -> AsyncIterator[World]:
+    """The shared deployment, begun for this test (``World.begin``), its tokens living an
+    hour as when the authorization server starts; the tails of the replicas' logs are
+    printed afterwards (pytest shows them when the test failed)."""
+    await deployment.begin()
+    await deployment.tokens_live(3600)
+    try:
+        yield deployment
+    finally:
+        await deployment.close_browsers()
+        deployment.print_tails()
+
+
 @pytest.fixture
-async def worlds(
-    tmp_path: Path, key_prefix: str, make_state: Callable[..., State]
-) -> AsyncIterator[Callable[..., Awaitable[World]]]:
-    """Makes this test's deployment (started); stops it afterwards whatever happened, and
-    prints the replicas' logs (pytest shows them when the test failed)."""
+async def worlds(tmp_path: Path, key_prefix: str) -> AsyncIterator[Callable[..., Awaitable[World]]]:
+    """Makes a deployment of this test's own (started, and begun); stops it afterwards
+    whatever happened, and prints the tails of the replicas' logs."""
     made: list[World] = []
-    make_state()  # this test's keys are removed afterwards
 
     async def make(
         *auth_options: str, collector: Collector | None = None, log_level: str = "INFO"
@@ -438,6 +544,7 @@ async def worlds(
         world = World(tmp_path, key_prefix, auth_options, collector, log_level)
         made.append(world)
         await world.start()
+        await world.begin()
         return world
 
     try:
@@ -445,8 +552,7 @@ async def worlds(
     finally:
         for world in made:
             await world.stop()
-            for replica in world.replicas:
-                print(f"--- {replica.name}\n{replica.tail(80)}")
+            world.print_tails()
 
 
 async def token_of(state: State, user: str) -> tuple[int, float]:
@@ -459,141 +565,145 @@ async def token_of(state: State, user: str) -> tuple[int, float]:
     return int(record["ver"]), float(record["exp"])
 
 
-async def audited(state: State, action: str) -> list[str]:
-    """The outcomes of the ``connection`` audit entries with ``action``."""
-    entries = await state.shared.audit.latest(200)
-    return [e.outcome for e in entries if e.kind == "connection" and e.action == action]
+async def audited(world: World, action: str) -> list[str]:
+    """The outcomes of the ``connection`` audit entries with ``action`` since the test
+    began."""
+    entries = await world.state.shared.audit.latest(200)
+    return [
+        e.outcome
+        for e in entries
+        if e.kind == "connection" and e.action == action and e.at >= world.began_at
+    ]
 
 
 async def connected_by_a_turn(world: World, replica: Replica, user: str, thread: str) -> None:
     """``user`` asks on ``replica``, gets the link, connects, and is answered."""
     await world.ask(replica, user, thread)
     await world.connect(await world.link_for(user, thread), user)
-    assert await world.answer(thread) == SAID + PLAN[user]
+    assert await world.answer(thread) == SAID + plan_of(user)
 
 
 # --- 1 --------------------------------------------------------------------------------------
 
 
-async def test_two_people_see_different_results(worlds: Callable[..., Awaitable[World]]) -> None:
-    world = await worlds()
-    await world.ask(world.a, ALICE, "901.000001")
-    await world.ask(world.b, BOB, "901.000002")
+@ON_THE_DEPLOYMENT
+async def test_two_people_see_different_results(world: World) -> None:
+    alice, bob = world.people
+    await world.ask(world.a, alice, "901.000001")
+    await world.ask(world.b, bob, "901.000002")
     links = {
-        ALICE: await world.link_for(ALICE, "901.000001"),
-        BOB: await world.link_for(BOB, "901.000002"),
+        alice: await world.link_for(alice, "901.000001"),
+        bob: await world.link_for(bob, "901.000002"),
     }
     assert all(world.cards(thread) for thread in ("901.000001", "901.000002"))
     await asyncio.gather(*(world.connect(link, user) for user, link in links.items()))
 
-    answers = {ALICE: await world.answer("901.000001"), BOB: await world.answer("901.000002")}
-    assert answers == {ALICE: SAID + PLAN[ALICE], BOB: SAID + PLAN[BOB]}
+    answers = {alice: await world.answer("901.000001"), bob: await world.answer("901.000002")}
+    assert answers == {alice: SAID + plan_of(alice), bob: SAID + plan_of(bob)}
     # What one person's call returned never reached the other's turn.
-    for user, other in ((ALICE, BOB), (BOB, ALICE)):
-        theirs = [json.dumps(r) for r in world.llm.requests if question(user) in json.dumps(r)]
+    for user, other in ((alice, bob), (bob, alice)):
+        theirs = [json.dumps(r) for r in world.requests() if question(user) in json.dumps(r)]
         assert len(theirs) == 2  # the call, then the answer
-        assert PLAN[user] in theirs[1]
-        assert not any(PLAN[other] in request for request in theirs)
+        assert plan_of(user) in theirs[1]
+        assert not any(plan_of(other) in request for request in theirs)
     # Each answer delivered once, in its own thread.
-    assert world.said_in("901.000001") == [answers[ALICE]]
-    assert world.said_in("901.000002") == [answers[BOB]]
-    for plan in PLAN.values():
-        shown = [m for m in world.slack.messages.values() if plan in m.shown]
+    assert world.said_in("901.000001") == [answers[alice]]
+    assert world.said_in("901.000002") == [answers[bob]]
+    for plan in (plan_of(alice), plan_of(bob)):
+        shown = [m for m in world.messages() if plan in m.shown]
         assert len(shown) == 1
     # Each was asked once, alone; both signed in through the other replica's callback.
-    assert sorted(e["user"] for e in world.ephemerals()) == [ALICE, BOB]
+    assert sorted(e["user"] for e in world.ephemerals()) == [alice, bob]
     assert await world.grants("authorization_code") == 2
 
 
 # --- 2 --------------------------------------------------------------------------------------
 
 
-async def test_revoked_token_asks_again(
-    worlds: Callable[..., Awaitable[World]], state: State
-) -> None:
-    world = await worlds()
-    await connected_by_a_turn(world, world.a, ALICE, "902.000001")
+@ON_THE_DEPLOYMENT
+async def test_revoked_token_asks_again(world: World) -> None:
+    alice, _ = world.people
+    await connected_by_a_turn(world, world.a, alice, "902.000001")
 
     assert await world.revoke("alice") == 1  # as alice would on the server's own site
-    await world.ask(world.b, ALICE, "902.000002")
+    await world.ask(world.b, alice, "902.000002")
     # The call was refused (401), the refresh too: she is asked again, in the new thread.
-    link = await world.link_for(ALICE, "902.000002")
+    link = await world.link_for(alice, "902.000002")
     assert world.cards("902.000002")
     assert (await world.counts())["refused_refreshes"] == 1
-    assert await audited(state, "refresh_failed") == ["invalid_grant"]
+    assert await audited(world, "refresh_failed") == ["invalid_grant"]
     assert await world.grants("authorization_code") == 1
-    await world.connect(link, ALICE)
+    await world.connect(link, alice)
 
-    assert await world.answer("902.000002") == SAID + PLAN[ALICE]
+    assert await world.answer("902.000002") == SAID + plan_of(alice)
     assert await world.grants("authorization_code") == 2
-    assert len(world.ephemerals(ALICE)) == 2
+    assert len(world.ephemerals(alice)) == 2
 
 
-async def test_connecting_again_reaches_every_replica(
-    worlds: Callable[..., Awaitable[World]], state: State
-) -> None:
+@ON_THE_DEPLOYMENT
+async def test_connecting_again_reaches_every_replica(world: World) -> None:
     """Disconnected (``/agent disconnect``: revoked at the server) while both replicas hold
     a session with her token, then connected again through a turn: each replica's next calls
     use the new connection. (Test 2 found it, when its turns fell that way: a replica still
     holding her old token took it for the new connection's, had its refresh refused and
     forgot her new connection.)"""
-    world = await worlds()
-    await connected_by_a_turn(world, world.a, ALICE, "908.000001")
-    await world.turns_on_both(ALICE, "908.1")  # each replica keeps a session with her token
+    alice, _ = world.people
+    await connected_by_a_turn(world, world.a, alice, "908.000001")
+    await world.turns_on_both(alice, "908.1")  # each replica keeps a session with her token
 
-    said = await world.command(world.b, ALICE, "disconnect files")
+    said = await world.command(world.b, alice, "disconnect files")
     assert "revoked it" in said["text"]
-    await connected_by_a_turn(world, world.a, ALICE, "908.200001")
-    await world.turns_on_both(ALICE, "908.3")
+    await connected_by_a_turn(world, world.a, alice, "908.200001")
+    await world.turns_on_both(alice, "908.3")
 
-    assert len(world.ephemerals(ALICE)) == 2  # never asked again once connected
+    assert len(world.ephemerals(alice)) == 2  # never asked again once connected
     assert await world.grants("authorization_code") == 2
-    assert await audited(state, "refresh_failed") == []
-    assert await audited(state, "disconnected") == ["ok"]
+    assert await audited(world, "refresh_failed") == []
+    assert await audited(world, "disconnected") == ["ok"]
 
 
 # --- 3 --------------------------------------------------------------------------------------
 
 
-async def test_two_replicas_refresh_once(
-    worlds: Callable[..., Awaitable[World]], state: State
-) -> None:
-    world = await worlds("--expires-in", "12")  # alice's first token lives 12 s
-    await connected_by_a_turn(world, world.a, ALICE, "903.000001")
+@ON_THE_DEPLOYMENT
+async def test_two_replicas_refresh_once(world: World) -> None:
+    alice, _ = world.people
+    await world.tokens_live(12)  # alice's first token lives 12 s
+    await connected_by_a_turn(world, world.a, alice, "903.000001")
     await world.tokens_live(3600)  # what the refresh gives lives long: one refresh is needed
-    ver, expires_at = await token_of(state, ALICE)
+    ver, expires_at = await token_of(world.state, alice)
 
     async def stale() -> bool:  # fewer than FRESH_FOR_S seconds left: refreshed before use
         return expires_at - time.time() < FRESH_FOR_S - 1
 
     await until_true(stale, WAIT_S)
-    assert await token_of(state, ALICE) == (ver, expires_at)  # nobody refreshed it yet
+    assert await token_of(world.state, alice) == (ver, expires_at)  # nobody refreshed it yet
     refreshed_before = await world.grants("refresh_token")
 
     # Her turns on A and on B, at once; each lists her tools and calls one.
     await asyncio.gather(
-        world.ask(world.a, ALICE, "903.000002"), world.ask(world.b, ALICE, "903.000003")
+        world.ask(world.a, alice, "903.000002"), world.ask(world.b, alice, "903.000003")
     )
-    assert await world.answer("903.000002") == SAID + PLAN[ALICE]
-    assert await world.answer("903.000003") == SAID + PLAN[ALICE]
+    assert await world.answer("903.000002") == SAID + plan_of(alice)
+    assert await world.answer("903.000003") == SAID + plan_of(alice)
 
     assert await world.grants("refresh_token") == refreshed_before + 1
     counts = await world.counts()
     assert counts.get("replayed_refreshes", 0) == 0 and counts["refused_refreshes"] == 0
-    new_ver, new_expiry = await token_of(state, ALICE)
+    new_ver, new_expiry = await token_of(world.state, alice)
     assert new_ver == ver + 1 and new_expiry > time.time() + 3000
-    assert len(world.ephemerals(ALICE)) == 1  # no sign-in again
+    assert len(world.ephemerals(alice)) == 1  # no sign-in again
 
 
 # --- 4 --------------------------------------------------------------------------------------
 
 
-async def test_restart_keeps_connections(
-    worlds: Callable[..., Awaitable[World]], state: State
-) -> None:
-    world = await worlds("--expires-in", "12")  # so the turn after the restart refreshes
-    await connected_by_a_turn(world, world.a, ALICE, "904.000001")
-    _, expires_at = await token_of(state, ALICE)
+@ON_THE_DEPLOYMENT
+async def test_restart_keeps_connections(world: World) -> None:
+    alice, _ = world.people
+    await world.tokens_live(12)  # so the turn after the restart refreshes
+    await connected_by_a_turn(world, world.a, alice, "904.000001")
+    _, expires_at = await token_of(world.state, alice)
 
     refreshed_before = await world.grants("refresh_token")
     await world.kill_replicas()  # SIGKILL: nothing of the connection is in a process
@@ -605,9 +715,9 @@ async def test_restart_keeps_connections(
     await until_true(stale, WAIT_S)
     assert await world.grants("refresh_token") == refreshed_before
 
-    await world.ask(world.b, ALICE, "904.000002")
-    assert await world.answer("904.000002") == SAID + PLAN[ALICE]
-    assert len(world.ephemerals(ALICE)) == 1 and not world.cards("904.000002")
+    await world.ask(world.b, alice, "904.000002")
+    assert await world.answer("904.000002") == SAID + plan_of(alice)
+    assert len(world.ephemerals(alice)) == 1 and not world.cards("904.000002")
     assert await world.grants("authorization_code") == 1
     # Refreshed from what was kept sealed in Redis (the token endpoint found at sign-in).
     assert await world.grants("refresh_token") >= refreshed_before + 1
@@ -616,10 +726,11 @@ async def test_restart_keeps_connections(
 # --- 5 --------------------------------------------------------------------------------------
 
 
-async def test_forged_state_refused(worlds: Callable[..., Awaitable[World]], state: State) -> None:
-    world = await worlds()
-    await world.ask(world.a, ALICE, "905.000001")
-    link = await world.link_for(ALICE, "905.000001")
+@ON_THE_DEPLOYMENT
+async def test_forged_state_refused(world: World) -> None:
+    alice, _ = world.people
+    await world.ask(world.a, alice, "905.000001")
+    link = await world.link_for(alice, "905.000001")
     alices = world.browser()
     callback = await alices.sign_in(link, "alice")  # her code, not yet brought back
 
@@ -630,12 +741,12 @@ async def test_forged_state_refused(worlds: Callable[..., Awaitable[World]], sta
     status, _ = await forger.get(on(callback, world.b))
     assert status == 403  # her state and code, from a browser that did not start it
     assert await world.grants("authorization_code") == 0
-    assert sorted(await audited(state, "callback_refused")) == ["other_browser", "unknown_state"]
+    assert sorted(await audited(world, "callback_refused")) == ["other_browser", "unknown_state"]
 
     # Neither spent her sign-in: her own browser finishes it.
     status, page = await alices.get(on(callback, world.b))
     assert status == 200, page
-    assert await world.answer("905.000001") == SAID + PLAN[ALICE]
+    assert await world.answer("905.000001") == SAID + plan_of(alice)
     assert await world.grants("authorization_code") == 1
 
 
@@ -676,39 +787,38 @@ def leaked(secrets: Iterable[str], *places: str) -> set[str]:
     }
 
 
-async def test_nothing_secret_anywhere(
-    worlds: Callable[..., Awaitable[World]], state: State, key_prefix: str
-) -> None:
+async def test_nothing_secret_anywhere(worlds: Callable[..., Awaitable[World]]) -> None:
     collector = Collector()
     await collector.start()
     try:
         world = await worlds("--expires-in", "12", collector=collector, log_level="DEBUG")
+        alice, bob = world.people
         # Two sign-ins, a refresh, a revoked grant and a sign-in again (with a forged
         # callback on the way), and a disconnect revoking at the authorization server.
-        await connected_by_a_turn(world, world.a, ALICE, "906.000001")
-        await connected_by_a_turn(world, world.b, BOB, "906.000002")
-        _, expires_at = await token_of(state, ALICE)
+        await connected_by_a_turn(world, world.a, alice, "906.000001")
+        await connected_by_a_turn(world, world.b, bob, "906.000002")
+        _, expires_at = await token_of(world.state, alice)
 
         async def stale() -> bool:
             return expires_at - time.time() < FRESH_FOR_S - 1
 
         await until_true(stale, WAIT_S)
         refreshed = await world.grants("refresh_token")
-        await world.ask(world.b, ALICE, "906.000003")
-        assert await world.answer("906.000003") == SAID + PLAN[ALICE]
+        await world.ask(world.b, alice, "906.000003")
+        assert await world.answer("906.000003") == SAID + plan_of(alice)
         assert await world.grants("refresh_token") > refreshed
 
         assert await world.revoke("alice") >= 1
-        await world.ask(world.a, ALICE, "906.000004")
-        link = await world.link_for(ALICE, "906.000004")
-        world.followed[link] = ALICE
+        await world.ask(world.a, alice, "906.000004")
+        link = await world.link_for(alice, "906.000004")
+        world.followed[link] = alice
         browser = world.browser()
         callback = await browser.sign_in(link, "alice")
         assert (await world.browser().get(on(callback, world.b)))[0] == 403
         assert (await browser.get(on(callback, world.b)))[0] == 200
-        assert await world.answer("906.000004") == SAID + PLAN[ALICE]
+        assert await world.answer("906.000004") == SAID + plan_of(alice)
 
-        said = await world.command(world.a, BOB, "disconnect files")
+        said = await world.command(world.a, bob, "disconnect files")
         assert "revoked it" in said["text"]
         assert (await world.counts())["revocations"] >= 1
 
@@ -736,7 +846,7 @@ async def test_nothing_secret_anywhere(
     assert f"{world.auth.url}/token" in logs
     assert leaked(everything, logs) == set()
     # Redis: every key under the prefix and all it holds.
-    stored = await values_under(state.client, key_prefix)
+    stored = await values_under(world.state.client, world.prefix)
     assert any(":oauth:token:" in line for line in stored)
     assert leaked(everything, *stored) == set()
     # Slack: the start link only in the ephemeral to the person it was for.

@@ -18,6 +18,9 @@ from tests.faults.script import Plan, Question, Step
 LONG = Question("t1", 1)
 QUICK = Plan(steps=(Step(0.5),), delay_s=0.1)
 STRANGER = "a-stranger-holds-this-lock"
+# A short lease: the owner finds the loss at its next renewal (a third of it), and the lock a
+# stranger took (its TTL kept) lapses within seconds.
+SHORT_LEASE = {"queue": {"lock_ttl_s": 6.0, "claim_idle_s": 6.0}}
 
 
 def plan(question: Question) -> Plan:
@@ -26,7 +29,7 @@ def plan(question: Question) -> Plan:
 
 async def lose_lock(make: ClusterFactory, traffic: Traffic, *, overwrite: bool) -> Report:
     name = "lock-overwritten" if overwrite else "lock-deleted"
-    async with make(name, plan=plan, **traffic.options()) as cluster:
+    async with make(name, plan=plan, config=SHORT_LEASE, **traffic.options()) as cluster:
         cluster.converse(traffic.threads, traffic.messages)
         await cluster.step_started(LONG.step_name(1))
         thread_ts = cluster.sent(LONG).thread_ts

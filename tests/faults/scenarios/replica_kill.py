@@ -48,7 +48,9 @@ def mid_stream_plan(question: Question) -> Plan:
 
 
 async def kill_mid_tool(make: ClusterFactory, traffic: Traffic) -> Report:
-    async with make("kill-mid-tool", plan=mid_tool_plan, **traffic.options()) as cluster:
+    async with make(
+        "kill-mid-tool", plan=mid_tool_plan, config=SHORT_LEASE, **traffic.options()
+    ) as cluster:
         cluster.converse(traffic.threads, traffic.messages)
         running = await cluster.step_started(LONG.step_name(2))
         killed_at = await cluster.kill(cluster.replica_of(running.pid))
@@ -123,7 +125,7 @@ async def _journal_holding(cluster: Cluster, call_id: str, within_s: float = 20.
 
 
 async def kill_mid_stream(make: ClusterFactory, traffic: Traffic) -> Report:
-    config = {"slack": {"streaming": True, "stream_buffer_chars": 16}}
+    config = {**SHORT_LEASE, "slack": {"streaming": True, "stream_buffer_chars": 16}}
     async with make(
         "kill-mid-stream", plan=mid_stream_plan, config=config, **traffic.options()
     ) as cluster:
