@@ -29,6 +29,13 @@ METHOD_SCOPES: dict[str, set[str]] = {
         "im:history",
         "mpim:history",
     },
+    # a schedule's run looks for its headline, posted before a crash (its tag)
+    "conversations_history": {
+        "channels:history",
+        "groups:history",
+        "im:history",
+        "mpim:history",
+    },
     "conversations_info": {"channels:read", "groups:read", "im:read", "mpim:read"},
     "files_info": {"files:read"},  # and reading a file's url_private with the bot token
     "users_info": {"users:read"},
