@@ -12,12 +12,12 @@ from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
 from bot.slack.blocks.escape import escaped, visible
 from bot.slack.blocks.limits import shorten
 
-PROMPT_CHARS = 150  # the prompt in a headline, at most
+HEADLINE_PROMPT_CHARS = 150  # the prompt shown in a headline, at most (a schedule's: 4,000)
 
 
 def headline_text(owner: str, prompt: str, missed: int) -> str:
     """ "⏰ Scheduled ask by <@U1>: <prompt> (2 earlier runs were missed)" in mrkdwn."""
-    line = escaped(visible(shorten(" ".join(prompt.split()), PROMPT_CHARS)))  # one line
+    line = escaped(visible(shorten(" ".join(prompt.split()), HEADLINE_PROMPT_CHARS)))  # one line
     said = f":alarm_clock: Scheduled ask by <@{owner}>: {line}"
     if missed > 0:
         runs = "1 earlier run was" if missed == 1 else f"{missed} earlier runs were"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.schedules.recurrence import Recurrence
-from bot.slack.blocks.headline import headline_text
+from bot.slack.blocks.headline import HEADLINE_PROMPT_CHARS, headline_text
 from bot.slack.client import GuardedWebClient, web_client
 from bot.slack.identity import BotIdentity
 from bot.slack.outbound.schedule_headline import SlackHeadlines
@@ -81,6 +81,16 @@ async def test_the_prompt_is_one_line_shortened_and_can_mention_nobody() -> None
     assert "&lt;!channel&gt;" in said and "[U+202E]" in said
     assert said.endswith("…")
     assert said.startswith(":alarm_clock: Scheduled ask by <@U1>: ")
+
+
+async def test_the_headline_shows_at_most_its_own_prompt_length() -> None:
+    """A headline shows 150 characters of the prompt; a schedule's prompt may be 4,000."""
+    start = ":alarm_clock: Scheduled ask by <@U1>: "
+    fits = "y" * HEADLINE_PROMPT_CHARS
+    assert headline_text("U1", fits, 0) == start + fits
+    cut = headline_text("U1", fits + "z", 0)
+    assert cut == start + "y" * (HEADLINE_PROMPT_CHARS - 1) + "…"
+    assert HEADLINE_PROMPT_CHARS == 150
 
 
 async def test_a_posted_headline_is_found_by_its_tag_and_no_other(
