@@ -17,10 +17,11 @@ from bot.process.services import Services
 from bot.process.slack import SlackSide
 from bot.process.state import State
 from bot.schedules.outcomes import run_outcomes
+from bot.schedules.run_tools import WithoutScheduling
 from bot.slack.client import TurnClient
 from bot.slack.outbound.asker import SlackAsker
 from bot.turn.approval import TurnApprover
-from bot.turn.model import QueuedTurn, Turn
+from bot.turn.model import QueuedTurn, Turn, TurnKind
 from bot.turn.owner import Timing
 from bot.turn.ports import (
     Agent,
@@ -85,7 +86,8 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     an MCP server has a question. With MCP servers that sign each person in, the person's
     own tools of those servers are offered too, and a call of one waits for them to connect
     (bot/turn/sign_in.py) before anyone is asked to approve it. Where the channel's memory
-    is on, ``remember`` beside them, outside the roles (memory is its switch)."""
+    is on, ``remember`` beside them, outside the roles (memory is its switch). A schedule's
+    run is offered no ``schedule`` tool (bot/schedules/run_tools.py)."""
     policy, registry, state, config = (
         services.policy,
         services.registry,
@@ -95,7 +97,7 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
     oauth = state.oauth
     personal = services.tools.mcp.personal if oauth is not None else {}
 
-    async def toolset_for(
+    async def person_tools(
         queued: QueuedTurn, deadline: Deadline, channel: ChannelView | None
     ) -> Toolset:
         turn = queued.turn
@@ -148,6 +150,12 @@ def slack_toolsets(services: Services, slack: SlackSide) -> ToolsetFor:
         )
         allowed = SignInToolset(policy.guarded(own, person, approver), connector, personal)
         return with_remember(for_requester(allowed, requester), remember)
+
+    async def toolset_for(
+        queued: QueuedTurn, deadline: Deadline, channel: ChannelView | None
+    ) -> Toolset:
+        offered = await person_tools(queued, deadline, channel)
+        return WithoutScheduling(offered) if queued.turn.kind is TurnKind.SCHEDULED else offered
 
     return toolset_for
 

@@ -260,6 +260,26 @@ async def test_in_a_dm_the_headline_opens_a_thread_the_answer_goes_in(
     await until(lambda: any(m.shown == "Noted." for m in replies(app, "D0ALICE", headline.ts)))
 
 
+async def test_a_run_cannot_make_schedules(app: SlackHarness) -> None:
+    """Its owner may make schedules in a conversation; a run is offered no ``schedule``
+    tool, and a call of it all the same is refused: no card, no schedule."""
+    app.llm.add(
+        calls(("schedule", {"prompt": "Again.", "cron": "0 9 * * *"}, "again")),
+        lambda request: text(f"Refused: {tool_results(request)['again']}"),
+    )
+    schedule = await schedule_now(app)
+    await outcome(app, schedule.id, "answered")
+    offered = app.llm.offered_tools(0)
+    assert "schedule" not in offered and "get_time" in offered
+    refused = tool_results(app.llm.requests[1])["again"]
+    assert "A scheduled run cannot make schedules: ask in a conversation." in refused
+    [headline] = headlines(app)
+    assert cards(app, "C0CHAN", headline.ts) == []
+    assert [s.id for s in await app.state.shared.schedules.of_owner(TEAM, "U0ALICE")] == [
+        schedule.id
+    ]
+
+
 async def test_an_approval_card_in_a_run_mentions_its_owner(app: SlackHarness) -> None:
     app.llm.add(calls(("place_order", {"symbol": "ACME", "quantity": 1}, "o1")))
     await schedule_now(app, "Buy one ACME share.")
