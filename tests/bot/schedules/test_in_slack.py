@@ -176,7 +176,9 @@ async def test_a_one_off_made_by_approval_runs_once_under_its_own_headline(
     await outcome(app, "s1", "answered")
     run = app.llm.requests[2]
     assert user_text(run) == PROMPT  # the prompt, not the headline, as the person's words
-    assert "<@U0ALICE> scheduled the ask below" in system_text(run)
+    told = system_text(run)
+    assert "the message below is a scheduled ask made by <@U0ALICE> earlier" in told
+    assert "starts with who wrote it" not in told  # the prompt is alone, without its author
     ended = await app.state.shared.schedules.get("s1")
     assert ended is not None and ended.state == "ended" and ended.last_at == runs_at
     assert len(headlines(app)) == 1 and len(app.llm.requests) == 3  # once
@@ -251,7 +253,7 @@ async def test_in_a_dm_the_headline_opens_a_thread_the_answer_goes_in(
     await until(lambda: bool(replies(app, "D0ALICE", headline.ts)), 20)
     [answer] = replies(app, "D0ALICE", headline.ts)
     assert answer.shown == "Your reminder: check the release."
-    assert "scheduled the ask below" in system_text(app.llm.requests[0])
+    assert "a scheduled ask made by <@U0ALICE>" in system_text(app.llm.requests[0])
     # A reply in the run's thread is a follow-up the bot answers there.
     app.llm.add(text("Noted."))
     reply_ts = app.slack.new_ts()
