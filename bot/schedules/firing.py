@@ -2,7 +2,8 @@
 
 1. Claim the occurrence (one Lua step: the schedule is active, its next run is this one, no
    other holder's lease is live) for ``LEASE_S``.
-2. The owner left the workspace: pause the schedule (audited), stop.
+2. The owner left the workspace, or the schedule's channel: pause the schedule (audited),
+   stop.
 3. Catch up (:func:`catch_up`, pure): the latest occurrence due runs once if it is at most
    ``schedules.catch_up_s`` late, the ones before it are counted as missed; older than
    that, none runs and all are counted, carried to the next run's message.
@@ -34,8 +35,19 @@ from bot.turn.model import Turn, TurnKind
 
 LEASE_S = 30.0  # how long a claim keeps other replicas off an occurrence
 OWNER_GONE = "owner left the workspace"
+OWNER_LEFT_CHANNEL = "owner_left_channel"  # the audit action: the owner left the channel
 QUEUED = "queued"  # a run's outcome until its turn ends (ScheduleStore.record_outcome)
 SKIPPED = "skipped"  # an occurrence passed over: too late to run
+
+
+class ChannelRefused(Exception):
+    """Slack refuses for good: the bot cannot post or read in the schedule's channel
+    (``reason``: Slack's error word, such as ``not_in_channel``). Raised by
+    :class:`Headlines`; the schedule pauses, as trying again would not help."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class Headlines(Protocol):
@@ -55,6 +67,10 @@ class Headlines(Protocol):
 class Owners(Protocol):
     async def gone(self, team: str, user: str) -> bool:
         """The person has left the workspace (users.info ``deleted``)."""
+        ...
+
+    async def in_channel(self, team: str, user: str, channel: str) -> bool:
+        """The person is a member of ``channel`` (True when it cannot tell)."""
         ...
 
 
@@ -99,6 +115,11 @@ class Failed:
 FireOutcome = Fired | Skipped | Paused | NotMine | Failed
 
 
+def owner_left(channel: str) -> str:
+    """Why a schedule paused when its owner is no longer in its channel."""
+    return f"owner is no longer in <#{channel}>"
+
+
 def scheduled_turn(schedule: Schedule, run: float, ts: str, now: float) -> Turn:
     """The run's turn: the owner asks the prompt in the headline's thread."""
     return Turn(
@@ -141,6 +162,14 @@ async def fire(
     if gone:
         await store.pause(schedule.id, schedule.owner, OWNER_GONE, action="owner_gone")
         return Paused(OWNER_GONE)
+    try:
+        present = await owners.in_channel(schedule.team, schedule.owner, schedule.channel)
+    except Exception as exc:
+        return Failed(f"looking up the owner failed: {_described(exc)}")
+    if not present:
+        reason = owner_left(schedule.channel)
+        await store.pause(schedule.id, schedule.owner, reason, action=OWNER_LEFT_CHANNEL)
+        return Paused(reason)
 
     recurrence = schedule.recurrence
     decided = catch_up(recurrence, occurrence, firing.first_claimed_at, config.catch_up_s)

@@ -55,6 +55,7 @@ class FakeHeadlines:
 @dataclass
 class FakeOwners:
     left: set[str] = field(default_factory=set)
+    outside: set[tuple[str, str]] = field(default_factory=set)  # (user, channel) not a member
     failure: Exception | None = None
     asked: int = 0
 
@@ -64,6 +65,10 @@ class FakeOwners:
         if self.failure is not None:
             raise self.failure
         return user in self.left
+
+    async def in_channel(self, team: str, user: str, channel: str) -> bool:
+        await asyncio.sleep(0)
+        return (user, channel) not in self.outside
 
 
 @dataclass

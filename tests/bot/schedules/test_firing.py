@@ -251,6 +251,20 @@ async def test_an_owner_who_left_pauses_the_schedule_audited(kit: Kit) -> None:
     assert entry.detail["reason"] == OWNER_GONE
 
 
+async def test_an_owner_no_longer_in_the_channel_pauses_the_schedule_audited(kit: Kit) -> None:
+    await kit.schedule()
+    kit.owners.outside.add(("U1", "C0OPS"))
+    reason = "owner is no longer in <#C0OPS>"
+    assert await kit.fire(NINE, now=NINE + 1) == Paused(reason)
+    paused = await kit.current()
+    assert (paused.state, paused.reason) == ("paused", reason)
+    assert kit.headlines.posts == [] and kit.enqueue.turns == []
+    assert await kit.store.due(NINE + HOUR, 5) == []
+    entry = (await kit.state.shared.audit.latest(1))[0]
+    assert (entry.action, entry.actor, entry.target) == ("owner_left_channel", "U1", "s1")
+    assert entry.detail["reason"] == reason
+
+
 async def test_a_slack_failure_is_tried_again_once_the_claim_lapses(kit: Kit) -> None:
     await kit.schedule()
     kit.headlines.failure = RuntimeError("ratelimited")
