@@ -4,7 +4,9 @@ slack_sdk has already retried what it safely could (bot/slack/client.py) by the 
 error reaches the bot. What is left is sorted here, so delivery keeps a turn pending through
 an outage and gives up at once only when Slack answered that it never will (an error such
 as ``channel_not_found``, ``not_in_channel`` or ``is_archived``). Anything that is not a
-Slack answer (a timeout, a dropped connection, Redis) is worth another try.
+Slack answer (a timeout, a dropped connection, Redis) is worth another try. Among the
+refusals for good, those that concern one conversation only (:func:`channel_refusal`) let a
+schedule's run pause its schedule rather than try again at every run.
 """
 
 from __future__ import annotations
@@ -38,6 +40,23 @@ MESSAGE_GONE = frozenset(
 )
 # The person stopped the stream in Slack: never write into it again.
 STOPPED_BY_USER = frozenset({"stopped_by_user"})
+# Slack refusing the bot one conversation for good: gone, archived, the bot not in it, or
+# posting there restricted or withheld. Not the whole bot's refusals (``invalid_auth``,
+# ``missing_scope``...): they are no one channel's, and pausing it would not tell anyone why.
+CHANNEL_REFUSED = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "channel_is_archived",
+        "restricted_action",
+        "restricted_action_read_only_channel",
+        "restricted_action_thread_only_channel",
+        "team_access_not_granted",
+        "ekm_access_denied",
+        "access_denied",
+    }
+)
 
 
 def error_code(exc: BaseException) -> str:
@@ -56,6 +75,16 @@ def is_temporary(exc: BaseException) -> bool:
         status = getattr(exc.response, "status_code", 200)
         return status >= 500 or status == 429 or error_code(exc) in TEMPORARY
     return isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | OSError)
+
+
+def channel_refusal(exc: BaseException) -> str | None:
+    """Slack's word when ``exc`` is Slack refusing the bot one conversation for good
+    (:data:`CHANNEL_REFUSED`), else None: anything else may be worth another try, or is not
+    the conversation's."""
+    if not isinstance(exc, SlackApiError) or is_temporary(exc):
+        return None
+    code = error_code(exc)
+    return code if code in CHANNEL_REFUSED else None
 
 
 def for_delivery(exc: BaseException) -> BaseException:

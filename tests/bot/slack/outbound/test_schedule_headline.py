@@ -1,7 +1,8 @@
 """A scheduled run's headline (bot/slack/outbound/schedule_headline.py): one top-level line
 in the schedule's channel, tagged with the schedule and the run, saying how many earlier
 runs were missed; found again by its tag (the bot's own, that schedule's, that run's) in the
-channel's recent history. Against the fake Slack Web API."""
+channel's recent history. Slack refusing the channel for good is a ``ChannelRefused``; any
+other failure is raised as it is. Against the fake Slack Web API."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
+from slack_sdk.errors import SlackApiError
 
+from bot.schedules.firing import ChannelRefused
 from bot.schedules.recurrence import Recurrence
 from bot.slack.blocks.headline import HEADLINE_PROMPT_CHARS, headline_text
 from bot.slack.client import GuardedWebClient, web_client
+from bot.slack.errors import CHANNEL_REFUSED, channel_refusal
 from bot.slack.identity import BotIdentity
 from bot.slack.outbound.schedule_headline import SlackHeadlines
 from bot.state.schedules import Schedule
@@ -117,12 +121,43 @@ async def test_a_posted_headline_is_found_by_its_tag_and_no_other(
     assert int(history.args["limit"]) == 200  # one page
 
 
-async def test_slack_refusing_is_raised_for_the_firing_to_try_again(
-    fake_slack: FakeSlack, headlines: SlackHeadlines
+@pytest.mark.parametrize("error", sorted(CHANNEL_REFUSED))
+async def test_slack_refusing_the_channel_for_good_is_a_channel_refusal(
+    fake_slack: FakeSlack, headlines: SlackHeadlines, error: str
 ) -> None:
-    fake_slack.fail("chat.postMessage", "channel_not_found")
-    with pytest.raises(Exception, match="channel_not_found"):
+    """No retry fixes these: the firing pauses the schedule, naming Slack's word."""
+    fake_slack.fail("chat.postMessage", error)
+    with pytest.raises(ChannelRefused) as posting:
         await headlines.post(schedule(), NINE, 0)
-    fake_slack.fail("conversations.history", "internal_error")
-    with pytest.raises(Exception, match="internal_error"):
+    assert posting.value.reason == error
+    fake_slack.fail("conversations.history", error)
+    with pytest.raises(ChannelRefused) as finding:
         await headlines.find(schedule(), NINE)
+    assert finding.value.reason == error
+
+
+@pytest.mark.parametrize(
+    "error", ["internal_error", "fatal_error", "missing_scope", "invalid_auth", "token_revoked"]
+)
+async def test_other_failures_are_raised_for_the_firing_to_try_again(
+    fake_slack: FakeSlack, headlines: SlackHeadlines, error: str
+) -> None:
+    """Slack failing for now, or refusing the whole bot (its token, its scopes): no one
+    channel's refusal, so no schedule pauses for it."""
+    fake_slack.fail("chat.postMessage", error)
+    with pytest.raises(SlackApiError, match=error) as posting:
+        await headlines.post(schedule(), NINE, 0)
+    assert not isinstance(posting.value, ChannelRefused)
+    fake_slack.fail("conversations.history", error)
+    with pytest.raises(SlackApiError, match=error):
+        await headlines.find(schedule(), NINE)
+
+
+async def test_the_channel_refusals_are_sorted_from_slacks_answers() -> None:
+    """Only a Slack answer names a refusal; a dropped connection is worth another try."""
+    refused = SlackApiError("no", ({"ok": False, "error": "not_in_channel"}))
+    assert channel_refusal(refused) == "not_in_channel"
+    scope = SlackApiError("no", ({"ok": False, "error": "missing_scope"}))
+    assert channel_refusal(scope) is None
+    assert channel_refusal(ConnectionResetError()) is None
+    assert {"missing_scope", "invalid_auth", "not_authed"}.isdisjoint(CHANNEL_REFUSED)
