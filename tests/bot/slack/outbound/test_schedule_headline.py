@@ -155,9 +155,12 @@ async def test_other_failures_are_raised_for_the_firing_to_try_again(
 
 async def test_the_channel_refusals_are_sorted_from_slacks_answers() -> None:
     """Only a Slack answer names a refusal; a dropped connection is worth another try."""
-    refused = SlackApiError("no", ({"ok": False, "error": "not_in_channel"}))
+    refused = slack_error({"ok": False, "error": "not_in_channel"})
     assert channel_refusal(refused) == "not_in_channel"
-    scope = SlackApiError("no", ({"ok": False, "error": "missing_scope"}))
-    assert channel_refusal(scope) is None
+    assert channel_refusal(slack_error({"ok": False, "error": "missing_scope"})) is None
     assert channel_refusal(ConnectionResetError()) is None
     assert {"missing_scope", "invalid_auth", "not_authed"}.isdisjoint(CHANNEL_REFUSED)
+
+
+def slack_error(answer: dict[str, object]) -> SlackApiError:
+    return SlackApiError("refused", answer)  # type: ignore[no-untyped-call]
