@@ -119,6 +119,7 @@ class FakeSlack:
         self.enterprise = ""  # the Enterprise Grid organisation auth.test names ("": none)
         self.groups: dict[str, list[str]] = {}
         self.channels: dict[str, dict[str, Any]] = {}  # conversations.info
+        self.members: dict[str, list[str]] = {}  # conversations.members, by channel
         self.files: dict[str, dict[str, Any]] = {}  # files.info, by id
         self.file_bytes: dict[str, tuple[bytes, str]] = {}  # id -> (content, content type)
         self.latency_s = 0.0
@@ -436,6 +437,8 @@ class FakeSlack:
             if found is None:
                 return {"ok": False, "error": "channel_not_found"}
             return {"ok": True, "channel": found}
+        if method == "conversations.members":
+            return self._members(channel, args)
         if method == "files.info":
             file = self.files.get(str(args.get("file")))
             if file is None:
@@ -448,6 +451,19 @@ class FakeSlack:
             shown = {"team_id": TEAM, **user}
             return {"ok": True, "user": {k: v for k, v in shown.items() if v is not None}}
         return {"ok": True}
+
+    def _members(self, channel: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A channel's members as conversations.members pages them (``limit`` a page, the
+        cursor the position of the next one)."""
+        if channel not in self.members:
+            return {"ok": False, "error": "channel_not_found"}
+        members = self.members[channel]
+        limit = max(1, min(int(args.get("limit") or 100), 1000))
+        start = int(args.get("cursor") or 0)
+        end = start + limit
+        more = str(end) if end < len(members) else ""
+        page = members[start:end]
+        return {"ok": True, "members": page, "response_metadata": {"next_cursor": more}}
 
     def _replies(self, channel: str, args: dict[str, Any]) -> dict[str, Any]:
         """A thread, oldest first, as conversations.replies pages it.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.schedules.firing import OWNER_GONE
+from bot.schedules.firing import OWNER_GONE, owner_left
 from bot.schedules.recurrence import Recurrence
 from bot.state.schedules import Schedule
 from tests.fakes import trading_tools
@@ -222,6 +222,25 @@ async def test_an_owner_who_left_the_workspace_pauses_the_schedule(app: SlackHar
     found = await app.state.shared.schedules.get(schedule.id)
     assert found is not None and found.reason == OWNER_GONE
     assert headlines(app) == [] and app.llm.requests == []  # nothing ran as them
+
+
+async def test_an_owner_who_left_a_private_channel_pauses_its_schedule(
+    app: SlackHarness,
+) -> None:
+    """Slack says the channel is private and the owner is not among its members."""
+    app.slack.channels["G0PRIV"] = {"id": "G0PRIV", "is_private": True}
+    app.slack.members["G0PRIV"] = ["U0BOB"]
+    schedule = await schedule_now(app, channel="G0PRIV")
+
+    async def paused() -> bool:
+        found = await app.state.shared.schedules.get(schedule.id)
+        return found is not None and found.state == "paused"
+
+    await until_true(paused, 20)
+    found = await app.state.shared.schedules.get(schedule.id)
+    assert found is not None and found.reason == owner_left("G0PRIV")
+    assert found.reason == "owner is no longer in <#G0PRIV>"
+    assert headlines(app, "G0PRIV") == [] and app.llm.requests == []  # nothing ran as them
 
 
 async def test_a_role_lost_between_two_runs_takes_its_tool_from_the_second(

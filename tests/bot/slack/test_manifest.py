@@ -37,6 +37,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
         "mpim:history",
     },
     "conversations_info": {"channels:read", "groups:read", "im:read", "mpim:read"},
+    # whether a schedule's owner is still in its private channel (groups:read for those)
+    "conversations_members": {"channels:read", "groups:read", "im:read", "mpim:read"},
     "files_info": {"files:read"},  # and reading a file's url_private with the bot token
     "users_info": {"users:read"},
     "usergroups_users_list": {"usergroups:read"},
