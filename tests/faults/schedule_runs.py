@@ -8,6 +8,11 @@ carries a tag of its own (``ask-<word>``) that the scripted model answers with
 ``answer to <tag>``, so a request and an answer tell which schedule they belong to; a
 request belongs to the latest run due when it arrived.
 
+A replica SIGKILLed while it ran turns (:class:`Kill`) leaves model requests of its own that
+were cut short; the replica taking such a turn over asks the model again, so a run the kill
+cut may show one request of the killed replica and one more, and still one headline and one
+answer.
+
 Times: Slack calls and model requests are stamped with ``time.monotonic()``, occurrences are
 epoch seconds; ``offset`` (``time.time() - time.monotonic()``) converts one to the other.
 """
@@ -48,6 +53,19 @@ class Made:
     runs: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class Kill:
+    """A replica SIGKILLed while it ran turns: its name, when (``time.monotonic()``), and the
+    model requests it had made by then (indexes into the model's requests)."""
+
+    replica: str
+    at: float
+    requests: frozenset[int]
+
+
+NO_KILL = Kill("", 0.0, frozenset())
+
+
 @dataclass
 class Seen:
     """One expected run as the fakes saw it."""
@@ -65,19 +83,27 @@ class Seen:
             return None
         return min(call.at for call in self.posts) + offset - self.occurrence
 
-    @property
-    def once(self) -> bool:
+    def once(self, kill: Kill = NO_KILL) -> bool:
+        """One headline posted and shown, one answer, one model request (or, for a turn the
+        kill cut short, the killed replica's request and one more after the takeover)."""
         return (
             len(self.posts) == 1
             and len(self.headlines) == 1
             and len(self.answers) == 1
-            and len(self.requests) == 1
+            and (len(self.requests) == 1 or self.taken_over(kill))
         )
 
-    def counts(self) -> str:
+    def taken_over(self, kill: Kill) -> bool:
+        """Two model requests: one the killed replica made, one after it by another."""
+        cut = [index for index in self.requests if index in kill.requests]
+        return len(self.requests) == 2 and len(cut) == 1 and cut[0] == min(self.requests)
+
+    def counts(self, kill: Kill = NO_KILL) -> str:
+        cut = sum(index in kill.requests for index in self.requests)
         return (
             f"{len(self.posts)} headline post(s), {len(self.headlines)} shown, "
             f"{len(self.answers)} answer(s), {len(self.requests)} model request(s)"
+            + (f" ({cut} by the killed replica)" if cut else "")
         )
 
 
@@ -182,18 +208,24 @@ def strays(made: Sequence[Made], slack: FakeSlack, llm: FakeLLM, offset: float) 
 
 
 def check_runs(
-    report: Report, made: Sequence[Made], slack: FakeSlack, llm: FakeLLM, offset: float
+    report: Report,
+    made: Sequence[Made],
+    slack: FakeSlack,
+    llm: FakeLLM,
+    offset: float,
+    kill: Kill = NO_KILL,
 ) -> list[Seen]:
     """Add the checks: every expected run exactly once and on time, no other run; and a note
-    per run with its lateness and the replica that fired it."""
+    per run with its lateness and the replica that fired it. ``kill``: the model requests a
+    replica killed mid-run made, which the runs it cut short may show besides their own."""
     seen = collect(made, slack, llm, offset)
     for schedule in made:
         runs = [s for s in seen if s.made is schedule]
         report.add(
             f"{schedule.id} ({schedule.tag}) ran exactly once at each of its "
             f"{len(schedule.runs)} time(s)",
-            all(s.once for s in runs),
-            "; ".join(f"{clock(s.occurrence)}: {s.counts()}" for s in runs if not s.once),
+            all(s.once(kill) for s in runs),
+            "; ".join(f"{clock(s.occurrence)}: {s.counts(kill)}" for s in runs if not s.once(kill)),
         )
     late = [(s, s.late_s(offset)) for s in seen]
     report.add(
@@ -215,10 +247,11 @@ def run_line(run: Seen, offset: float) -> str:
     """One run's lateness: of its headline, and of its answer, and who posted it."""
     answered = [m.updated_at + offset - run.occurrence for m in run.answers]
     by = ", ".join(sorted({call.token for call in run.posts})) or "nobody"
+    asked_times = "" if len(run.requests) == 1 else f", the model asked {len(run.requests)} times"
     return (
         f"{run.made.id} {run.made.tag} at {clock(run.occurrence)}: headline "
         f"{_seconds(run.late_s(offset))} late ({by}), answer "
-        f"{_seconds(min(answered, default=None))} after its time"
+        f"{_seconds(min(answered, default=None))} after its time{asked_times}"
     )
 
 

@@ -9,18 +9,26 @@ one-off 15 s ahead (``ask-once``); three every-minute schedules of Alice's (``as
 ``ask-paused``, ``ask-removed``); one of Bob's (``ask-role``), who holds the role
 ``stepper`` by an admin's ``/agent grant`` and so is offered ``sync_step``.
 
+Redis writes its append-only file once a second (``appendfsync everysec``, set at the start),
+as Redis is usually run.
+
 1. Minute 1: every schedule runs. Then Alice pauses ``ask-paused`` (``/agent pause``) and
-   unschedules ``ask-removed`` (``/agent unschedule``), the admin revokes Bob's grant
-   (``/agent revoke``), and the replica that fired ``ask-every`` is SIGKILLed.
-2. Minute 2, on the one replica left: ``ask-every`` and ``ask-role`` run; Bob is not
-   offered ``sync_step`` any more. The killed replica starts again.
-3. Minute 3, on both: they run again. Then Redis stops (gracefully: it writes its
-   append-only file) and starts again with its data.
+   unschedules ``ask-removed`` (``/agent unschedule``), and the admin revokes Bob's grant
+   (``/agent revoke``).
+2. Minute 2: ``ask-every`` and ``ask-role`` run; Bob is not offered ``sync_step`` any more.
+   The model holds its answer to ``ask-every``'s run HOLD_S; once that request has arrived,
+   the replica running the turn is SIGKILLed, and the other takes the turn over when its
+   lease lapses (``queue.lock_ttl_s`` and ``claim_idle_s`` short, as in replica_kill). The
+   killed replica starts again.
+3. Minute 3, on both: they run again. Then the redis-server is SIGKILLed (what it had not
+   written to its append-only file yet is lost) and starts again with what it had.
 4. Minute 4: they run once more.
 
 Expected: every run exactly once (one headline tagged with the run, one answer in its
-thread, one model request), within 5 s of its time; the paused and unscheduled ones never
-again; the one-off once, then ended. The report's notes give each run's lateness.
+thread, one model request; the run the kill cut short one more, by the replica that took it
+over, and nothing left in its thread), within 5 s of its time; the paused and unscheduled
+ones never again; the one-off once, then ended. The report's notes give each run's
+lateness.
 """
 
 from __future__ import annotations
@@ -38,35 +46,31 @@ from bot.state.redis.errors import StateUnavailable
 from bot.state.redis.keys import Keys
 from bot.state.redis.shards import Shards
 from bot.state.schedules import Schedule, ScheduleStore, TooMany
-from tests.fakes.llm_server import Reply, Request, calls, text, tool_results
 from tests.fakes.slack_harness import is_approval_card
 from tests.fakes.slack_server import TEAM, Message
 from tests.faults.cluster import Cluster
 from tests.faults.deployment import START_TIMEOUT_S
-from tests.faults.invariants import Report
+from tests.faults.invariants import Report, left_behind
 from tests.faults.replicas import Replica
 from tests.faults.scenarios import ClusterFactory
+from tests.faults.scenarios.replica_kill import SHORT_LEASE, TAKEOVER_S
+from tests.faults.schedule_model import MAKE_IT, SCHEDULE_TOOL, ScriptedModel
 from tests.faults.schedule_runs import (
+    NO_KILL,
+    Kill,
     Made,
     Seen,
-    answer_to,
-    asked,
     check_runs,
     clock,
     collect,
-    headline_posts,
     offered,
     requests_of,
 )
-from tests.faults.script import content_of
 from tests.faults.topology.base import REDIS_AWAY
 from tests.waiting import until, until_true
 
 ALICE, BOB, ADMIN = "U0ALICE", "U0BOB", "U0ADMIN"
 CHANNEL = "C0CHAN"
-MAKE_IT = "please make me a scheduled ask"  # Alice's mention: the model calls the tool
-MAKE_CALL = "make"  # the id of that tool call
-SCHEDULE_TOOL = "schedule"
 TOOL_TAG = "ask-tool"  # the prompt of the one-off made through the tool
 PROMPT = "say that the scheduled ask ran"
 APPROVE = "approval_approve"  # the card's Approve button
@@ -78,6 +82,7 @@ MINUTES = 4
 LEAD_S = 4.0  # the first minute is at least this far ahead when the schedules are made
 ONE_OFF_S = 15.0  # the one-off's time, after the schedules are made
 ANSWERED_S = 25.0  # from a run's time to its answer in the thread, at most
+HOLD_S = 5.0  # the model holds its answer to the run killed mid-turn this long
 REDIS_DOWN_S = 3.0
 QUIET_S = 3.0  # after the last answer: a second run of it would have shown by now
 # Start-up, the tool's card and click, the wait for the first minute (up to 60 s), four
@@ -85,6 +90,7 @@ QUIET_S = 3.0  # after the last answer: a second run of it would have shown by n
 BUDGET_S = START_TIMEOUT_S + 2 * ANSWERED_S + 60.0 + (MINUTES - 1) * 60.0 + ANSWERED_S + 30.0
 
 CONFIG = {
+    **SHORT_LEASE,
     "schedules": {"min_interval_s": MIN_INTERVAL_S},
     "slack": {"streaming": False},
     "tools": {"builtins": [SCHEDULE_TOOL]},
@@ -94,28 +100,6 @@ CONFIG = {
         "member": {"default": True, "tools": [KEPT_TOOL, SCHEDULE_TOOL]},
     },
 }
-
-
-def model(request: Request) -> Reply:
-    """The scripted model, on any replica: a schedule's prompt gets ``answer to <tag>``;
-    Alice's request to make one calls ``schedule`` (a one-off ONE_OFF_S ahead of the call),
-    then says what it answered."""
-    tag = asked(request)
-    if tag is not None:
-        return text(answer_to(tag))
-    if MAKE_IT not in last_words(request):
-        return text("I see no scheduled ask.")
-    results = tool_results(request)
-    if MAKE_CALL in results:
-        return text(f"Made: {results[MAKE_CALL]}")
-    at = datetime.fromtimestamp(time.time() + ONE_OFF_S, UTC).isoformat(timespec="seconds")
-    arguments = {"prompt": f"{TOOL_TAG}: {PROMPT}", "at": at}
-    return calls((SCHEDULE_TOOL, arguments, MAKE_CALL))
-
-
-def last_words(request: Request) -> str:
-    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
-    return content_of(users[-1]) if users else ""
 
 
 def next_minute(moment: float) -> float:
@@ -187,17 +171,40 @@ async def runs_answered(
     return True
 
 
-def firer(cluster: Cluster, schedule: Made, occurrence: float) -> Replica:
-    """The replica that posted the headline of ``schedule``'s run at ``occurrence``."""
-    tokens = [
-        call.token
-        for key, call in headline_posts(cluster.slack)
-        if key[0] == schedule.id and abs(key[1] - occurrence) < 0.5
-    ]
-    for replica in cluster.replicas:
-        if replica.token in tokens:
-            return replica
-    return cluster.replicas[0]
+async def kill_mid_run(
+    cluster: Cluster, model: ScriptedModel, minute: float, offset: float, timeline: Timeline
+) -> tuple[Replica | None, Kill]:
+    """Wait until the model's held request of ``minute``'s run has arrived, then SIGKILL
+    the replica that made it (it waits for the answer). The replica and the kill (None and
+    NO_KILL, noted, when no such request came within ANSWERED_S of the minute)."""
+    try:
+        await asyncio.wait_for(model.held.wait(), max(minute + ANSWERED_S - time.time(), 1.0))
+    except TimeoutError:
+        timeline.note(f"no model request for the run at {clock(minute)} to hold")
+        return None, NO_KILL
+    held = model.held_request
+    assert held is not None
+    [victim] = [r for r in cluster.replicas if r.llm_key == held.by]
+    name = victim.name
+    killed_at = await cluster.kill(victim)
+    kill = Kill(name, killed_at, model.made_by(victim.llm_key, since=minute - offset))
+    timeline.note(
+        f"SIGKILL of {name}, {killed_at - held.at:.2f} s after its model request for the run "
+        f"at {clock(minute)} arrived (the answer held {HOLD_S:.0f} s); it had made "
+        f"{len(kill.requests)} model request(s) since that minute"
+    )
+    return victim, kill
+
+
+async def kill_redis(cluster: Cluster, down_s: float) -> tuple[float, float]:
+    """SIGKILL of the private redis-server (no chance to write what its append-only file
+    lacks), started again on the same port and directory ``down_s`` later; return when it
+    was killed and when it was back (monotonic)."""
+    await asyncio.to_thread(cluster.redis.stop)
+    stopped = time.monotonic()
+    await asyncio.sleep(down_s)
+    await asyncio.to_thread(cluster.redis.start)
+    return stopped, time.monotonic()
 
 
 async def made_through_the_tool(
@@ -251,7 +258,11 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
         "schedules", replicas=2, persistent_redis=True, config=CONFIG, budget_s=BUDGET_S
     ) as cluster:
         timeline = Timeline()
+        model = ScriptedModel(cluster.llm, tool_tag=TOOL_TAG, prompt=PROMPT, one_off_s=ONE_OFF_S)
         cluster.llm.otherwise = model
+        await cluster.client().config_set("appendfsync", "everysec")
+        fsync = (await cluster.client().config_get("appendfsync"))["appendfsync"]
+        timeline.note(f"Redis writes its append-only file with appendfsync {fsync}")
         for user in (ALICE, BOB, ADMIN):
             cluster.slack.users[user] = {"id": user, "tz": "UTC"}
         offset = time.time() - time.monotonic()
@@ -288,7 +299,7 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
             f"{clock(once_at)}, the first minute {clock(first)}"
         )
 
-        # Minute 1, then the changes between the first and second runs, and the kill.
+        # Minute 1, then the changes between the first and second runs.
         firsts = [min(m.runs) for m in made]
         await runs_answered(cluster, made, offset, max(first, *firsts), timeline)
         said = await cluster.command(first_replica, ALICE, f"pause {paused.id}")
@@ -298,19 +309,20 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
         await cluster.command(second_replica, ADMIN, f"revoke <@{BOB}> {STEPPER}")
         revoked = [g.role for g in await grants.of(TEAM, BOB)]
         timeline.note(f"/agent revoke: Bob holds {revoked}")
-        victim = firer(cluster, made[1], first)
-        await cluster.kill(victim)
-        timeline.note(f"SIGKILL of {victim.name}, which fired {every.id}'s first run")
 
-        # Minute 2 on the one replica left; the killed one starts again.
+        # Minute 2: the replica running ask-every's turn is killed while the model thinks;
+        # the other takes it over; the killed one starts again.
+        model.hold("ask-every", minutes[1], HOLD_S)
+        victim, kill = await kill_mid_run(cluster, model, minutes[1], offset, timeline)
         await runs_answered(cluster, made, offset, minutes[1], timeline)
-        await victim.restart(START_TIMEOUT_S)
-        timeline.note(f"{victim.name} started again and is healthy")
+        if victim is not None:
+            await victim.restart(START_TIMEOUT_S)
+            timeline.note(f"{victim.name} started again and is healthy")
 
         # Minute 3 on both; then Redis restarts.
         await runs_answered(cluster, made, offset, minutes[2], timeline)
-        stopped, back = await cluster.restart_redis(REDIS_DOWN_S)
-        timeline.note(f"Redis restarted: away {back - stopped:.1f} s")
+        stopped, back = await kill_redis(cluster, REDIS_DOWN_S)
+        timeline.note(f"Redis SIGKILLed and started again: away {back - stopped:.1f} s")
 
         # Minute 4, and a moment for a second run of anything to show.
         await runs_answered(cluster, made, offset, minutes[3], timeline)
@@ -322,7 +334,8 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
             report_made,
             "" if report_made else "see the timeline",
         )
-        seen = check_runs(report, made, cluster.slack, cluster.llm, offset)
+        seen = check_runs(report, made, cluster.slack, cluster.llm, offset, kill)
+        add_takeover_checks(report, seen, cluster, model, kill, every.id, minutes[1])
         add_role_checks(report, [s for s in seen if s.made.id == role.id], cluster)
         report.add(
             f"Bob held {STEPPER} by the grant, and no longer after the revoke",
@@ -339,7 +352,8 @@ async def schedules_through_faults(make: ClusterFactory) -> Report:
 
 def add_role_checks(report: Report, runs: list[Seen], cluster: Cluster) -> None:
     """Bob's first run offered the tool his granted role gives; the second (after the
-    revoke) did not, and still offered what his default role gives."""
+    revoke; asked twice if the kill cut it short) did not, and still offered what his
+    default role gives."""
     offers = [[sorted(offered(r)) for r in requests_of(run, cluster.llm)] for run in runs[:2]]
     first = offers[0] if offers else []
     second = offers[1] if len(offers) > 1 else []
@@ -347,10 +361,67 @@ def add_role_checks(report: Report, runs: list[Seen], cluster: Cluster) -> None:
         f"Bob's first run offered {LOST_TOOL} (granted), the second did not (revoked)",
         len(first) == 1
         and LOST_TOOL in first[0]
-        and len(second) == 1
-        and LOST_TOOL not in second[0]
-        and KEPT_TOOL in second[0],
+        and bool(second)
+        and all(LOST_TOOL not in tools and KEPT_TOOL in tools for tools in second),
         f"first run offered {first}, second {second}",
+    )
+
+
+def add_takeover_checks(
+    report: Report,
+    seen: list[Seen],
+    cluster: Cluster,
+    model: ScriptedModel,
+    kill: Kill,
+    schedule_id: str,
+    minute: float,
+) -> None:
+    """The run killed mid-turn: the kill came while its model request waited for the held
+    answer; another replica asked the model again within TAKEOVER_S of the kill; the run's
+    thread shows its headline and one answer, and nothing else, nothing left running."""
+    held = model.held_request
+    report.add(
+        f"the replica running {schedule_id}'s run at {clock(minute)} was SIGKILLed while "
+        "the model held its answer",
+        held is not None and held.index in kill.requests and kill.at - held.at < HOLD_S,
+        "no request was held"
+        if held is None
+        else f"{kill.replica} killed {kill.at - held.at:.2f} s after the request arrived "
+        f"(held {HOLD_S:.0f} s)",
+    )
+    [run] = [s for s in seen if s.made.id == schedule_id and s.occurrence == minute]
+    again = [i for i in run.requests if i not in kill.requests]
+    takeover = [cluster.llm.arrived_at[i] - kill.at for i in again]
+    report.add(
+        f"another replica took it over within {TAKEOVER_S:.0f} s: the model asked once more, "
+        "one answer",
+        run.taken_over(kill)
+        and len(takeover) == 1
+        and 0 < takeover[0] <= TAKEOVER_S
+        and len(run.answers) == 1,
+        f"{run.counts(kill)}; asked again "
+        + ", ".join(
+            f"+{t:.1f} s after the kill by {model.callers.get(i)}"
+            for i, t in zip(again, takeover, strict=True)
+        )
+        + (
+            f"; answered +{run.answers[0].updated_at - kill.at:.1f} s after the kill"
+            if run.answers
+            else ""
+        ),
+    )
+    thread = [
+        m
+        for headline in run.headlines
+        for m in cluster.slack.thread(headline.channel, headline.ts)
+        if m.ts != headline.ts
+    ]
+    others = [m for m in thread if m not in run.answers]
+    leftovers = left_behind(thread)
+    report.add(
+        "its thread shows the one answer and nothing else, nothing left running",
+        len(run.headlines) == 1 and not others and not leftovers,
+        "; ".join([*(f"also {m.ts}: {m.text[:60]!r}" for m in others), *leftovers]),
     )
 
 
