@@ -36,6 +36,8 @@ from bot.turn.model import Turn, TurnKind
 LEASE_S = 30.0  # how long a claim keeps other replicas off an occurrence
 OWNER_GONE = "owner left the workspace"
 OWNER_LEFT_CHANNEL = "owner_left_channel"  # the audit action: the owner left the channel
+CHANNEL_REFUSED = "channel_refused"  # the audit action: Slack refuses the channel for good
+MAX_ATTEMPTS = 5  # an occurrence's claims before a run that keeps failing is skipped
 QUEUED = "queued"  # a run's outcome until its turn ends (ScheduleStore.record_outcome)
 SKIPPED = "skipped"  # an occurrence passed over: too late to run
 
@@ -90,9 +92,11 @@ class Fired:
 
 @dataclass(frozen=True)
 class Skipped:
-    """No run: every occurrence due was too late; ``missed`` of them, now carried."""
+    """No run: every occurrence due was too late, or (``reason``) the run kept failing;
+    ``missed`` of them, now carried."""
 
     missed: int
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,8 @@ class NotMine:
 
 @dataclass(frozen=True)
 class Failed:
-    """A Slack call failed; the occurrence is tried again when the lease lapses."""
+    """A Slack call failed; the occurrence is tried again when the lease lapses (up to
+    ``MAX_ATTEMPTS`` claims, while the run is at most ``catch_up_s`` late)."""
 
     reason: str
 
@@ -118,6 +123,11 @@ FireOutcome = Fired | Skipped | Paused | NotMine | Failed
 def owner_left(channel: str) -> str:
     """Why a schedule paused when its owner is no longer in its channel."""
     return f"owner is no longer in <#{channel}>"
+
+
+def channel_refused(channel: str, reason: str) -> str:
+    """Why a schedule paused when Slack refuses its channel for good."""
+    return f"the bot cannot post in <#{channel}>: {reason}"
 
 
 def scheduled_turn(schedule: Schedule, run: float, ts: str, now: float) -> Turn:
@@ -155,22 +165,6 @@ async def fire(
     if firing is None:
         return NotMine()
     schedule = firing.schedule
-    try:
-        gone = await owners.gone(schedule.team, schedule.owner)
-    except Exception as exc:
-        return Failed(f"looking up the owner failed: {_described(exc)}")
-    if gone:
-        await store.pause(schedule.id, schedule.owner, OWNER_GONE, action="owner_gone")
-        return Paused(OWNER_GONE)
-    try:
-        present = await owners.in_channel(schedule.team, schedule.owner, schedule.channel)
-    except Exception as exc:
-        return Failed(f"looking up the owner failed: {_described(exc)}")
-    if not present:
-        reason = owner_left(schedule.channel)
-        await store.pause(schedule.id, schedule.owner, reason, action=OWNER_LEFT_CHANNEL)
-        return Paused(reason)
-
     recurrence = schedule.recurrence
     decided = catch_up(recurrence, occurrence, firing.first_claimed_at, config.catch_up_s)
     since_decided = passed_between(recurrence, firing.first_claimed_at, now)
@@ -186,7 +180,21 @@ async def fire(
         return Skipped(missed) if advanced else NotMine()
 
     run = decided.run
+    try:
+        left = await _owner_left(owners, schedule)
+    except Exception as exc:
+        failed = Failed(f"looking up the owner failed: {_described(exc)}")
+        return await _failed(
+            store, firing, failed, run, decided.skipped + since_decided, now, config
+        )
+    if left is not None:
+        reason, action = left
+        await store.pause(schedule.id, schedule.owner, reason, action=action)
+        return Paused(reason)
+
     ts = await _headline(store, headlines, firing, run, schedule.missed + decided.skipped)
+    if isinstance(ts, Failed):
+        return await _failed(store, firing, ts, run, decided.skipped + since_decided, now, config)
     if not isinstance(ts, str):
         return ts
     entry_id = await enqueue(scheduled_turn(schedule, run, ts, now))
@@ -234,7 +242,7 @@ def firing_with(
 
 async def _headline(
     store: ScheduleStore, headlines: Headlines, firing: Firing, run: float, missed: int
-) -> str | Failed | NotMine:
+) -> str | Failed | Paused | NotMine:
     """The run's headline ts (step 4): recorded, found, or posted, then recorded."""
     if firing.ts:
         return firing.ts
@@ -242,11 +250,50 @@ async def _headline(
     try:
         found = await headlines.find(schedule, run) if firing.taken_over else None
         ts = found or await headlines.post(schedule, run, missed)
+    except ChannelRefused as refused:
+        reason = channel_refused(schedule.channel, refused.reason)
+        await store.pause(schedule.id, schedule.owner, reason, action=CHANNEL_REFUSED)
+        return Paused(reason)
     except Exception as exc:
         return Failed(f"posting the headline failed: {_described(exc)}")
     if not await store.record_headline(firing, ts):
         return NotMine()
     return ts
+
+
+async def _owner_left(owners: Owners, schedule: Schedule) -> tuple[str, str] | None:
+    """Why the schedule pauses, and the audit action, when its owner left the workspace or
+    its channel (step 2); None: they are still there."""
+    if await owners.gone(schedule.team, schedule.owner):
+        return OWNER_GONE, "owner_gone"
+    if not await owners.in_channel(schedule.team, schedule.owner, schedule.channel):
+        return owner_left(schedule.channel), OWNER_LEFT_CHANNEL
+    return None
+
+
+async def _failed(
+    store: ScheduleStore,
+    firing: Firing,
+    failed: Failed,
+    run: float,
+    missed: int,
+    now: float,
+    config: SchedulesConfig,
+) -> Failed | Skipped | NotMine:
+    """An attempt at ``run`` failed: tried again once the lease lapses, unless this was the
+    ``MAX_ATTEMPTS``-th or the run is over ``catch_up_s`` late. Then the run is skipped as
+    missed (with the ``missed`` before and after it), its outcome the failure."""
+    if firing.attempts < MAX_ATTEMPTS and now - run <= config.catch_up_s:
+        return failed
+    schedule = firing.schedule
+    advanced = await store.advance(
+        firing,
+        ran=None,
+        next_at=next_after(schedule.recurrence, max(now, run)),
+        missed=schedule.missed + missed + 1,
+        outcome=f"failed: {failed.reason}",
+    )
+    return Skipped(missed + 1, failed.reason) if advanced else NotMine()
 
 
 def _described(exc: BaseException) -> str:

@@ -112,6 +112,13 @@ class Scheduler:
         else:
             if isinstance(outcome, Failed):
                 log.warning("schedule %s at %s: %s", schedule_id, occurrence, outcome.reason)
+            elif isinstance(outcome, Skipped) and outcome.reason:
+                log.warning(
+                    "schedule %s at %s skipped, it kept failing: %s",
+                    schedule_id,
+                    occurrence,
+                    outcome.reason,
+                )
             metrics.safely(partial(record, outcome))
         finally:
             self.firing.pop((schedule_id, occurrence), None)  # (the done callback, if cancelled)

@@ -149,10 +149,14 @@ return fields
 """
 )
 
-# KEYS: the schedule, the occurrence's firing record; ARGV: the occurrence, holder, now, the
-# lease's end, the record's lifetime. The schedule must be active with its next run at the
-# occurrence, and no other holder's lease live. Returns {headline ts or '', first claimed at,
-# '1' when a holder had it before ('0' else), the schedule's fields}, or false.
+# KEYS: the schedule, the occurrence's firing record, the due index; ARGV: the occurrence,
+# holder, now, the lease's end, the record's lifetime, the schedule's id. The schedule must
+# be active with its next run at the occurrence, and no other holder's lease live. The
+# record counts the attempt; the schedule's score in the due index becomes the lease's end,
+# so the scheduler's next looks pass over it until the lease lapses (no head-of-line
+# blocking by an occurrence being fired or waiting to be tried again). Returns {headline ts
+# or '', first claimed at, '1' when a holder had it before ('0' else), the attempts so far
+# (this one included), the schedule's fields}, or false.
 CLAIM = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if state ~= 'active' then return false end
@@ -162,8 +166,10 @@ local held = redis.call('HMGET', KEYS[2], 'holder', 'until', 'ts', 'first')
 if held[1] and tonumber(held[2]) > tonumber(ARGV[3]) then return false end
 local first = held[4] or ARGV[3]
 redis.call('HSET', KEYS[2], 'holder', ARGV[2], 'until', ARGV[4], 'first', first)
+local attempts = redis.call('HINCRBY', KEYS[2], 'attempts', 1)
 redis.call('EXPIRE', KEYS[2], ARGV[5])
-return {held[3] or '', first, held[1] and '1' or '0', redis.call('HGETALL', KEYS[1])}
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[6])
+return {held[3] or '', first, held[1] and '1' or '0', attempts, redis.call('HGETALL', KEYS[1])}
 """
 
 # KEYS: the firing record; ARGV: holder, headline ts. 1: recorded; 0: not the holder.
@@ -201,6 +207,22 @@ if ARGV[9] == '1' then audit(KEYS[4], ARGV[10], 11, about(KEYS[1], {})) end
 return 1
 """
 )
+
+# KEYS: the due index; ARGV: the schedules' key prefix, now, the most to return. The
+# schedules whose score (their next run, or the end of a claim's lease) is at or before now,
+# earliest first, each with its next run; and how many are active. Returns {{id, next run,
+# ...}, count}.
+LOOK = """
+local due = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, ARGV[3])) do
+  local next_at = redis.call('HGET', ARGV[1] .. id, 'next_at')
+  if next_at and next_at ~= '' then
+    due[#due + 1] = id
+    due[#due + 1] = next_at
+  end
+end
+return {due, redis.call('ZCARD', KEYS[1])}
+"""
 
 # KEYS: the schedule; ARGV: the run, its outcome. Only while the run is the schedule's last.
 RECORD_OUTCOME = """
@@ -250,12 +272,13 @@ class Firing:
     ts: str
     first_claimed_at: float
     taken_over: bool
+    attempts: int  # claims of this occurrence so far, this one included
 
 
 @dataclass(frozen=True)
 class DueLook:
-    """One look at the due index: the schedules due (id, occurrence) and how many are
-    active."""
+    """One look at the due index: the schedules due (id, their next run: the occurrence to
+    fire) and how many are active."""
 
     due: list[tuple[str, float]]
     active: int
@@ -280,6 +303,7 @@ class ScheduleStore:
         self._record_headline = client.register_script(RECORD_HEADLINE)
         self._advance = client.register_script(ADVANCE)
         self._record_outcome = client.register_script(RECORD_OUTCOME)
+        self._look = client.register_script(LOOK)
 
     # --- made and changed by people --------------------------------------------------
 
@@ -417,13 +441,17 @@ class ScheduleStore:
         return [(str(member), float(score)) for member, score in reply]
 
     async def look(self, now: float, limit: int) -> DueLook:
-        """:meth:`due` and :meth:`count_active` in one round trip (the scheduler's tick)."""
-        due_key = self.keys.schedules_due()
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.zrangebyscore(due_key, "-inf", now, start=0, num=limit, withscores=True)
-            pipe.zcard(due_key)
-            due, active = await guarded(pipe.execute())
-        return DueLook([(str(member), float(score)) for member, score in due], int(active))
+        """The scheduler's tick, one round trip: up to ``limit`` schedules whose score in the
+        due index (their next run; while claimed, the claim's lease's end) is at or before
+        ``now``, each with its next run, earliest first; and how many are active."""
+        due, active = await guarded(
+            self._look(
+                keys=[self.keys.schedules_due()],
+                args=[self.keys.schedule_prefix(), repr(now), limit],
+            )
+        )
+        pairs = zip(due[::2], due[1::2], strict=True)
+        return DueLook([(str(member), float(at)) for member, at in pairs], int(active))
 
     async def count_active(self) -> int:
         return int(await guarded(self.client.zcard(self.keys.schedules_due())))
@@ -434,7 +462,8 @@ class ScheduleStore:
         self, schedule_id: str, occurrence: float, holder: str, now: float, lease_s: float
     ) -> Firing | None:
         """Take the firing of ``occurrence`` for ``lease_s``: only while the schedule is
-        active with its next run at ``occurrence`` and no other holder's lease is live.
+        active with its next run at ``occurrence`` and no other holder's lease is live. The
+        attempt is counted, and the schedule leaves the due window until the lease's end.
         None: someone else holds it, or the schedule moved on."""
         until = now + lease_s
         reply = await guarded(
@@ -442,17 +471,34 @@ class ScheduleStore:
                 keys=[
                     self.keys.schedule(schedule_id),
                     self.keys.schedule_firing(schedule_id, epoch_text(occurrence)),
+                    self.keys.schedules_due(),
                 ],
-                args=[repr(occurrence), holder, repr(now), repr(until), FIRING_KEEP_S],
+                args=[
+                    repr(occurrence),
+                    holder,
+                    repr(now),
+                    repr(until),
+                    FIRING_KEEP_S,
+                    schedule_id,
+                ],
             )
         )
         if not reply:
             return None
-        ts, first, before, fields = reply
+        ts, first, before, attempts, fields = reply
         schedule = parse_flat(fields)
         if schedule is None:
             return None
-        return Firing(schedule, occurrence, holder, until, str(ts), float(first), before == "1")
+        return Firing(
+            schedule,
+            occurrence,
+            holder,
+            until,
+            str(ts),
+            float(first),
+            before == "1",
+            int(attempts),
+        )
 
     async def record_headline(self, firing: Firing, ts: str) -> bool:
         """Keep the headline's ts in the firing record, while ``firing.holder`` holds it
@@ -476,10 +522,12 @@ class ScheduleStore:
     ) -> bool:
         """Move the schedule past the occurrence: ``ran`` (the run made, None: none),
         ``next_at`` (None: the schedule ends), ``missed`` (carried to the next run's
-        message), ``outcome``. A step with no run is audited (``skipped``). Only while the
-        schedule's next run is the occurrence and the firing record names the holder."""
+        message), ``outcome``. A step with no run is audited (``skipped``, with its outcome).
+        Only while the schedule's next run is the occurrence and the firing record names the
+        holder."""
         schedule = firing.schedule
-        entry = self._entry("skipped", schedule.owner, schedule.id, {"missed": missed})
+        detail = {"missed": missed, "outcome": outcome}
+        entry = self._entry("skipped", schedule.owner, schedule.id, detail)
         advanced = await guarded(
             self._advance(
                 keys=[

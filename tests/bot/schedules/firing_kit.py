@@ -30,6 +30,7 @@ class FakeHeadlines:
     posts: list[Post] = field(default_factory=list)
     finds: int = 0
     failure: Exception | None = None  # post raises it (Slack refused)
+    failures_in: dict[str, Exception] = field(default_factory=dict)  # by channel, the same
     die_after_post: bool = False  # the post lands, then the holder dies
 
     async def find(self, schedule: Schedule, occurrence: float) -> str | None:
@@ -44,6 +45,8 @@ class FakeHeadlines:
         await asyncio.sleep(0)  # others run meanwhile, as over the network
         if self.failure is not None:
             raise self.failure
+        if schedule.channel in self.failures_in:
+            raise self.failures_in[schedule.channel]
         ts = f"{1_780_000_000 + len(self.posts)}.000100"
         self.posts.append(Post(schedule.id, occurrence, missed, ts))
         if self.die_after_post:

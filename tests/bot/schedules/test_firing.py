@@ -16,7 +16,9 @@ from bot.process.state import State
 from bot.schedules.config import SchedulesConfig
 from bot.schedules.firing import (
     LEASE_S,
+    MAX_ATTEMPTS,
     OWNER_GONE,
+    ChannelRefused,
     Failed,
     Fired,
     FireOutcome,
@@ -281,6 +283,54 @@ async def test_a_slack_failure_is_tried_again_once_the_claim_lapses(kit: Kit) ->
     outcome = await kit.fire(NINE + HOUR, now=NINE + HOUR)
     assert outcome == Failed("looking up the owner failed: RuntimeError: users.info timed out")
     assert (await kit.current()).next_at == NINE + HOUR  # still due, for the next claim
+
+
+async def test_a_channel_slack_refuses_for_good_pauses_the_schedule_audited(kit: Kit) -> None:
+    await kit.schedule()
+    kit.headlines.failure = ChannelRefused("not_in_channel")
+    reason = "the bot cannot post in <#C0OPS>: not_in_channel"
+    assert await kit.fire(NINE, now=NINE + 1) == Paused(reason)
+    paused = await kit.current()
+    assert (paused.state, paused.reason) == ("paused", reason)
+    assert await kit.store.due(NINE + HOUR, 5) == [] and kit.enqueue.turns == []
+    entry = (await kit.state.shared.audit.latest(1))[0]
+    assert (entry.action, entry.target, entry.detail["reason"]) == ("channel_refused", "s1", reason)
+
+
+async def test_a_run_failing_every_attempt_is_skipped_after_the_last(kit: Kit) -> None:
+    await kit.schedule()
+    kit.headlines.failure = RuntimeError("ratelimited")
+    reason = "posting the headline failed: RuntimeError: ratelimited"
+    for attempt in range(MAX_ATTEMPTS - 1):
+        now = NINE + 1 + attempt * (LEASE_S + 1)
+        assert await kit.fire(NINE, now=now, holder=f"R{attempt}") == Failed(reason)
+        assert (await kit.current()).next_at == NINE
+    last = NINE + 1 + MAX_ATTEMPTS * (LEASE_S + 1)
+    assert await kit.fire(NINE, now=last, holder="last") == Skipped(1, reason)
+    after = await kit.current()
+    assert (after.next_at, after.last_at, after.missed) == (NINE + HOUR, None, 1)
+    assert after.last_outcome == f"failed: {reason}"
+    entry = (await kit.state.shared.audit.latest(1))[0]
+    assert (entry.action, entry.target, entry.detail["missed"]) == ("skipped", "s1", 1)
+    assert entry.detail["outcome"] == f"failed: {reason}"
+    assert kit.headlines.posts == [] and kit.enqueue.turns == []
+
+
+async def test_a_failing_run_more_than_catch_up_late_is_skipped(kit: Kit) -> None:
+    kit.config = SchedulesConfig(catch_up_s=60)
+    await kit.schedule()
+    kit.owners.failure = RuntimeError("users.info timed out")
+    assert isinstance(await kit.fire(NINE, now=NINE + 1), Failed)
+    skipped = await kit.fire(NINE, now=NINE + 1 + LEASE_S + 40, holder="B")
+    assert skipped == Skipped(1, "looking up the owner failed: RuntimeError: users.info timed out")
+    after = await kit.current()
+    assert (after.next_at, after.missed) == (NINE + HOUR, 1)
+    assert after.last_outcome.startswith("failed: looking up the owner failed")
+
+    kit.owners.failure = None  # the next occurrence runs, saying one was missed
+    done = await kit.fire(NINE + HOUR, now=NINE + HOUR + 1)
+    assert isinstance(done, Fired)
+    assert kit.headlines.posts == [Post("s1", NINE + HOUR, 1, done.ts)]
 
 
 async def test_not_due_yet_claims_nothing(kit: Kit) -> None:

@@ -137,6 +137,42 @@ async def test_two_replicas_schedulers_fire_a_run_once(state: State) -> None:
         assert await replica.tick() == []
 
 
+@pytest.mark.cluster
+async def test_runs_that_keep_failing_do_not_hold_up_the_next_one_due(state: State) -> None:
+    """25 schedules whose headline always fails (for a while: each is tried again once its
+    claim lapses) are due before a 26th: it fires within a few seconds of its time all the
+    same, as a claim takes its occurrence out of the due window until the lease's end."""
+    store = state.shared.schedules
+    for n in range(25):
+        made = await store.create(
+            team="T1",
+            owner=f"U{n}",
+            channel="C0BROKEN",
+            prompt="Any news?",
+            recurrence=HOURLY,
+            next_at=NINE + n,
+            max_per_person=10,
+            by=f"U{n}",
+        )
+        assert isinstance(made, Schedule)
+    await make(store, "U99", NINE + 30)
+    headlines = FakeHeadlines(failures_in={"C0BROKEN": RuntimeError("internal_error")})
+    enqueue = CountingEnqueue(state.threads.queue.enqueue)
+    fire_one = firing_with(
+        store, headlines, FakeOwners(), enqueue, holder="replica-1", config=SchedulesConfig()
+    )
+    now = NINE + 30
+    scheduler = Scheduler(store, fire_one, lambda: now, limit=20)
+    for _ in range(5):
+        now += 1
+        await asyncio.gather(*await scheduler.tick())
+        if headlines.posts:
+            break
+    assert [(p.schedule, p.occurrence) for p in headlines.posts] == [("s26", NINE + 30)]
+    assert now <= NINE + 30 + 5  # the issue's bound
+    assert [t.user for t in enqueue.turns] == ["U99"]
+
+
 @dataclass
 class FlakyIndex:
     """A due index that fails its first looks with ``failures`` in order."""
