@@ -112,6 +112,21 @@ async def test_a_tick_fires_at_most_limit_at_once(state: State) -> None:
     assert len(firings.calls) == 2
 
 
+async def test_a_tick_takes_up_to_limit_and_fires_at_once_at_most_at_once(state: State) -> None:
+    store = state.shared.schedules
+    for n in range(12):
+        await make(store, f"U{n}", NINE + n)
+    firings = HeldFirings()
+    scheduler = Scheduler(store, firings, fixed(NINE + 60), limit=10, at_once=3)
+    assert len(await scheduler.tick()) == 10
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(firings.calls) == 3  # the others wait for a slot
+    firings.release.set()
+    await scheduler.settle()
+    assert len(firings.calls) == 10
+
+
 @pytest.mark.cluster
 async def test_two_replicas_schedulers_fire_a_run_once(state: State) -> None:
     store = state.shared.schedules
