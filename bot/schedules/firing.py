@@ -158,12 +158,15 @@ async def fire(
     config: SchedulesConfig,
     lease_s: float = LEASE_S,
 ) -> FireOutcome:
-    """Fire the schedule's occurrence (its next run, due) once: see the module's steps."""
+    """Fire the schedule's occurrence (its next run, due) once: see the module's steps.
+    ``now``: when the caller saw it due (not yet due by it: nothing is claimed); once
+    claimed, the store's clock at the claim decides."""
     if occurrence > now:
         return NotMine()
-    firing = await store.claim(schedule_id, occurrence, holder, now, lease_s)
+    firing = await store.claim(schedule_id, occurrence, holder, lease_s)
     if firing is None:
         return NotMine()
+    now = firing.claimed_at
     schedule = firing.schedule
     recurrence = schedule.recurrence
     decided = catch_up(recurrence, occurrence, firing.first_claimed_at, config.catch_up_s)
