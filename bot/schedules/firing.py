@@ -38,6 +38,7 @@ OWNER_GONE = "owner left the workspace"
 OWNER_LEFT_CHANNEL = "owner_left_channel"  # the audit action: the owner left the channel
 CHANNEL_REFUSED = "channel_refused"  # the audit action: Slack refuses the channel for good
 MAX_ATTEMPTS = 5  # an occurrence's claims before a run that keeps failing is skipped
+SEARCH_AFTER_S = 2.0  # a run this far past looks for its headline before posting one
 QUEUED = "queued"  # a run's outcome until its turn ends (ScheduleStore.record_outcome)
 SKIPPED = "skipped"  # an occurrence passed over: too late to run
 
@@ -195,7 +196,7 @@ async def fire(
         await store.pause(schedule.id, schedule.owner, reason, action=action)
         return Paused(reason)
 
-    ts = await _headline(store, headlines, firing, run, schedule.missed + decided.skipped)
+    ts = await _headline(store, headlines, firing, run, schedule.missed + decided.skipped, now)
     if isinstance(ts, Failed):
         return await _failed(store, firing, ts, run, decided.skipped + since_decided, now, config)
     if not isinstance(ts, str):
@@ -244,14 +245,23 @@ def firing_with(
 
 
 async def _headline(
-    store: ScheduleStore, headlines: Headlines, firing: Firing, run: float, missed: int
+    store: ScheduleStore,
+    headlines: Headlines,
+    firing: Firing,
+    run: float,
+    missed: int,
+    now: float,
 ) -> str | Failed | Paused | NotMine:
-    """The run's headline ts (step 4): recorded, found, or posted, then recorded."""
+    """The run's headline ts (step 4): recorded, found, or posted, then recorded. It is
+    looked for when another holder had the occurrence, or when the run is over
+    ``SEARCH_AFTER_S`` past (a claim whose record Redis lost, as a restart may lose its last
+    second, finds the post it made)."""
     if firing.ts:
         return firing.ts
     schedule = firing.schedule
+    search = firing.taken_over or now - run > SEARCH_AFTER_S
     try:
-        found = await headlines.find(schedule, run) if firing.taken_over else None
+        found = await headlines.find(schedule, run) if search else None
         ts = found or await headlines.post(schedule, run, missed)
     except ChannelRefused as refused:
         reason = channel_refused(schedule.channel, refused.reason)

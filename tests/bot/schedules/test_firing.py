@@ -178,6 +178,20 @@ async def test_a_holder_dead_after_queueing_is_taken_over_and_the_queue_dedups(k
     assert (await kit.current()).next_at == NINE + HOUR
 
 
+async def test_a_headline_whose_claim_redis_lost_is_found_not_posted_again(kit: Kit) -> None:
+    await kit.schedule()
+    kit.headlines.die_after_post = True
+    with pytest.raises(HolderDied):
+        await kit.fire(NINE, now=NINE + 1, holder="A")
+    [posted] = kit.headlines.posts
+    firing_key = kit.state.keys.schedule_firing("s1", str(int(NINE)))
+    assert await kit.state.client.delete(firing_key) == 1  # Redis lost its last second
+    taken = await kit.fire(NINE, now=NINE + 4, holder="B")  # a first claim, 4 s late
+    assert isinstance(taken, Fired) and taken.ts == posted.ts
+    assert kit.headlines.posts == [posted] and kit.headlines.finds == 1
+    assert [t.message_ts for t in await kit.queued()] == [posted.ts]
+
+
 async def test_every_holder_decides_from_the_first_claim(kit: Kit) -> None:
     """A takeover after the next occurrence passed still runs the first holder's run (whose
     headline it finds) and counts the one that passed meanwhile."""
