@@ -214,7 +214,9 @@ return 1
 # occurrence, holder, next run ('' for none: the schedule ends), the run ('' for none),
 # missed, outcome, how long an ended schedule is kept, audit this step (1/0), the clock's
 # offset, audit length, then the audit fields. Only while the schedule's next run is the
-# occurrence and the holder holds the record (its lease live). 1: advanced; 0: not.
+# occurrence and the holder holds the record (its lease live). A run whose turn already
+# ended keeps its outcome (last_at the run, last_outcome other than 'queued'). 1: advanced;
+# 0: not.
 ADVANCE = (
     AUDIT_LUA
     + ABOUT_LUA
@@ -226,7 +228,11 @@ if not state then return 0 end
 local next_at = redis.call('HGET', KEYS[1], 'next_at')
 if not next_at or next_at == '' or tonumber(next_at) ~= tonumber(ARGV[2]) then return 0 end
 if not holds(KEYS[2], ARGV[3], ARGV[10]) then return 0 end
-redis.call('HSET', KEYS[1], 'missed', ARGV[6], 'last_outcome', ARGV[7])
+local last = redis.call('HMGET', KEYS[1], 'last_at', 'last_outcome')
+local ended = ARGV[5] ~= '' and last[1] and last[1] ~= '' and tonumber(last[1]) == tonumber(ARGV[5])
+  and last[2] and last[2] ~= '' and last[2] ~= 'queued'
+redis.call('HSET', KEYS[1], 'missed', ARGV[6])
+if not ended then redis.call('HSET', KEYS[1], 'last_outcome', ARGV[7]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'last_at', ARGV[5]) end
 if ARGV[4] == '' then
   redis.call('HSET', KEYS[1], 'state', 'ended', 'next_at', '', 'reason', '')
@@ -570,7 +576,8 @@ class ScheduleStore:
     ) -> bool:
         """Move the schedule past the occurrence: ``ran`` (the run made, None: none),
         ``next_at`` (None: the schedule ends), ``missed`` (carried to the next run's
-        message), ``outcome``. A step with no run is audited (``skipped``, with its outcome).
+        message), ``outcome`` (not over the real outcome of ``ran``'s turn, when it already
+        ended). A step with no run is audited (``skipped``, with its outcome).
         Only while the schedule's next run is the occurrence and ``firing.holder`` holds the
         firing record (its lease live)."""
         schedule = firing.schedule

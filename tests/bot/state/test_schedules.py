@@ -211,6 +211,31 @@ async def test_one_holder_at_a_time_until_its_lease_lapses(state: State) -> None
     assert last is not None and last.last_outcome == "answered"
 
 
+async def test_an_advance_keeps_the_outcome_of_a_run_that_already_ended(state: State) -> None:
+    store = state.shared.schedules
+    await make(store)
+    firing = await claim(store, "s1", NINE, "A", at=NINE + 1)
+    assert firing is not None
+    assert await store.advance(firing, ran=NINE, next_at=NINE + HOUR, missed=0, outcome="queued")
+    await store.record_outcome("s1", NINE, "answered")
+    again = await claim(store, "s1", NINE + HOUR, "B", at=NINE + HOUR + 1)
+    assert again is not None  # an advance naming the same run: its outcome stays
+    assert await store.advance(again, ran=NINE, next_at=NINE + 2 * HOUR, missed=1, outcome="queued")
+    kept = await store.get("s1")
+    assert kept is not None
+    assert (kept.last_at, kept.last_outcome, kept.missed) == (NINE, "answered", 1)
+    third = await claim(store, "s1", NINE + 2 * HOUR, "B", at=NINE + 2 * HOUR + 1)
+    assert third is not None  # another run: its own outcome
+    assert await store.advance(
+        third, ran=NINE + 2 * HOUR, next_at=NINE + 3 * HOUR, missed=0, outcome="queued"
+    )
+    latest = await store.get("s1")
+    assert latest is not None and (latest.last_at, latest.last_outcome) == (
+        NINE + 2 * HOUR,
+        "queued",
+    )
+
+
 async def test_a_paused_or_removed_schedule_cannot_be_claimed(state: State) -> None:
     store = state.shared.schedules
     await make(store)
