@@ -170,8 +170,22 @@ async def fire(
     now = firing.claimed_at
     schedule = firing.schedule
     recurrence = schedule.recurrence
-    decided = catch_up(recurrence, occurrence, firing.first_claimed_at, config.catch_up_s)
-    since_decided = passed_between(recurrence, firing.first_claimed_at, now)
+    decided_at = firing.first_claimed_at
+    decided = catch_up(recurrence, occurrence, decided_at, config.catch_up_s)
+    found: str | None = None
+    if not firing.ts and now - decided_at > config.catch_up_s and decided.run is not None:
+        # The first claim's decision is stale, unless its run's headline went out.
+        looked = await _search(store, headlines, schedule, decided.run)
+        if isinstance(looked, Failed):
+            missed = decided.skipped + passed_between(recurrence, decided_at, now)
+            return await _failed(store, firing, looked, decided.run, missed, now, config, lease_s)
+        if isinstance(looked, Paused):
+            return looked
+        found = looked
+        if found is None:
+            decided_at = now
+            decided = catch_up(recurrence, occurrence, now, config.catch_up_s)
+    since_decided = passed_between(recurrence, decided_at, now)
     if decided.run is None:
         missed = decided.skipped + since_decided
         advanced = await store.advance(
@@ -189,16 +203,19 @@ async def fire(
     except Exception as exc:
         failed = Failed(f"looking up the owner failed: {_described(exc)}")
         return await _failed(
-            store, firing, failed, run, decided.skipped + since_decided, now, config
+            store, firing, failed, run, decided.skipped + since_decided, now, config, lease_s
         )
     if left is not None:
         reason, action = left
         await store.pause(schedule.id, schedule.owner, reason, action=action)
         return Paused(reason)
 
-    ts = await _headline(store, headlines, firing, run, schedule.missed + decided.skipped, now)
+    missed_before = schedule.missed + decided.skipped
+    ts = await _headline(store, headlines, firing, run, missed_before, now, decided_at, found)
     if isinstance(ts, Failed):
-        return await _failed(store, firing, ts, run, decided.skipped + since_decided, now, config)
+        return await _failed(
+            store, firing, ts, run, decided.skipped + since_decided, now, config, lease_s
+        )
     if not isinstance(ts, str):
         return ts
     entry_id = await enqueue(scheduled_turn(schedule, run, ts, now))
@@ -251,27 +268,51 @@ async def _headline(
     run: float,
     missed: int,
     now: float,
+    decided_at: float,
+    found: str | None,
 ) -> str | Failed | Paused | NotMine:
-    """The run's headline ts (step 4): recorded, found, or posted, then recorded. It is
-    looked for when another holder had the occurrence, or when the run is over
-    ``SEARCH_AFTER_S`` past (a claim whose record Redis lost, as a restart may lose its last
-    second, finds the post it made)."""
+    """The run's headline ts (step 4): recorded, ``found`` already, looked for, or posted,
+    then recorded with ``decided_at``. It is looked for when another holder had the
+    occurrence, or when the run is over ``SEARCH_AFTER_S`` past (a claim whose record Redis
+    lost, as a restart may lose its last second, finds the post it made)."""
     if firing.ts:
         return firing.ts
     schedule = firing.schedule
-    search = firing.taken_over or now - run > SEARCH_AFTER_S
-    try:
-        found = await headlines.find(schedule, run) if search else None
-        ts = found or await headlines.post(schedule, run, missed)
-    except ChannelRefused as refused:
-        reason = channel_refused(schedule.channel, refused.reason)
-        await store.pause(schedule.id, schedule.owner, reason, action=CHANNEL_REFUSED)
-        return Paused(reason)
-    except Exception as exc:
-        return Failed(f"posting the headline failed: {_described(exc)}")
-    if not await store.record_headline(firing, ts):
+    ts = found
+    if ts is None and (firing.taken_over or now - run > SEARCH_AFTER_S):
+        looked = await _search(store, headlines, schedule, run)
+        if not isinstance(looked, str | None):
+            return looked
+        ts = looked
+    if ts is None:
+        try:
+            ts = await headlines.post(schedule, run, missed)
+        except ChannelRefused as refused:
+            return await _refused(store, schedule, refused)
+        except Exception as exc:
+            return Failed(f"posting the headline failed: {_described(exc)}")
+    if not await store.record_headline(firing, ts, decided_at):
         return NotMine()
     return ts
+
+
+async def _search(
+    store: ScheduleStore, headlines: Headlines, schedule: Schedule, run: float
+) -> str | Failed | Paused | None:
+    """The ts of the run's headline already posted, if any."""
+    try:
+        return await headlines.find(schedule, run)
+    except ChannelRefused as refused:
+        return await _refused(store, schedule, refused)
+    except Exception as exc:
+        return Failed(f"looking for the headline failed: {_described(exc)}")
+
+
+async def _refused(store: ScheduleStore, schedule: Schedule, refused: ChannelRefused) -> Paused:
+    """Slack refuses the schedule's channel for good: the schedule pauses, audited."""
+    reason = channel_refused(schedule.channel, refused.reason)
+    await store.pause(schedule.id, schedule.owner, reason, action=CHANNEL_REFUSED)
+    return Paused(reason)
 
 
 async def _owner_left(owners: Owners, schedule: Schedule) -> tuple[str, str] | None:
@@ -292,11 +333,13 @@ async def _failed(
     missed: int,
     now: float,
     config: SchedulesConfig,
+    lease_s: float,
 ) -> Failed | Skipped | NotMine:
     """An attempt at ``run`` failed: tried again once the lease lapses, unless this was the
-    ``MAX_ATTEMPTS``-th or the run is over ``catch_up_s`` late. Then the run is skipped as
-    missed (with the ``missed`` before and after it), its outcome the failure."""
-    if firing.attempts < MAX_ATTEMPTS and now - run <= config.catch_up_s:
+    ``MAX_ATTEMPTS``-th or the run would be over ``catch_up_s`` late by then. Then the run
+    is skipped as missed (with the ``missed`` before and after it), its outcome the
+    failure."""
+    if firing.attempts < MAX_ATTEMPTS and now + lease_s - run <= config.catch_up_s:
         return failed
     schedule = firing.schedule
     advanced = await store.advance(

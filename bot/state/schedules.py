@@ -198,14 +198,15 @@ local function holds(key, holder, offset)
 end
 """
 
-# KEYS: the firing record; ARGV: holder, headline ts, the clock's offset. 1: recorded; 0:
-# not the holder (another took it over, or its lease lapsed).
+# KEYS: the firing record; ARGV: holder, headline ts, the clock's offset, the moment the
+# run was decided from (it becomes the record's first claim: every later holder decides
+# from it). 1: recorded; 0: not the holder (another took it over, or its lease lapsed).
 RECORD_HEADLINE = (
     SERVER_NOW_LUA
     + HOLDS_LUA
     + """
 if not holds(KEYS[1], ARGV[1], ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[1], 'ts', ARGV[2])
+redis.call('HSET', KEYS[1], 'ts', ARGV[2], 'first', ARGV[4])
 return 1
 """
 )
@@ -554,13 +555,15 @@ class ScheduleStore:
             claimed_at=float(now),
         )
 
-    async def record_headline(self, firing: Firing, ts: str) -> bool:
-        """Keep the headline's ts in the firing record, while ``firing.holder`` holds it
-        (False: its lease lapsed, or another holder took it over)."""
+    async def record_headline(self, firing: Firing, ts: str, decided_at: float) -> bool:
+        """Keep the headline's ts in the firing record, with the moment its run was decided
+        from (the first claim's, or a later one's when that had gone stale), while
+        ``firing.holder`` holds it (False: its lease lapsed, or another holder took it
+        over)."""
         recorded = await guarded(
             self._record_headline(
                 keys=[self._firing_key(firing)],
-                args=[firing.holder, ts, repr(self.clock_offset_s)],
+                args=[firing.holder, ts, repr(self.clock_offset_s), repr(decided_at)],
             )
         )
         return bool(recorded)

@@ -208,6 +208,28 @@ async def test_every_holder_decides_from_the_first_claim(kit: Kit) -> None:
     assert (after.last_at, after.next_at, after.missed) == (NINE, NINE + 2 * HOUR, 1)
 
 
+async def test_a_stale_decision_with_no_headline_is_made_again_from_now(kit: Kit) -> None:
+    """The first claim failed and nobody tried again for an hour: the run then is the one
+    due now, not the first claim's; the holders after it decide alike."""
+    kit.config = SchedulesConfig(catch_up_s=300)
+    await kit.schedule()
+    kit.owners.failure = RuntimeError("users.info timed out")
+    assert isinstance(await kit.fire(NINE, now=NINE + 1, holder="A"), Failed)
+    kit.owners.failure = None
+    kit.enqueue.die_after = True
+    with pytest.raises(HolderDied):
+        await kit.fire(NINE, now=NINE + HOUR + 10, holder="B")
+    [posted] = kit.headlines.posts
+    assert posted == Post("s1", NINE + HOUR, 1, posted.ts)  # NINE missed
+    taken = await kit.fire(NINE, now=NINE + HOUR + 20 + LEASE_S, holder="C")
+    assert isinstance(taken, Fired) and taken.ts == posted.ts and taken.entry_id is None
+    assert kit.headlines.posts == [posted]
+    [turn] = await kit.queued()
+    assert turn.event_id == f"schedule:s1:{int(NINE + HOUR)}"
+    after = await kit.current()
+    assert (after.last_at, after.next_at, after.missed) == (NINE + HOUR, NINE + 2 * HOUR, 0)
+
+
 async def test_missed_runs_the_latest_once_and_counts_the_others(kit: Kit) -> None:
     await kit.schedule()
     now = NINE + 2 * HOUR + 600  # 09:00, 10:00 and 11:00 missed; 11:00 is 10 minutes late
@@ -346,8 +368,8 @@ async def test_a_failing_run_more_than_catch_up_late_is_skipped(kit: Kit) -> Non
     kit.config = SchedulesConfig(catch_up_s=60)
     await kit.schedule()
     kit.owners.failure = RuntimeError("users.info timed out")
-    assert isinstance(await kit.fire(NINE, now=NINE + 1), Failed)
-    skipped = await kit.fire(NINE, now=NINE + 1 + LEASE_S + 40, holder="B")
+    assert isinstance(await kit.fire(NINE, now=NINE + 1), Failed)  # tried again at 31 s
+    skipped = await kit.fire(NINE, now=NINE + 2 + LEASE_S, holder="B")  # next: over 60 s
     assert skipped == Skipped(1, "looking up the owner failed: RuntimeError: users.info timed out")
     after = await kit.current()
     assert (after.next_at, after.missed) == (NINE + HOUR, 1)

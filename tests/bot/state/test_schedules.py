@@ -180,7 +180,7 @@ async def test_one_holder_at_a_time_until_its_lease_lapses(state: State) -> None
     assert await claim(store, "s1", NINE, "A", at=NINE + 2) is None  # even A
     assert await claim(store, "s1", NINE + HOUR, "B", at=NINE + 2) is None
 
-    assert await store.record_headline(first, "1700000000.000100")
+    assert await store.record_headline(first, "1700000000.000100", first.first_claimed_at)
     taken = await claim(store, "s1", NINE, "B", at=NINE + 32)
     assert taken is not None and taken.taken_over
     assert (taken.ts, taken.first_claimed_at, taken.attempts) == (
@@ -188,7 +188,7 @@ async def test_one_holder_at_a_time_until_its_lease_lapses(state: State) -> None
         first.first_claimed_at,
         2,
     )
-    assert not await store.record_headline(first, "1700000000.000200")  # A lost it
+    assert not await store.record_headline(first, "1700000000.000200", NINE)  # A lost it
     assert not await store.advance(first, ran=NINE, next_at=NINE + HOUR, missed=0, outcome="x")
 
     assert await store.advance(taken, ran=NINE, next_at=NINE + HOUR, missed=2, outcome="queued")
