@@ -1,25 +1,34 @@
 """Firing one occurrence of a schedule, exactly once, on whichever replica gets there first.
 
-1. Claim the occurrence (one Lua step: the schedule is active, its next run is this one, no
-   other holder's lease is live) for ``LEASE_S``.
-2. The owner left the workspace, or the schedule's channel: pause the schedule (audited),
-   stop.
-3. Catch up (:func:`catch_up`, pure): the latest occurrence due runs once if it is at most
+1. Claim the occurrence (one Lua step, on Redis's clock: the schedule is active, its next
+   run is this one and due, no other holder's lease is live) for ``LEASE_S``; the attempt
+   is counted and the schedule's score in the due index becomes the lease's end, so the
+   schedulers pass over it meanwhile. From here the claim's moment (Redis's clock) is now.
+2. Catch up (:func:`catch_up`, pure): the latest occurrence due runs once if it is at most
    ``schedules.catch_up_s`` late, the ones before it are counted as missed; older than
-   that, none runs and all are counted, carried to the next run's message.
-4. The headline: the ts the firing record holds, else (when a holder had it before) the post
-   tagged with this run found in the channel, else a new post; its ts recorded while the
-   holder still holds the occurrence.
+   that, none runs and all are counted, carried to the next run's message. Decided from
+   the moment the occurrence was first claimed; but when that is over ``catch_up_s`` ago
+   and no headline ts is recorded, the first decision's headline is looked for and, none
+   found, the decision is made again from now.
+3. The owner left the workspace, or the schedule's channel: pause the schedule (audited),
+   stop.
+4. The headline: the ts the firing record holds, else (when a holder had it before, or the
+   run is over ``SEARCH_AFTER_S`` past: a record Redis lost) the post tagged with this run
+   found in the channel, else a new post; its ts (and the moment decided from) recorded
+   while the holder still holds the occurrence. Slack refusing the channel for good
+   (:class:`ChannelRefused`) pauses the schedule (audited).
 5. The run's turn, queued: the queue's dedup on the message ts (the headline's) makes a
    second enqueue of the same run a no-op.
-6. Advance the schedule past the occurrence (compare-and-set on its next run): its next run,
-   its last, what it missed; a one-off ends.
+6. Advance the schedule past the occurrence (compare-and-set on its next run, while the
+   lease is live): its next run, its last, what it missed; a one-off ends.
 
 A holder that dies between two steps leaves a lease that lapses; the next claimer resumes
-from the firing record, and every holder decides what to run from the moment the occurrence
-was first claimed, so all decide alike. Slack calls that fail end the attempt
-(:class:`Failed`) for another try when the lease lapses; Redis failures raise
-(``StateUnavailable``) for the scheduler to ride out.
+from the firing record, and every holder decides what to run from the moment the record
+keeps, so all decide alike. Slack calls that fail end the attempt (:class:`Failed`) for
+another try when the lease lapses, up to ``MAX_ATTEMPTS`` claims and while the next try
+would be at most ``catch_up_s`` late; then the run is skipped as missed, its outcome
+"failed: <reason>" (audited). Redis failures raise (``StateUnavailable``) for the scheduler
+to ride out.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ occurrence while the others keep off (bot/schedules/firing.py holds the protocol
 
 Every key is in one shard (``SCHEDULES_SHARD``), so every change is one Lua step: the
 schedule, its owner's index, the due index, and the audit entry in that shard's stream.
-Ids are ``s1``, ``s2``… and never reused. Times are epoch seconds; a schedule that ended (a
-one-off that ran) leaves the due index and is kept a week for listing, then expires; the
-indexes forget it when next read."""
+Ids are ``s1``, ``s2``… and never reused. Times are epoch seconds; a schedule's score in the
+due index is its next run, or while an occurrence is claimed the claim's lease's end. What
+is due and whose lease is live are read on Redis's clock (``TIME`` in the step), never a
+replica's. A schedule that ended (a one-off that ran) leaves the due index and is kept a
+week for listing, then expires; the indexes forget it when next read."""
 
 from __future__ import annotations
 
