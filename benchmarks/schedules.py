@@ -6,7 +6,8 @@ with the real ``ScheduleStore`` and ``TurnQueue`` and in-process fakes of its Sl
   schedules stored: Redis round trips, bytes on the wire (both directions, counted in this
   process) and this process's CPU per tick, back to back, and at the largest count also
   ticks a second apart, as a worker runs them;
-- a fired run (claim, headline recorded, the turn queued as a mention's, advance), and
+- a fired run (claim, headline recorded, the turn queued as a mention's, advance; the
+  store's clock set 60 days on, to the run's time), and
   separately the run's outcome kept when its turn ends (``record_outcome``);
 - a burst: schedules all due at one moment, fired by two schedulers in this process
   standing in for two replicas (each with its own connections and holder name), started in
@@ -44,7 +45,7 @@ from bot.schedules.recurrence import Recurrence
 from bot.schedules.scheduler import DUE_PER_TICK, Scheduler
 from bot.state.schedules import Schedule, ScheduleStore
 from bot.turn.model import Turn
-from tests.bot.schedules.firing_kit import FakeHeadlines, FakeOwners
+from tests.bot.schedules.firing_kit import FakeHeadlines, FakeOwners, stand_at
 from tests.fakes.round_trips import counting_round_trips
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -220,7 +221,7 @@ async def idle_ticks(state: State, sizes: Sizes) -> tuple[dict[int, PerCall], Pe
     store = state.shared.schedules
     now = time.time()
     fire_one = fire_with(state, FakeHeadlines(), "replica-1", enqueue_of(state))
-    scheduler = Scheduler(store, fire_one, lambda: now)
+    scheduler = Scheduler(store, fire_one)
     idle: dict[int, PerCall] = {}
     stored = 0
     for count in sizes.stored:
@@ -254,6 +255,8 @@ async def fired_runs(state: State, runs: int) -> tuple[PerCall, PerCall]:
     )
     fire_one = fire_with(state, FakeHeadlines(), "replica-1", enqueue_of(state))
 
+    await stand_at(store, occurrence + 0.5)  # the store's clock, 60 days on
+
     def fire(schedule: Schedule) -> Callable[[], Awaitable[object]]:
         async def call() -> None:
             outcome = await fire_one(schedule.id, occurrence, occurrence + 0.5)
@@ -270,6 +273,7 @@ async def fired_runs(state: State, runs: int) -> tuple[PerCall, PerCall]:
         await kept(schedule)()
     fired = await per_call([fire(s) for s in measured])
     outcome = await per_call([kept(s) for s in measured])
+    store.clock_offset_s = 0.0
     return fired, outcome
 
 

@@ -55,7 +55,7 @@ ALIASES = {
     "@hourly": "0 * * * *",
 }
 GAP_SAMPLE = 400  # the shortest gap is looked for over this many runs at most...
-GAP_SPAN = timedelta(days=366)  # ...or over this long, whichever ends first
+GAP_SPAN = timedelta(days=8 * 366)  # ...or over 8 years (two leap days), whichever ends first
 
 _ANY_START = datetime(2026, 1, 1, tzinfo=UTC)  # cronsim parses in its constructor
 _WORDS = Options(use_24hour_time_format=True, locale_code="en_US")
@@ -123,6 +123,8 @@ def occurrences(expression: str, zone: tzinfo, after: datetime) -> Iterator[date
 def shortest_gap(expression: str, start: datetime) -> timedelta | None:
     """The shortest time between two runs in a row after ``start``, over the next
     ``GAP_SAMPLE`` runs or ``GAP_SPAN``, whichever ends first; None for fewer than two runs.
+    The span is years long so an expression whose runs all fall on a rare day (every minute
+    of 29 February) is measured on that day, not let through for having none this year.
 
     Measured in UTC, where no clock jumps: the gaps are the expression's own. In a zone with
     daylight saving one day a year may bring two runs closer (``15 2,3 * * *`` runs at

@@ -4,9 +4,11 @@ occurrence while the others keep off (bot/schedules/firing.py holds the protocol
 
 Every key is in one shard (``SCHEDULES_SHARD``), so every change is one Lua step: the
 schedule, its owner's index, the due index, and the audit entry in that shard's stream.
-Ids are ``s1``, ``s2``… and never reused. Times are epoch seconds; a schedule that ended (a
-one-off that ran) leaves the due index and is kept a week for listing, then expires; the
-indexes forget it when next read."""
+Ids are ``s1``, ``s2``… and never reused. Times are epoch seconds; a schedule's score in the
+due index is its next run, or while an occurrence is claimed the claim's lease's end. What
+is due and whose lease is live are read on Redis's clock (``TIME`` in the step), never a
+replica's. A schedule that ended (a one-off that ran) leaves the due index and is kept a
+week for listing, then expires; the indexes forget it when next read."""
 
 from __future__ import annotations
 
@@ -149,45 +151,91 @@ return fields
 """
 )
 
-# KEYS: the schedule, the occurrence's firing record; ARGV: the occurrence, holder, now, the
-# lease's end, the record's lifetime. The schedule must be active with its next run at the
-# occurrence, and no other holder's lease live. Returns {headline ts or '', first claimed at,
-# '1' when a holder had it before ('0' else), the schedule's fields}, or false.
-CLAIM = """
+# The store's clock: Redis's own (TIME) plus an offset (ARGV), so every replica reads one
+# clock whatever its own says. (Redis 7 replicates a script's effects, so a script may read
+# TIME and then write.)
+SERVER_NOW_LUA = """
+local function server_now(offset)
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(offset)
+end
+"""
+
+# KEYS: the schedule, the occurrence's firing record, the due index; ARGV: the occurrence,
+# holder, the lease's length, the record's lifetime, the schedule's id, the clock's offset.
+# By Redis's clock: the schedule must be active with its next run at the occurrence, due,
+# and no other holder's lease live. The record counts the attempt; the schedule's score in
+# the due index becomes the lease's end, so the schedulers' next looks pass over it until
+# the lease lapses (no head-of-line blocking by an occurrence being fired or waiting to be
+# tried again). Returns {headline ts or '', first claimed at, '1' when a holder had it
+# before ('0' else), the attempts so far (this one included), now, the lease's end, the
+# schedule's fields}, or false.
+CLAIM = (
+    SERVER_NOW_LUA
+    + """
 local state = redis.call('HGET', KEYS[1], 'state')
 if state ~= 'active' then return false end
 local next_at = redis.call('HGET', KEYS[1], 'next_at')
 if not next_at or next_at == '' or tonumber(next_at) ~= tonumber(ARGV[1]) then return false end
+local now = server_now(ARGV[6])
+if tonumber(next_at) > now then return false end
 local held = redis.call('HMGET', KEYS[2], 'holder', 'until', 'ts', 'first')
-if held[1] and tonumber(held[2]) > tonumber(ARGV[3]) then return false end
-local first = held[4] or ARGV[3]
-redis.call('HSET', KEYS[2], 'holder', ARGV[2], 'until', ARGV[4], 'first', first)
-redis.call('EXPIRE', KEYS[2], ARGV[5])
-return {held[3] or '', first, held[1] and '1' or '0', redis.call('HGETALL', KEYS[1])}
+if held[1] and tonumber(held[2]) > now then return false end
+local first = held[4] or string.format('%.6f', now)
+local lease_end = string.format('%.6f', now + tonumber(ARGV[3]))
+redis.call('HSET', KEYS[2], 'holder', ARGV[2], 'until', lease_end, 'first', first)
+local attempts = redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('ZADD', KEYS[3], lease_end, ARGV[5])
+return {held[3] or '', first, held[1] and '1' or '0', attempts, string.format('%.6f', now),
+  lease_end, redis.call('HGETALL', KEYS[1])}
+"""
+)
+
+# Whether ``holder`` holds the firing record ``key`` now: named in it, its lease live.
+HOLDS_LUA = """
+local function holds(key, holder, offset)
+  local held = redis.call('HMGET', key, 'holder', 'until')
+  return held[1] == holder and tonumber(held[2]) > server_now(offset)
+end
 """
 
-# KEYS: the firing record; ARGV: holder, headline ts. 1: recorded; 0: not the holder.
-RECORD_HEADLINE = """
-if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'ts', ARGV[2])
+# KEYS: the firing record; ARGV: holder, headline ts, the clock's offset, the moment the
+# run was decided from (it becomes the record's first claim: every later holder decides
+# from it). 1: recorded; 0: not the holder (another took it over, or its lease lapsed).
+RECORD_HEADLINE = (
+    SERVER_NOW_LUA
+    + HOLDS_LUA
+    + """
+if not holds(KEYS[1], ARGV[1], ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], 'ts', ARGV[2], 'first', ARGV[4])
 return 1
 """
+)
 
 # KEYS: the schedule, the firing record, the due index, the audit stream. ARGV: id, the
 # occurrence, holder, next run ('' for none: the schedule ends), the run ('' for none),
-# missed, outcome, how long an ended schedule is kept, audit this step (1/0), audit length,
-# then the audit fields. Only while the schedule's next run is the occurrence and the record
-# names the holder. 1: advanced; 0: not.
+# missed, outcome, how long an ended schedule is kept, audit this step (1/0), the clock's
+# offset, audit length, then the audit fields. Only while the schedule's next run is the
+# occurrence and the holder holds the record (its lease live). A run whose turn already
+# ended keeps its outcome (last_at the run, last_outcome other than 'queued'). 1: advanced;
+# 0: not.
 ADVANCE = (
     AUDIT_LUA
     + ABOUT_LUA
+    + SERVER_NOW_LUA
+    + HOLDS_LUA
     + """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return 0 end
 local next_at = redis.call('HGET', KEYS[1], 'next_at')
 if not next_at or next_at == '' or tonumber(next_at) ~= tonumber(ARGV[2]) then return 0 end
-if redis.call('HGET', KEYS[2], 'holder') ~= ARGV[3] then return 0 end
-redis.call('HSET', KEYS[1], 'missed', ARGV[6], 'last_outcome', ARGV[7])
+if not holds(KEYS[2], ARGV[3], ARGV[10]) then return 0 end
+local last = redis.call('HMGET', KEYS[1], 'last_at', 'last_outcome')
+local ended = ARGV[5] ~= '' and last[1] and last[1] ~= '' and tonumber(last[1]) == tonumber(ARGV[5])
+  and last[2] and last[2] ~= '' and last[2] ~= 'queued'
+redis.call('HSET', KEYS[1], 'missed', ARGV[6])
+if not ended then redis.call('HSET', KEYS[1], 'last_outcome', ARGV[7]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'last_at', ARGV[5]) end
 if ARGV[4] == '' then
   redis.call('HSET', KEYS[1], 'state', 'ended', 'next_at', '', 'reason', '')
@@ -197,10 +245,31 @@ else
   redis.call('HSET', KEYS[1], 'next_at', ARGV[4])
   if state == 'active' then redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1]) end
 end
-if ARGV[9] == '1' then audit(KEYS[4], ARGV[10], 11, about(KEYS[1], {})) end
+if ARGV[9] == '1' then audit(KEYS[4], ARGV[11], 12, about(KEYS[1], {})) end
 return 1
 """
 )
+
+# KEYS: the due index; ARGV: the schedules' key prefix, the most to return, the clock's
+# offset. Redis's clock (TIME: seconds, microseconds), and the schedules whose score (their
+# next run, or the end of a claim's lease) is at or before it with the offset, earliest
+# first, each with its next run; and how many are active. Returns {seconds, microseconds,
+# {id, next run, ...}, count}.
+LOOK = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[3])
+local due = {}
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.6f', now), 'LIMIT', 0,
+  ARGV[2])
+for _, id in ipairs(ids) do
+  local next_at = redis.call('HGET', ARGV[1] .. id, 'next_at')
+  if next_at and next_at ~= '' then
+    due[#due + 1] = id
+    due[#due + 1] = next_at
+  end
+end
+return {t[1], t[2], due, redis.call('ZCARD', KEYS[1])}
+"""
 
 # KEYS: the schedule; ARGV: the run, its outcome. Only while the run is the schedule's last.
 RECORD_OUTCOME = """
@@ -250,15 +319,18 @@ class Firing:
     ts: str
     first_claimed_at: float
     taken_over: bool
+    attempts: int  # claims of this occurrence so far, this one included
+    claimed_at: float  # the store's clock (Redis's) when this claim was made
 
 
 @dataclass(frozen=True)
 class DueLook:
-    """One look at the due index: the schedules due (id, occurrence) and how many are
-    active."""
+    """One look at the due index: the schedules due (id, their next run: the occurrence to
+    fire), how many are active, and the store's clock (Redis's) they were due by."""
 
     due: list[tuple[str, float]]
     active: int
+    now: float
 
 
 def epoch_text(moment: float) -> str:
@@ -267,10 +339,15 @@ def epoch_text(moment: float) -> str:
 
 
 class ScheduleStore:
+    """Schedules in Redis. Whether an occurrence is due and whose claim is live are read on
+    Redis's clock (``TIME``) plus ``clock_offset_s`` (0 in the app; tests and benchmarks
+    set it to stand at a moment of their choosing), never on a replica's own."""
+
     def __init__(self, client: Redis, keys: Keys, audit: AuditLog) -> None:
         self.client = client
         self.keys = keys
         self.audit = audit
+        self.clock_offset_s = 0.0
         self._create = client.register_script(CREATE)
         self._list = client.register_script(LIST)
         self._pause = client.register_script(PAUSE)
@@ -280,6 +357,7 @@ class ScheduleStore:
         self._record_headline = client.register_script(RECORD_HEADLINE)
         self._advance = client.register_script(ADVANCE)
         self._record_outcome = client.register_script(RECORD_OUTCOME)
+        self._look = client.register_script(LOOK)
 
     # --- made and changed by people --------------------------------------------------
 
@@ -416,14 +494,20 @@ class ScheduleStore:
         )
         return [(str(member), float(score)) for member, score in reply]
 
-    async def look(self, now: float, limit: int) -> DueLook:
-        """:meth:`due` and :meth:`count_active` in one round trip (the scheduler's tick)."""
-        due_key = self.keys.schedules_due()
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.zrangebyscore(due_key, "-inf", now, start=0, num=limit, withscores=True)
-            pipe.zcard(due_key)
-            due, active = await guarded(pipe.execute())
-        return DueLook([(str(member), float(score)) for member, score in due], int(active))
+    async def look(self, limit: int) -> DueLook:
+        """The scheduler's tick, one round trip: up to ``limit`` schedules whose score in the
+        due index (their next run; while claimed, the claim's lease's end) is at or before
+        the store's clock, each with its next run, earliest first; how many are active; and
+        that clock."""
+        seconds, micros, due, active = await guarded(
+            self._look(
+                keys=[self.keys.schedules_due()],
+                args=[self.keys.schedule_prefix(), limit, repr(self.clock_offset_s)],
+            )
+        )
+        now = int(seconds) + int(micros) / 1e6 + self.clock_offset_s
+        pairs = zip(due[::2], due[1::2], strict=True)
+        return DueLook([(str(member), float(at)) for member, at in pairs], int(active), now)
 
     async def count_active(self) -> int:
         return int(await guarded(self.client.zcard(self.keys.schedules_due())))
@@ -431,36 +515,57 @@ class ScheduleStore:
     # --- firing (bot/schedules/firing.py) ---------------------------------------------
 
     async def claim(
-        self, schedule_id: str, occurrence: float, holder: str, now: float, lease_s: float
+        self, schedule_id: str, occurrence: float, holder: str, lease_s: float
     ) -> Firing | None:
-        """Take the firing of ``occurrence`` for ``lease_s``: only while the schedule is
-        active with its next run at ``occurrence`` and no other holder's lease is live.
-        None: someone else holds it, or the schedule moved on."""
-        until = now + lease_s
+        """Take the firing of ``occurrence`` for ``lease_s`` of the store's clock: only
+        while the schedule is active with its next run at ``occurrence``, due by that clock,
+        and no other holder's lease is live. The attempt is counted, and the schedule leaves
+        the due window until the lease's end. None: not due yet, someone else holds it, or
+        the schedule moved on."""
         reply = await guarded(
             self._claim(
                 keys=[
                     self.keys.schedule(schedule_id),
                     self.keys.schedule_firing(schedule_id, epoch_text(occurrence)),
+                    self.keys.schedules_due(),
                 ],
-                args=[repr(occurrence), holder, repr(now), repr(until), FIRING_KEEP_S],
+                args=[
+                    repr(occurrence),
+                    holder,
+                    repr(lease_s),
+                    FIRING_KEEP_S,
+                    schedule_id,
+                    repr(self.clock_offset_s),
+                ],
             )
         )
         if not reply:
             return None
-        ts, first, before, fields = reply
+        ts, first, before, attempts, now, until, fields = reply
         schedule = parse_flat(fields)
         if schedule is None:
             return None
-        return Firing(schedule, occurrence, holder, until, str(ts), float(first), before == "1")
+        return Firing(
+            schedule=schedule,
+            occurrence=occurrence,
+            holder=holder,
+            until=float(until),
+            ts=str(ts),
+            first_claimed_at=float(first),
+            taken_over=before == "1",
+            attempts=int(attempts),
+            claimed_at=float(now),
+        )
 
-    async def record_headline(self, firing: Firing, ts: str) -> bool:
-        """Keep the headline's ts in the firing record, while ``firing.holder`` holds it
-        (False: another holder took it over)."""
+    async def record_headline(self, firing: Firing, ts: str, decided_at: float) -> bool:
+        """Keep the headline's ts in the firing record, with the moment its run was decided
+        from (the first claim's, or a later one's when that had gone stale), while
+        ``firing.holder`` holds it (False: its lease lapsed, or another holder took it
+        over)."""
         recorded = await guarded(
             self._record_headline(
                 keys=[self._firing_key(firing)],
-                args=[firing.holder, ts],
+                args=[firing.holder, ts, repr(self.clock_offset_s), repr(decided_at)],
             )
         )
         return bool(recorded)
@@ -476,10 +581,13 @@ class ScheduleStore:
     ) -> bool:
         """Move the schedule past the occurrence: ``ran`` (the run made, None: none),
         ``next_at`` (None: the schedule ends), ``missed`` (carried to the next run's
-        message), ``outcome``. A step with no run is audited (``skipped``). Only while the
-        schedule's next run is the occurrence and the firing record names the holder."""
+        message), ``outcome`` (not over the real outcome of ``ran``'s turn, when it already
+        ended). A step with no run is audited (``skipped``, with its outcome).
+        Only while the schedule's next run is the occurrence and ``firing.holder`` holds the
+        firing record (its lease live)."""
         schedule = firing.schedule
-        entry = self._entry("skipped", schedule.owner, schedule.id, {"missed": missed})
+        detail = {"missed": missed, "outcome": outcome}
+        entry = self._entry("skipped", schedule.owner, schedule.id, detail)
         advanced = await guarded(
             self._advance(
                 keys=[
@@ -498,6 +606,7 @@ class ScheduleStore:
                     outcome,
                     ENDED_KEEP_S,
                     "1" if ran is None else "0",
+                    repr(self.clock_offset_s),
                     self.audit.max_entries,
                     *self.audit.flat(entry),
                 ],

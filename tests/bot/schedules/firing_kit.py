@@ -1,6 +1,7 @@
 """Fakes for the firing protocol's ports: headlines kept in a list (found by their tag, as
 Slack's message metadata would be), owners who may have left, an enqueue that counts its
-calls on the real queue, and the death of a holder mid-step."""
+calls on the real queue, and the death of a holder mid-step; and the store's clock (Redis's
+plus an offset) set to stand at a chosen moment."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ import asyncio
 from dataclasses import dataclass, field
 
 from bot.schedules.firing import Enqueue
-from bot.state.schedules import Schedule
+from bot.state.schedules import Schedule, ScheduleStore
 from bot.turn.model import Turn
+
+
+async def stand_at(store: ScheduleStore, moment: float) -> None:
+    """Set the store's clock (Redis's ``TIME`` plus its offset) to read ``moment`` now: it
+    runs on from there as Redis's does."""
+    seconds, micros = await store.client.time()
+    store.clock_offset_s = moment - (int(seconds) + int(micros) / 1e6)
 
 
 class HolderDied(BaseException):
@@ -30,6 +38,7 @@ class FakeHeadlines:
     posts: list[Post] = field(default_factory=list)
     finds: int = 0
     failure: Exception | None = None  # post raises it (Slack refused)
+    failures_in: dict[str, Exception] = field(default_factory=dict)  # by channel, the same
     die_after_post: bool = False  # the post lands, then the holder dies
 
     async def find(self, schedule: Schedule, occurrence: float) -> str | None:
@@ -44,6 +53,8 @@ class FakeHeadlines:
         await asyncio.sleep(0)  # others run meanwhile, as over the network
         if self.failure is not None:
             raise self.failure
+        if schedule.channel in self.failures_in:
+            raise self.failures_in[schedule.channel]
         ts = f"{1_780_000_000 + len(self.posts)}.000100"
         self.posts.append(Post(schedule.id, occurrence, missed, ts))
         if self.die_after_post:

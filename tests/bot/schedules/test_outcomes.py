@@ -14,6 +14,7 @@ from bot.schedules.recurrence import Recurrence
 from bot.state.schedules import Schedule
 from bot.turn.model import QueuedTurn, Turn, TurnKind
 from bot.turn.outcome import DeadLettered, Delivered
+from tests.bot.schedules.firing_kit import stand_at
 
 NINE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
 HOURLY = Recurrence("0 * * * *", None, "UTC")
@@ -59,7 +60,8 @@ def test_how_a_run_ended_in_words() -> None:
 async def test_the_outcome_is_kept_while_the_run_is_the_schedules_last(state: State) -> None:
     store = state.shared.schedules
     schedule = await a_schedule(state)
-    firing = await store.claim(schedule.id, NINE, "w1", NINE + 1, 30)
+    await stand_at(store, NINE + 1)
+    firing = await store.claim(schedule.id, NINE, "w1", 30)
     assert firing is not None
     await store.advance(firing, ran=NINE, next_at=NINE + 3600, missed=0, outcome="queued")
     ended = run_outcomes(store)

@@ -263,6 +263,14 @@ def test_the_minimum_interval_refuses_and_accepts() -> None:
     assert "runs 4 minutes apart" in refusal(cron="*/7 * * * *", min_interval_s=300)
 
 
+def test_the_minimum_interval_looks_years_ahead_for_a_rare_day() -> None:
+    # Every minute of 29 February: the next one is in 2028, over a year from NOW.
+    message = refusal(cron="* * 29 2 *", min_interval_s=3600)
+    assert "'* * 29 2 *' runs 1 minute apart at its closest" in message
+    leap_days = cron("0 9 29 2 *", min_s=3600)  # once each leap year: four years apart
+    assert leap_days.upcoming(NOW, n=2) == [utc(2028, 2, 29, 8, 0), utc(2032, 2, 29, 8, 0)]
+
+
 def test_the_minimum_interval_is_the_expressions_own_not_a_clock_change() -> None:
     # On the spring day, cron's rule runs 02:15 at 03:00, then 03:15 comes: 15 minutes.
     spring = utc(2026, 3, 28, 12, 0)

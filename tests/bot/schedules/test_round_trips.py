@@ -12,7 +12,7 @@ from bot.schedules.firing import Fired, firing_with
 from bot.schedules.recurrence import Recurrence
 from bot.schedules.scheduler import Scheduler
 from bot.state.schedules import Schedule
-from tests.bot.schedules.firing_kit import FakeHeadlines, FakeOwners
+from tests.bot.schedules.firing_kit import FakeHeadlines, FakeOwners, stand_at
 from tests.fakes.round_trips import counting_round_trips
 
 HOURLY = Recurrence(cron="0 * * * *", at=None, timezone="UTC")
@@ -41,13 +41,17 @@ async def test_an_idle_tick_is_one_round_trip_and_a_fired_run_four(state: State)
         holder="replica-1",
         config=SchedulesConfig(),
     )
+    await stand_at(store, NINE + 1)
     assert isinstance(await fire_one("s1", NINE, NINE + 1), Fired)  # loads the scripts
 
-    scheduler = Scheduler(store, fire_one, lambda: NINE + 2)
+    await stand_at(store, NINE + 2)
+    scheduler = Scheduler(store, fire_one)
+    assert await scheduler.tick() == []  # loads the look's script
     with counting_round_trips() as idle:
         assert await scheduler.tick() == []
     assert idle.sent == 1
 
+    await stand_at(store, NINE + HOUR + 0.5)
     with counting_round_trips() as run:
         assert isinstance(await fire_one("s1", NINE + HOUR, NINE + HOUR + 0.5), Fired)
     assert run.sent == 4

@@ -1,4 +1,5 @@
-"""The scheduler loop on an injected clock and sleep: each tick fires what is due, each
+"""The scheduler loop on the store's clock set to stand at chosen moments, and an injected
+sleep: each tick fires what is due, each
 occurrence once at a time, at most ``limit`` at once; two replicas' schedulers fire one run
 once; a failing tick or firing is logged and the loop goes on; Redis down backs off and says
 so once; the metrics by outcome."""
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -22,7 +22,7 @@ from bot.schedules.scheduler import BACKOFF_MAX_S, Scheduler, record
 from bot.state.redis.errors import StateUnavailable
 from bot.state.schedules import DueLook, Schedule, ScheduleStore
 from bot.turn.model import QueuedTurn
-from tests.bot.schedules.firing_kit import CountingEnqueue, FakeHeadlines, FakeOwners
+from tests.bot.schedules.firing_kit import CountingEnqueue, FakeHeadlines, FakeOwners, stand_at
 
 HOURLY = Recurrence(cron="0 * * * *", at=None, timezone="UTC")
 NINE = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
@@ -73,10 +73,6 @@ class Ticks:
         return stop.is_set()
 
 
-def fixed(now: float) -> Callable[[], float]:
-    return lambda: now
-
-
 @pytest.mark.cluster
 async def test_a_tick_fires_each_occurrence_due_once_at_a_time(state: State) -> None:
     store = state.shared.schedules
@@ -84,11 +80,13 @@ async def test_a_tick_fires_each_occurrence_due_once_at_a_time(state: State) -> 
     await make(store, "U2", NINE + 10)
     await make(store, "U3", NINE + HOUR)
     firings = HeldFirings()
-    scheduler = Scheduler(store, firings, fixed(NINE + 20))
+    await stand_at(store, NINE + 20)
+    scheduler = Scheduler(store, firings)
     started = await scheduler.tick()
     assert len(started) == 2
     await asyncio.sleep(0)
-    assert sorted(firings.calls) == [("s1", NINE, NINE + 20), ("s2", NINE + 10, NINE + 20)]
+    assert sorted(call[:2] for call in firings.calls) == [("s1", NINE), ("s2", NINE + 10)]
+    assert all(now == pytest.approx(NINE + 20, abs=0.2) for _, _, now in firings.calls)
     assert await scheduler.tick() == []  # under way: not fired again alongside
     active = REGISTRY.get_sample_value("slack_agent_schedules_active")
     assert active == 3
@@ -104,12 +102,29 @@ async def test_a_tick_fires_at_most_limit_at_once(state: State) -> None:
     for n in range(5):
         await make(store, f"U{n}", NINE + n)
     firings = HeldFirings()
-    scheduler = Scheduler(store, firings, fixed(NINE + 60), limit=2)
+    await stand_at(store, NINE + 60)
+    scheduler = Scheduler(store, firings, limit=2)
     assert len(await scheduler.tick()) == 2
     assert await scheduler.tick() == []
     firings.release.set()
     await scheduler.settle()
     assert len(firings.calls) == 2
+
+
+async def test_a_tick_takes_up_to_limit_and_fires_at_once_at_most_at_once(state: State) -> None:
+    store = state.shared.schedules
+    for n in range(12):
+        await make(store, f"U{n}", NINE + n)
+    firings = HeldFirings()
+    await stand_at(store, NINE + 60)
+    scheduler = Scheduler(store, firings, limit=10, at_once=3)
+    assert len(await scheduler.tick()) == 10
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(firings.calls) == 3  # the others wait for a slot
+    firings.release.set()
+    await scheduler.settle()
+    assert len(firings.calls) == 10
 
 
 @pytest.mark.cluster
@@ -118,11 +133,11 @@ async def test_two_replicas_schedulers_fire_a_run_once(state: State) -> None:
     await make(store, "U1", NINE)
     headlines, owners = FakeHeadlines(), FakeOwners()
     enqueue = CountingEnqueue(state.threads.queue.enqueue)
+    await stand_at(store, NINE + 0.3)
     replicas = [
         Scheduler(
             store,
             firing_with(store, headlines, owners, enqueue, holder=name, config=SchedulesConfig()),
-            fixed(NINE + 0.3),
         )
         for name in ("replica-1", "replica-2")
     ]
@@ -137,6 +152,43 @@ async def test_two_replicas_schedulers_fire_a_run_once(state: State) -> None:
         assert await replica.tick() == []
 
 
+@pytest.mark.cluster
+async def test_runs_that_keep_failing_do_not_hold_up_the_next_one_due(state: State) -> None:
+    """25 schedules whose headline always fails (for a while: each is tried again once its
+    claim lapses) are due before a 26th: it fires within a few seconds of its time all the
+    same, as a claim takes its occurrence out of the due window until the lease's end."""
+    store = state.shared.schedules
+    for n in range(25):
+        made = await store.create(
+            team="T1",
+            owner=f"U{n}",
+            channel="C0BROKEN",
+            prompt="Any news?",
+            recurrence=HOURLY,
+            next_at=NINE + n,
+            max_per_person=10,
+            by=f"U{n}",
+        )
+        assert isinstance(made, Schedule)
+    await make(store, "U99", NINE + 30)
+    headlines = FakeHeadlines(failures_in={"C0BROKEN": RuntimeError("internal_error")})
+    enqueue = CountingEnqueue(state.threads.queue.enqueue)
+    fire_one = firing_with(
+        store, headlines, FakeOwners(), enqueue, holder="replica-1", config=SchedulesConfig()
+    )
+    now = NINE + 30
+    scheduler = Scheduler(store, fire_one, limit=20)
+    for _ in range(5):
+        now += 1
+        await stand_at(store, now)
+        await asyncio.gather(*await scheduler.tick())
+        if headlines.posts:
+            break
+    assert [(p.schedule, p.occurrence) for p in headlines.posts] == [("s26", NINE + 30)]
+    assert now <= NINE + 30 + 5  # the issue's bound
+    assert [t.user for t in enqueue.turns] == ["U99"]
+
+
 @dataclass
 class FlakyIndex:
     """A due index that fails its first looks with ``failures`` in order."""
@@ -144,11 +196,11 @@ class FlakyIndex:
     failures: list[Exception]
     looks: int = 0
 
-    async def look(self, now: float, limit: int) -> DueLook:
+    async def look(self, limit: int) -> DueLook:
         self.looks += 1
         if self.failures:
             raise self.failures.pop(0)
-        return DueLook([("s1", NINE)], 1)
+        return DueLook([("s1", NINE)], 1, NINE)
 
 
 async def test_redis_down_backs_off_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -158,7 +210,7 @@ async def test_redis_down_backs_off_and_says_so_once(caplog: pytest.LogCaptureFi
     firings.release.set()
     ticks = Ticks(count=8)
     caplog.set_level(logging.INFO, logger="bot.schedules.scheduler")
-    await Scheduler(index, firings, fixed(NINE), sleep=ticks).run(asyncio.Event())
+    await Scheduler(index, firings, sleep=ticks).run(asyncio.Event())
     assert ticks.waits == [1, 2, 4, 8, BACKOFF_MAX_S, 1, 1, 1]
     messages = [r.getMessage() for r in caplog.records]
     assert sum("Redis is unreachable" in m for m in messages) == 1
@@ -178,7 +230,7 @@ async def test_a_failing_tick_or_firing_is_logged_and_the_loop_goes_on(
         raise RuntimeError("a bug in a firing")
 
     ticks = Ticks(count=3)
-    await Scheduler(index, fire_one, fixed(NINE), sleep=ticks).run(asyncio.Event())
+    await Scheduler(index, fire_one, sleep=ticks).run(asyncio.Event())
     assert index.looks == 3 and broken == 2
     assert ticks.waits == [1, 1, 1]
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]

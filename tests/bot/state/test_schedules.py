@@ -13,7 +13,8 @@ import pytest
 from bot.process.state import State
 from bot.schedules.recurrence import Recurrence
 from bot.state.audit import AuditKind
-from bot.state.schedules import ENDED_KEEP_S, Schedule, ScheduleStore, TooMany
+from bot.state.schedules import ENDED_KEEP_S, Firing, Schedule, ScheduleStore, TooMany
+from tests.bot.schedules.firing_kit import stand_at
 
 pytestmark = pytest.mark.cluster  # each test on a single Redis and on a Redis Cluster
 
@@ -149,32 +150,45 @@ async def test_due_is_earliest_first_within_the_limit(state: State) -> None:
     for hours in (3, 1, 2, 9):
         await make(store, f"U{hours}", next_at=NINE + hours * HOUR)
     assert await store.due(NINE + 3 * HOUR, 2) == [("s2", NINE + HOUR), ("s3", NINE + 2 * HOUR)]
-    look = await store.look(NINE + 3 * HOUR, 20)
+    await stand_at(store, NINE + 3 * HOUR)
+    look = await store.look(20)
     assert look.due == [("s2", NINE + HOUR), ("s3", NINE + 2 * HOUR), ("s1", NINE + 3 * HOUR)]
     assert look.active == 4 == await store.count_active()
+    assert look.now == pytest.approx(NINE + 3 * HOUR, abs=0.2)
+
+
+async def claim(
+    store: ScheduleStore, schedule_id: str, occurrence: float, holder: str, *, at: float
+) -> Firing | None:
+    """A claim for 30 s with the store's clock standing at ``at``."""
+    await stand_at(store, at)
+    return await store.claim(schedule_id, occurrence, holder, lease_s=30)
 
 
 async def test_one_holder_at_a_time_until_its_lease_lapses(state: State) -> None:
     store = state.shared.schedules
     await make(store)
-    first = await store.claim("s1", NINE, "A", now=NINE + 1, lease_s=30)
+    first = await claim(store, "s1", NINE, "A", at=NINE + 1)
     assert first is not None
-    assert (first.holder, first.until, first.ts, first.first_claimed_at) == (
-        "A",
-        NINE + 31,
-        "",
-        NINE + 1,
-    )
+    assert (first.holder, first.ts, first.attempts) == ("A", "", 1)
+    assert first.claimed_at == first.first_claimed_at == pytest.approx(NINE + 1, abs=0.2)
+    assert first.until == pytest.approx(first.claimed_at + 30, abs=1e-5)
+    assert await store.due(NINE + 30, 5) == []  # out of the due window while claimed
+    assert await store.due(first.until, 5) == [("s1", first.until)]
     assert not first.taken_over and first.schedule.id == "s1"
-    assert await store.claim("s1", NINE, "B", now=NINE + 30, lease_s=30) is None
-    assert await store.claim("s1", NINE, "A", now=NINE + 2, lease_s=30) is None  # even A
-    assert await store.claim("s1", NINE + HOUR, "B", now=NINE + 2, lease_s=30) is None
+    assert await claim(store, "s1", NINE, "B", at=NINE + 30) is None
+    assert await claim(store, "s1", NINE, "A", at=NINE + 2) is None  # even A
+    assert await claim(store, "s1", NINE + HOUR, "B", at=NINE + 2) is None
 
-    assert await store.record_headline(first, "1700000000.000100")
-    taken = await store.claim("s1", NINE, "B", now=NINE + 32, lease_s=30)
+    assert await store.record_headline(first, "1700000000.000100", first.first_claimed_at)
+    taken = await claim(store, "s1", NINE, "B", at=NINE + 32)
     assert taken is not None and taken.taken_over
-    assert (taken.ts, taken.first_claimed_at) == ("1700000000.000100", NINE + 1)
-    assert not await store.record_headline(first, "1700000000.000200")  # A lost it
+    assert (taken.ts, taken.first_claimed_at, taken.attempts) == (
+        "1700000000.000100",
+        first.first_claimed_at,
+        2,
+    )
+    assert not await store.record_headline(first, "1700000000.000200", NINE)  # A lost it
     assert not await store.advance(first, ran=NINE, next_at=NINE + HOUR, missed=0, outcome="x")
 
     assert await store.advance(taken, ran=NINE, next_at=NINE + HOUR, missed=2, outcome="queued")
@@ -188,7 +202,7 @@ async def test_one_holder_at_a_time_until_its_lease_lapses(state: State) -> None
     )
     assert await store.due(NINE + HOUR, 5) == [("s1", NINE + HOUR)]
     # The schedule moved on: the occurrence cannot be claimed or advanced again.
-    assert await store.claim("s1", NINE, "C", now=NINE + 999, lease_s=30) is None
+    assert await claim(store, "s1", NINE, "C", at=NINE + 999) is None
     assert not await store.advance(taken, ran=NINE, next_at=NINE + HOUR, missed=0, outcome="x")
 
     await store.record_outcome("s1", NINE - HOUR, "failed")  # not its last run: no change
@@ -197,20 +211,45 @@ async def test_one_holder_at_a_time_until_its_lease_lapses(state: State) -> None
     assert last is not None and last.last_outcome == "answered"
 
 
+async def test_an_advance_keeps_the_outcome_of_a_run_that_already_ended(state: State) -> None:
+    store = state.shared.schedules
+    await make(store)
+    firing = await claim(store, "s1", NINE, "A", at=NINE + 1)
+    assert firing is not None
+    assert await store.advance(firing, ran=NINE, next_at=NINE + HOUR, missed=0, outcome="queued")
+    await store.record_outcome("s1", NINE, "answered")
+    again = await claim(store, "s1", NINE + HOUR, "B", at=NINE + HOUR + 1)
+    assert again is not None  # an advance naming the same run: its outcome stays
+    assert await store.advance(again, ran=NINE, next_at=NINE + 2 * HOUR, missed=1, outcome="queued")
+    kept = await store.get("s1")
+    assert kept is not None
+    assert (kept.last_at, kept.last_outcome, kept.missed) == (NINE, "answered", 1)
+    third = await claim(store, "s1", NINE + 2 * HOUR, "B", at=NINE + 2 * HOUR + 1)
+    assert third is not None  # another run: its own outcome
+    assert await store.advance(
+        third, ran=NINE + 2 * HOUR, next_at=NINE + 3 * HOUR, missed=0, outcome="queued"
+    )
+    latest = await store.get("s1")
+    assert latest is not None and (latest.last_at, latest.last_outcome) == (
+        NINE + 2 * HOUR,
+        "queued",
+    )
+
+
 async def test_a_paused_or_removed_schedule_cannot_be_claimed(state: State) -> None:
     store = state.shared.schedules
     await make(store)
     await make(store, "U2")
     await store.pause("s1", by="U1", reason="paused by <@U1>")
     await store.remove("s2", by="U2")
-    assert await store.claim("s1", NINE, "A", now=NINE, lease_s=30) is None
-    assert await store.claim("s2", NINE, "A", now=NINE, lease_s=30) is None
+    assert await claim(store, "s1", NINE, "A", at=NINE) is None
+    assert await claim(store, "s2", NINE, "A", at=NINE) is None
 
 
 async def test_paused_while_firing_the_run_advances_but_stays_out_of_due(state: State) -> None:
     store = state.shared.schedules
     await make(store)
-    firing = await store.claim("s1", NINE, "A", now=NINE, lease_s=30)
+    firing = await claim(store, "s1", NINE, "A", at=NINE)
     assert firing is not None
     await store.pause("s1", by="U1", reason="paused by <@U1>")
     assert await store.advance(firing, ran=NINE, next_at=NINE + HOUR, missed=0, outcome="queued")
@@ -222,7 +261,7 @@ async def test_paused_while_firing_the_run_advances_but_stays_out_of_due(state: 
 async def test_a_skip_is_audited_and_a_one_off_ends_listed_for_a_week(state: State) -> None:
     store = state.shared.schedules
     await make(store)
-    skipped = await store.claim("s1", NINE, "A", now=NINE + 3 * HOUR, lease_s=30)
+    skipped = await claim(store, "s1", NINE, "A", at=NINE + 3 * HOUR)
     assert skipped is not None
     assert await store.advance(
         skipped, ran=None, next_at=NINE + 4 * HOUR, missed=3, outcome="skipped"
@@ -236,7 +275,7 @@ async def test_a_skip_is_audited_and_a_one_off_ends_listed_for_a_week(state: Sta
     )
     one_off = Recurrence(cron=None, at=datetime.fromtimestamp(NINE, UTC), timezone="UTC")
     await make(store, "U2", recurrence=one_off)
-    firing = await store.claim("s2", NINE, "A", now=NINE, lease_s=30)
+    firing = await claim(store, "s2", NINE, "A", at=NINE)
     assert firing is not None
     assert await store.advance(firing, ran=NINE, next_at=None, missed=0, outcome="queued")
     ended = await store.get("s2")
