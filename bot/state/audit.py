@@ -56,8 +56,10 @@ class AuditKind(StrEnum):
     # target: the memory's scope; detail: note id, text, channel, team (cleared: count)
     MEMORY = "memory"
     # a schedule (bot/state/schedules.py); action: created, paused, resumed, removed,
-    # skipped (its missed runs were too late to run), owner_gone (paused: its owner left the
-    # workspace); target: the schedule's id; detail: team, owner, channel, and what changed
+    # skipped (its missed runs were too late to run, or a run kept failing), owner_gone
+    # (paused: its owner left the workspace), owner_left_channel (paused: its owner is no
+    # longer in its private channel), channel_refused (paused: Slack refuses the bot there
+    # for good); target: the schedule's id; detail: team, owner, channel, and what changed
     SCHEDULE = "schedule"
 
     @classmethod

@@ -274,7 +274,8 @@ class Keys:
         return f"{self._schedules()}schedule:"
 
     def schedules_due(self) -> str:
-        """The active schedules by their next run: id -> epoch seconds."""
+        """The active schedules by when to look at them next: id -> epoch seconds (the next
+        run, or the end of the lease of a run being fired or waiting to be tried again)."""
         return f"{self._schedules()}schedules:due"
 
     def schedules_of_owner(self, team: str, user: str) -> str:
