@@ -1,12 +1,13 @@
-"""The scheduler loop each worker process runs: once a tick (1 s) it reads the schedules due
-from Redis and fires each (bot/schedules/firing.py) in a task of its own, at most ``limit``
-under way and ``at_once`` of them stepping at the same time, so an occurrence fires within a
-second or two of its time whichever replicas run (a burst of 200 due at once within 5 s on
-two replicas); the claim in Redis keeps the others off, and takes the occurrence out of the
-due window the other schedulers read. What is due is read on Redis's clock (the look reads
-it in the same step), not this process's. A tick that fails is logged and the loop goes on;
-while Redis is down it backs off, saying so once. The sleep is injectable (the store's clock
-takes an offset)."""
+"""The scheduler loop each worker process runs: once a tick (1 s) while anything is due,
+else when the earliest schedule is next due but at least every ``IDLE_LOOK_S``, it reads the
+schedules due from Redis and fires each (bot/schedules/firing.py) in a task of its own, at
+most ``limit`` under way and ``at_once`` of them stepping at the same time, so an occurrence
+fires within a second or two of its time whichever replicas run (a burst of 200 due at once
+within 5 s on two replicas); the claim in Redis keeps the others off, and takes the
+occurrence out of the due window the other schedulers read. What is due is read on Redis's
+clock (the look reads it in the same step), not this process's. A tick that fails is logged
+and the loop goes on; while Redis is down it backs off, saying so once. The sleep is
+injectable (the store's clock takes an offset)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ DUE_PER_TICK = 100  # the most occurrences a tick reads, and the most under way 
 FIRING_AT_ONCE = 16  # of those, the most whose firing steps run at the same time
 LATE_AFTER_S = 5.0  # a run fired later than this after its time counts as late
 BACKOFF_MAX_S = 10.0
+# With nothing due, the next look comes when the earliest schedule is next due, but at most
+# this long after the last: a schedule made (or resumed) on another replica, due sooner, is
+# seen within it. A look after a second of quiet costs a worker about 0.7 ms of CPU (a cold
+# connection), so looking every second when idle would triple an idle app's CPU.
+IDLE_LOOK_S = 3.0
+SOONEST_S = 0.05  # never look again sooner than this
 REDIS_FAILURES: tuple[type[BaseException], ...] = (*REDIS_DOWN, StateUnavailable)
 
 
@@ -47,6 +54,7 @@ class Scheduler:
         fire_one: FireOne,
         *,
         tick_s: float = 1.0,
+        idle_s: float = IDLE_LOOK_S,
         limit: int = DUE_PER_TICK,
         at_once: int = FIRING_AT_ONCE,
         sleep: Sleep = sleep_unless,
@@ -54,6 +62,7 @@ class Scheduler:
         self.store = store
         self.fire_one = fire_one
         self.tick_s = tick_s
+        self.idle_s = max(idle_s, tick_s)
         self.limit = limit
         self.sleep = sleep
         self.slots = asyncio.Semaphore(at_once)  # firings whose steps run now
@@ -67,7 +76,9 @@ class Scheduler:
             while not stop.is_set():
                 wait = self.tick_s
                 try:
-                    await self.tick()
+                    look = await self._look()
+                    self._start(look)
+                    wait = self.wait_after(look)
                     backoff = self.tick_s
                 except REDIS_FAILURES as exc:
                     wait, backoff = backoff, min(backoff * 2, BACKOFF_MAX_S)
@@ -81,11 +92,27 @@ class Scheduler:
     async def tick(self) -> list[asyncio.Task[None]]:
         """One look at the due index: a task firing each occurrence due that is not being
         fired here already, while fewer than ``limit`` are. The tasks started."""
+        return self._start(await self._look())
+
+    def wait_after(self, look: DueLook) -> float:
+        """How long until the next look: a tick while anything is due or firing here; else
+        until the earliest schedule is next due, within ``idle_s`` (and never under
+        ``SOONEST_S``)."""
+        if look.due or self.firing:
+            return self.tick_s
+        if look.next_due is None:
+            return self.idle_s
+        return min(max(look.next_due - look.now, SOONEST_S), self.idle_s)
+
+    async def _look(self) -> DueLook:
         look = await self.store.look(self.limit)
         if self.redis_down:
             self.redis_down = False
             log.info("Redis is reachable again: schedules fire again")
         metrics.safely(partial(metrics.SCHEDULES_ACTIVE.set, look.active))
+        return look
+
+    def _start(self, look: DueLook) -> list[asyncio.Task[None]]:
         started = []
         for schedule_id, occurrence in look.due:
             key = (schedule_id, occurrence)

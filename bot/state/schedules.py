@@ -268,7 +268,9 @@ for _, id in ipairs(ids) do
     due[#due + 1] = next_at
   end
 end
-return {t[1], t[2], due, redis.call('ZCARD', KEYS[1])}
+local after = redis.call('ZRANGEBYSCORE', KEYS[1], string.format('(%.6f', now), '+inf',
+  'WITHSCORES', 'LIMIT', 0, 1)
+return {t[1], t[2], due, redis.call('ZCARD', KEYS[1]), after[2] or ''}
 """
 
 # KEYS: the schedule; ARGV: the run, its outcome. Only while the run is the schedule's last.
@@ -331,6 +333,7 @@ class DueLook:
     due: list[tuple[str, float]]
     active: int
     now: float
+    next_due: float | None = None  # the earliest score after ``now``: when to look again
 
 
 def epoch_text(moment: float) -> str:
@@ -498,8 +501,8 @@ class ScheduleStore:
         """The scheduler's tick, one round trip: up to ``limit`` schedules whose score in the
         due index (their next run; while claimed, the claim's lease's end) is at or before
         the store's clock, each with its next run, earliest first; how many are active; and
-        that clock."""
-        seconds, micros, due, active = await guarded(
+        that clock; and the earliest score after it (when something is next due)."""
+        seconds, micros, due, active, after = await guarded(
             self._look(
                 keys=[self.keys.schedules_due()],
                 args=[self.keys.schedule_prefix(), limit, repr(self.clock_offset_s)],
@@ -507,7 +510,10 @@ class ScheduleStore:
         )
         now = int(seconds) + int(micros) / 1e6 + self.clock_offset_s
         pairs = zip(due[::2], due[1::2], strict=True)
-        return DueLook([(str(member), float(at)) for member, at in pairs], int(active), now)
+        next_due = float(after) if after not in ("", None) else None
+        return DueLook(
+            [(str(member), float(at)) for member, at in pairs], int(active), now, next_due
+        )
 
     async def count_active(self) -> int:
         return int(await guarded(self.client.zcard(self.keys.schedules_due())))

@@ -18,7 +18,13 @@ from bot.process.state import State
 from bot.schedules.config import SchedulesConfig
 from bot.schedules.firing import Failed, Fired, FireOutcome, NotMine, Paused, Skipped, firing_with
 from bot.schedules.recurrence import Recurrence
-from bot.schedules.scheduler import BACKOFF_MAX_S, Scheduler, record
+from bot.schedules.scheduler import (
+    BACKOFF_MAX_S,
+    IDLE_LOOK_S,
+    SOONEST_S,
+    Scheduler,
+    record,
+)
 from bot.state.redis.errors import StateUnavailable
 from bot.state.schedules import DueLook, Schedule, ScheduleStore
 from bot.turn.model import QueuedTurn
@@ -95,6 +101,43 @@ async def test_a_tick_fires_each_occurrence_due_once_at_a_time(state: State) -> 
     assert scheduler.firing == {}
     assert len(await scheduler.tick()) == 2  # (this fake never advances them)
     await scheduler.settle()
+
+
+@pytest.mark.cluster
+async def test_idle_it_looks_again_when_the_next_is_due_but_at_least_every_few_seconds(
+    state: State,
+) -> None:
+    """Nothing due: the next look comes when the earliest schedule is due (never sooner than
+    SOONEST_S), or IDLE_LOOK_S at the latest (a schedule made on another replica is seen
+    within it); while anything is due or firing, every tick."""
+    store = state.shared.schedules
+    scheduler = Scheduler(store, HeldFirings())
+    await stand_at(store, NINE - 100)
+    empty = await store.look(10)
+    assert empty.next_due is None
+    assert scheduler.wait_after(empty) == IDLE_LOOK_S
+    await make(store, "U1", NINE)
+    await stand_at(store, NINE - 1.5)
+    soon = await store.look(10)
+    assert soon.due == [] and soon.next_due == NINE
+    assert scheduler.wait_after(soon) == pytest.approx(1.5, abs=0.2)
+    await stand_at(store, NINE - 0.01)
+    assert scheduler.wait_after(await store.look(10)) == SOONEST_S
+    await stand_at(store, NINE - HOUR)
+    assert scheduler.wait_after(await store.look(10)) == IDLE_LOOK_S
+    await stand_at(store, NINE + 1)
+    due = await store.look(10)
+    assert due.due == [("s1", NINE)]
+    assert scheduler.wait_after(due) == scheduler.tick_s
+
+
+async def test_the_loop_sleeps_as_wait_after_says(state: State) -> None:
+    store = state.shared.schedules
+    await make(store, "U1", NINE)
+    await stand_at(store, NINE - 2)
+    ticks = Ticks(count=1)
+    await Scheduler(store, HeldFirings(), sleep=ticks).run(asyncio.Event())
+    assert ticks.waits == [pytest.approx(2.0, abs=0.2)]
 
 
 async def test_a_tick_fires_at_most_limit_at_once(state: State) -> None:
