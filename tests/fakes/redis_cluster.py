@@ -18,10 +18,17 @@ START_TIMEOUT_S = 20.0
 BUS_OFFSET = 10_000  # a node's cluster bus listens on its port + 10000
 
 
+# Below the kernel's ephemeral range (32768-60999 on Linux), bus port included: a port the
+# kernel hands to an outgoing connection between our check and the node's bind would make
+# the node exit at start.
+LOWEST_PORT, EPHEMERAL_FROM = 10_000, 32_768
+NODE_STARTS = 3  # a node whose port was taken after all is started again on another
+
+
 def free_node_port() -> int:
-    """A free port whose cluster bus port is free too (and below 65536)."""
+    """A free port whose cluster bus port is free too, both below the ephemeral range."""
     for _ in range(200):
-        port = random.randrange(20_000, 45_000)
+        port = random.randrange(LOWEST_PORT, EPHEMERAL_FROM - BUS_OFFSET)
         try:
             with socket.socket() as node, socket.socket() as bus:
                 node.bind(("127.0.0.1", port))
@@ -52,33 +59,9 @@ class PrivateRedisCluster:
 
     def start(self) -> None:
         for port in self.ports:
-            node = self.directory / str(port)
-            node.mkdir()
-            self.processes[port] = subprocess.Popen(
-                [
-                    self.server,
-                    "--port",
-                    str(port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "2000",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--dir",
-                    str(node),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        for port in self.ports:
-            self._wait_for(port, ["PING"], "PONG")
+            self._start_node(port)
+        for index in range(len(self.ports)):
+            self._node_up(index)
         subprocess.run(
             [
                 self.cli,
@@ -102,6 +85,54 @@ class PrivateRedisCluster:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the cluster's replicas never caught up")
                 time.sleep(0.05)
+
+    def _start_node(self, port: int) -> None:
+        node = self.directory / str(port)
+        node.mkdir()
+        self.processes[port] = subprocess.Popen(
+            [
+                self.server,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(node),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def _node_up(self, index: int) -> None:
+        """Wait until the node at ``self.ports[index]`` answers; one that exited (its port
+        was taken after all) starts again on another port, up to NODE_STARTS times."""
+        for _ in range(NODE_STARTS):
+            port = self.ports[index]
+            process = self.processes[port]
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while time.monotonic() < deadline and process.poll() is None:
+                reply = subprocess.run(
+                    [self.cli, "-p", str(port), "PING"], capture_output=True, text=True, timeout=5
+                )
+                if "PONG" in reply.stdout and process.poll() is None:
+                    return
+                time.sleep(0.05)
+            if process.poll() is None:
+                break  # running, and never answered: not a taken port
+            del self.processes[port]
+            self.ports[index] = free_node_port()
+            self._start_node(self.ports[index])
+        raise RuntimeError(f"cluster node {self.ports[index]} never answered 'PONG' to PING")
 
     def _replicated(self, primaries: int) -> bool:
         ports = self.primary_ports()
