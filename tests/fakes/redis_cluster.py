@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 START_TIMEOUT_S = 20.0
@@ -25,10 +26,14 @@ LOWEST_PORT, EPHEMERAL_FROM = 10_000, 32_768
 NODE_STARTS = 3  # a node whose port was taken after all is started again on another
 
 
-def free_node_port() -> int:
-    """A free port whose cluster bus port is free too, both below the ephemeral range."""
+def free_node_port(taken: Iterable[int] = ()) -> int:
+    """A free port whose cluster bus port is free too, both below the ephemeral range, and
+    neither of them one of ``taken``'s nodes' ports or bus ports."""
+    used = {p + offset for p in taken for offset in (0, BUS_OFFSET)}
     for _ in range(200):
         port = random.randrange(LOWEST_PORT, EPHEMERAL_FROM - BUS_OFFSET)
+        if port in used or port + BUS_OFFSET in used:
+            continue
         try:
             with socket.socket() as node, socket.socket() as bus:
                 node.bind(("127.0.0.1", port))
@@ -48,7 +53,9 @@ class PrivateRedisCluster:
             raise RuntimeError("redis-server and redis-cli are needed for a Redis Cluster")
         self.server, self.cli = server, cli
         self.replicas = replicas
-        self.ports = [free_node_port() for _ in range(primaries * (1 + replicas))]
+        self.ports: list[int] = []
+        for _ in range(primaries * (1 + replicas)):
+            self.ports.append(free_node_port(self.ports))
         self.directory = Path(tempfile.mkdtemp(prefix="slack-agent-cluster-"))
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -130,7 +137,7 @@ class PrivateRedisCluster:
             if process.poll() is None:
                 break  # running, and never answered: not a taken port
             del self.processes[port]
-            self.ports[index] = free_node_port()
+            self.ports[index] = free_node_port(self.ports)
             self._start_node(self.ports[index])
         raise RuntimeError(f"cluster node {self.ports[index]} never answered 'PONG' to PING")
 
