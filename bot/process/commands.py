@@ -32,6 +32,7 @@ from bot.process.supervisor import Supervisor, WorkerLaunch
 from bot.process.tool_listing import personal_lines, signs_in, tool_lines, tool_row
 from bot.process.worker import channel_reader, channel_tools
 from bot.process.worker_count import cpu_count, worker_processes
+from bot.schedules.run_tools import IN_THE_CONSOLE, WithoutScheduling
 from bot.state.redis.mode import check_cluster_mode
 from bot.state.redis.persistence import check_persistence
 from permissions.policy import Person
@@ -128,7 +129,8 @@ async def console_tools(services: Services, options: ChatOptions) -> ConsoleTool
         inner = PersonalToolset(services.registry, personal, account)
 
     def guarded(approver: Approver | None, channel: ChannelView | None) -> Toolset:
-        return policy.guarded(channel_tools(inner, channel), person, approver, held)
+        offered = WithoutScheduling(channel_tools(inner, channel), IN_THE_CONSOLE)
+        return policy.guarded(offered, person, approver, held)
 
     sign_in: Callable[[Toolset, ConsoleTerminal], Toolset] | None = None
     if side is not None and personal:

@@ -65,9 +65,9 @@ async def test_roles_choose_the_offered_tools(fake_llm: FakeLLM, tmp_path: Path)
     await run_cli("chat", "--config", config, "--user", "U0ADMIN", stdin="hi\n", env=env)
     await run_cli("chat", "--config", config, "--user", "U0SOMEONE", stdin="hi\n", env=env)
     await run_cli("chat", "--config", config, "--role", "admin", stdin="hi\n", env=env)
-    assert fake_llm.offered_tools(0) == ["get_time", "calculate", "schedule"]
+    assert fake_llm.offered_tools(0) == ["get_time", "calculate"]  # no schedule: no Slack
     assert fake_llm.offered_tools(1) == ["get_time"]
-    assert fake_llm.offered_tools(2) == ["get_time", "calculate", "schedule"]
+    assert fake_llm.offered_tools(2) == ["get_time", "calculate"]
 
 
 async def test_a_forbidden_call_is_refused(fake_llm: FakeLLM, tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ async def test_on_a_terminal_it_asks_and_ctrl_c_stops_the_answer(
             await process.wait()
         os.close(master)
     assert code == 0, err
-    assert "tools: get_time, calculate, schedule, place_order" in err
+    assert "tools: get_time, calculate, place_order" in err  # schedule: Slack only
     assert 'run place_order {"item": "flour"} [y/N]' in err
     assert "✓ place_order" in err
     assert "[cancelled · 1 round" in err

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.schedules.run_tools import IN_A_RUN, WithoutScheduling
+from bot.schedules.run_tools import IN_A_RUN, IN_THE_CONSOLE, WithoutScheduling
 from tools.definition import Tool
 from tools.errors import ToolUnavailable
 from tools.toolset import StaticToolset
@@ -35,3 +35,11 @@ async def test_the_schedule_tool_is_neither_offered_nor_run() -> None:
     with pytest.raises(ToolUnavailable) as unknown:
         await run.get_tool("nothing")
     assert unknown.value.kind == "UnknownTool"  # as the inner toolset says
+
+
+async def test_the_console_says_why_in_its_own_words() -> None:
+    console = WithoutScheduling(StaticToolset([tool("get_time"), tool("schedule")]), IN_THE_CONSOLE)
+    assert [t.name for t in await console.list_tools()] == ["get_time"]
+    with pytest.raises(ToolUnavailable) as refused:
+        await console.get_tool("schedule")
+    assert IN_THE_CONSOLE in str(refused.value) and IN_A_RUN not in str(refused.value)
