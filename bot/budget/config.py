@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bot.config.zones import known_zone
 from permissions.budget import Budget
 from permissions.config import RoleConfig
 
@@ -39,13 +40,7 @@ class BudgetsConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, name: str) -> str:
-        try:
-            ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                "not a time zone the IANA database knows (e.g. UTC, Europe/Berlin)"
-            ) from None
-        return name
+        return known_zone(name)
 
     @property
     def zone(self) -> ZoneInfo:

@@ -3,9 +3,9 @@ schedule may run, how many each person may have, how late a missed run still run
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bot.config.zones import known_zone
 
 
 class SchedulesConfig(BaseModel):
@@ -35,10 +35,4 @@ class SchedulesConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, name: str) -> str:
-        try:
-            ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                "not a time zone the IANA database knows (e.g. UTC, Europe/Berlin)"
-            ) from None
-        return name
+        return known_zone(name)
